@@ -1,0 +1,57 @@
+# binlane: two commands do everything on a fresh Debian machine.
+#   make demo   start throwaway servers, replicate a live workload, verify
+#   make test   the whole test suite (unit, integration, race detector)
+
+GO        ?= go
+PKGS      ?= ./...
+TESTFLAGS ?= -race -timeout 60m
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all build deps demo test test-short bench fuzz vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o bin/binlane ./cmd/binlane
+
+# deps installs what is missing: the MariaDB server (tests and the demo
+# start their own throwaway instances from its binaries), sysbench for the
+# benchmarks, and the Go modules.
+deps:
+	@if ! command -v mariadbd >/dev/null 2>&1 || ! command -v mariadb-binlog >/dev/null 2>&1 || ! command -v sysbench >/dev/null 2>&1; then \
+		echo "installing mariadb-server, mariadb-client, sysbench"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client sysbench >/dev/null; \
+	fi
+	$(GO) mod download
+
+demo: deps
+	$(GO) run ./cmd/binlane demo
+
+test: deps
+	$(GO) vet $(PKGS)
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+test-short:
+	$(GO) test -short $(PKGS)
+
+bench: deps build
+	$(GO) run ./bench $(BENCHFLAGS)
+
+# fuzz runs every fuzz target for FUZZTIME each.
+FUZZTIME ?= 10m
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -l -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/binlane/binlane/internal/sandbox"
+)
+
+// scenarioSpec says which backlog a scenario replays and how the target
+// is configured.
+type scenarioSpec struct {
+	name     string
+	title    string
+	workload string // sysbench test
+	threads  int    // 0: the --threads flag
+	durable  bool
+}
+
+var scenarioSpecs = map[string]scenarioSpec{
+	"durable": {name: "durable", workload: "oltp_write_only", durable: true,
+		title: "oltp_write_only, durable target (innodb_flush_log_at_trx_commit=1, sync_binlog=1, log_slave_updates)"},
+	"nondurable": {name: "nondurable", workload: "oltp_write_only", durable: false,
+		title: "oltp_write_only, non-durable target (innodb_flush_log_at_trx_commit=2, sync_binlog=0)"},
+	"worstcase": {name: "worstcase", workload: "oltp_update_index", threads: 1, durable: true,
+		title: "single-threaded oltp_update_index, durable target"},
+}
+
+// backlog is a source holding a generated backlog, and the data directory
+// every target starts from.
+type backlog struct {
+	src      *sandbox.Server
+	baseline string // data directory of the state before the backlog
+	start    string // GTID position before the backlog
+	end      string // after it
+	txns     int
+	dir      string
+}
+
+func (b *backlog) close() {
+	if b.src != nil {
+		b.src.Close()
+	}
+	os.RemoveAll(b.dir)
+}
+
+// serverOptions are the options every benchmark server runs with.
+func serverOptions(c config, durable bool) []string {
+	opts := []string{"innodb-buffer-pool-size=" + c.bufferPool, "innodb-log-file-size=1G", "max-connections=1000",
+		"innodb-io-capacity=2000"}
+	if durable {
+		opts = append(opts, "innodb-doublewrite=1")
+	}
+	return opts
+}
+
+// makeBacklog prepares the sysbench tables on a fresh source, keeps a copy
+// of that state, and runs the workload to build the backlog.
+func makeBacklog(ctx context.Context, c config, spec scenarioSpec, log *slog.Logger) (*backlog, error) {
+	b := &backlog{}
+	var err error
+	if b.dir, err = os.MkdirTemp("", "binlane-bench-"); err != nil {
+		return nil, err
+	}
+	b.src, err = sandbox.Start(ctx, sandbox.Options{Role: sandbox.Source, Name: "bench-source", Extra: serverOptions(c, false)})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.src.Exec(ctx, "CREATE DATABASE sbtest"); err != nil {
+		return nil, err
+	}
+	log.Info("preparing sysbench tables", "tables", c.tables, "rows", c.tableSize)
+	if err := sysbench(ctx, b.src, spec.workload, "prepare", c.tables, c.tableSize, 4, 0); err != nil {
+		return nil, err
+	}
+	if b.start, err = gtidPos(ctx, b.src); err != nil {
+		return nil, err
+	}
+	// The baseline: the source's data as it is now, without its binlogs.
+	if err := b.src.Stop(); err != nil {
+		return nil, err
+	}
+	b.baseline = filepath.Join(b.dir, "baseline")
+	if out, err := exec.CommandContext(ctx, "cp", "-a", b.src.DataDir(), b.baseline).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("copy baseline: %v: %s", err, out)
+	}
+	if err := dropBinlogs(b.baseline); err != nil {
+		return nil, err
+	}
+	if err := b.src.Start(ctx); err != nil {
+		return nil, err
+	}
+	threads := c.threads
+	if spec.threads > 0 {
+		threads = spec.threads
+	}
+	log.Info("generating the backlog", "workload", spec.workload, "transactions", c.transactions, "threads", threads)
+	t0 := time.Now()
+	if err := sysbench(ctx, b.src, spec.workload, "run", c.tables, c.tableSize, threads, c.transactions); err != nil {
+		return nil, err
+	}
+	if b.end, err = gtidPos(ctx, b.src); err != nil {
+		return nil, err
+	}
+	b.txns = seqDiff(b.start, b.end)
+	log.Info("backlog ready", "from", b.start, "to", b.end, "transactions", b.txns,
+		"source_trx_per_s", fmt.Sprintf("%.0f", float64(b.txns)/time.Since(t0).Seconds()))
+	return b, nil
+}
+
+// dropBinlogs removes binlog files from a copied data directory, so a
+// target started from it begins a binlog of its own.
+func dropBinlogs(dir string) error {
+	files, _ := filepath.Glob(filepath.Join(dir, "binlog.*"))
+	for _, f := range files {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sysbench(ctx context.Context, s *sandbox.Server, test, cmd string, tables, size, threads, events int) error {
+	args := []string{test, "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port=" + strconv.Itoa(s.Port),
+		"--mysql-user=root", "--mysql-db=sbtest", "--tables=" + strconv.Itoa(tables), "--table-size=" + strconv.Itoa(size),
+		"--threads=" + strconv.Itoa(threads), "--db-ps-mode=disable"}
+	if cmd == "run" {
+		args = append(args, "--events="+strconv.Itoa(events), "--time=0", "--rand-type=uniform")
+	}
+	args = append(args, cmd)
+	out, err := exec.CommandContext(ctx, "sysbench", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("sysbench %s %s: %v\n%s", test, cmd, err, tail(string(out), 2000))
+	}
+	return nil
+}
+
+func gtidPos(ctx context.Context, s *sandbox.Server) (string, error) {
+	db, err := sql.Open("mysql", s.DSN(""))
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var pos string
+	err = db.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos)
+	return pos, err
+}
+
+// seqDiff counts transactions between two single-domain positions.
+func seqDiff(a, b string) int {
+	seq := func(s string) int {
+		i := strings.LastIndexByte(s, '-')
+		n, _ := strconv.Atoi(s[i+1:])
+		return n
+	}
+	return seq(b) - seq(a)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// buildBinlane compiles the binlane binary once for all runs.
+func buildBinlane(ctx context.Context) (string, error) {
+	dir, err := os.MkdirTemp("", "binlane-bench-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "binlane")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/binlane").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build binlane: %v\n%s", err, out)
+	}
+	return bin, nil
+}

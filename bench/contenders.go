@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/verify"
+)
+
+// runResult is one contender's drain of a backlog.
+type runResult struct {
+	Name     string
+	Kind     string // "binlane" or "mariadb"
+	Elapsed  time.Duration
+	TrxPerS  float64
+	Verified string // "equal", "DIFFERENT", "skipped"
+	Detail   string
+	All      []time.Duration // every repetition
+}
+
+type scenarioResult struct {
+	Spec    scenarioSpec
+	Backlog int
+	Runs    []runResult
+}
+
+func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, bin string, log *slog.Logger) (scenarioResult, error) {
+	res := scenarioResult{Spec: spec, Backlog: b.txns}
+	type contender struct {
+		name, kind string
+		run        func(context.Context, *sandbox.Server) (time.Duration, string, error)
+	}
+	var list []contender
+	for _, w := range c.workers {
+		w := w
+		list = append(list, contender{fmt.Sprintf("binlane workers=%d", w), "binlane",
+			func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
+				return runBinlane(ctx, c, bin, b, dst, w)
+			}})
+	}
+	for _, n := range c.native {
+		mode, threads := parseNative(n)
+		name := "mariadb serial"
+		if threads > 0 {
+			name = fmt.Sprintf("mariadb %s threads=%d", mode, threads)
+		}
+		list = append(list, contender{name, "mariadb",
+			func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
+				return runNative(ctx, b, dst, mode, threads)
+			}})
+	}
+	// Repetitions run interleaved (every contender once, then again), so a
+	// slow spell of the machine does not land on one contender only; the
+	// median counts.
+	times := make([][]time.Duration, len(list))
+	details := make([]string, len(list))
+	verified := make([]string, len(list))
+	for rep := 0; rep < max(1, c.repeat); rep++ {
+		for i, ct := range list {
+			log.Info("running", "scenario", spec.name, "contender", ct.name, "repetition", rep+1)
+			elapsed, detail, ver, err := runOne(ctx, c, spec, b, ct.run)
+			if err != nil {
+				return res, fmt.Errorf("%s, %s: %w", spec.name, ct.name, err)
+			}
+			times[i] = append(times[i], elapsed)
+			details[i] = detail
+			if verified[i] == "" || ver != "equal" {
+				verified[i] = ver
+			}
+			log.Info("done", "scenario", spec.name, "contender", ct.name, "seconds", fmt.Sprintf("%.1f", elapsed.Seconds()),
+				"trx_per_s", fmt.Sprintf("%.0f", float64(b.txns)/elapsed.Seconds()), "verify", ver)
+		}
+	}
+	for i, ct := range list {
+		med := median(times[i])
+		res.Runs = append(res.Runs, runResult{Name: ct.name, Kind: ct.kind, Elapsed: med, TrxPerS: float64(b.txns) / med.Seconds(),
+			Detail: details[i], Verified: verified[i], All: times[i]})
+	}
+	return res, nil
+}
+
+// runOne starts a target from the baseline, runs one contender on it and
+// verifies the result.
+func runOne(ctx context.Context, c config, spec scenarioSpec, b *backlog,
+	run func(context.Context, *sandbox.Server) (time.Duration, string, error)) (time.Duration, string, string, error) {
+	dst, err := sandbox.Start(ctx, sandbox.Options{Role: sandbox.Target, Name: "bench-target", DataFrom: b.baseline,
+		Durable: spec.durable, Extra: serverOptions(c, spec.durable)})
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer dst.Close()
+	elapsed, detail, err := run(ctx, dst)
+	if err != nil {
+		return 0, "", "", err
+	}
+	ver := "skipped"
+	if !c.skipVerify {
+		if ver, err = verifyTables(ctx, b.src, dst); err != nil {
+			return 0, "", "", err
+		}
+	}
+	return elapsed, detail, ver, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func parseNative(s string) (mode string, threads int) {
+	if s == "serial" {
+		return "none", 0
+	}
+	mode, n, _ := strings.Cut(s, ":")
+	threads, _ = strconv.Atoi(n)
+	return mode, threads
+}
+
+// runBinlane drains the backlog with the binlane binary.
+func runBinlane(ctx context.Context, c config, bin string, b *backlog, dst *sandbox.Server, workers int) (time.Duration, string, error) {
+	args := []string{"replicate", "--source", b.src.URL(), "--target", dst.URL(), "--stream", "bench",
+		"--start-gtid", b.start, "--stop-at-gtid", b.end, "--workers", strconv.Itoa(workers), "--databases", "sbtest",
+		"--log-level", "warn"}
+	if c.maxBatch > 0 {
+		args = append(args, "--max-batch", strconv.Itoa(c.maxBatch))
+	}
+	if c.profileDir != "" {
+		stamp := time.Now().UnixNano()
+		args = append(args, "--cpu-profile", fmt.Sprintf("%s/binlane-w%d-%d.pprof", c.profileDir, workers, stamp),
+			"--mem-profile", fmt.Sprintf("%s/binlane-w%d-%d.mprof", c.profileDir, workers, stamp))
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	tgtCPU, srcCPU := processCPU(dst.PID()), processCPU(b.src.PID())
+	t0 := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(t0)
+	if err != nil {
+		return 0, "", fmt.Errorf("binlane: %v\n%s", err, tail(out.String(), 3000))
+	}
+	own := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	cpu := fmt.Sprintf("CPU s: binlane %.1f, target %.1f, source %.1f", own.Seconds(),
+		(processCPU(dst.PID()) - tgtCPU).Seconds(), (processCPU(b.src.PID()) - srcCPU).Seconds())
+	return elapsed, workerLoad(ctx, dst) + "; " + cpu, nil
+}
+
+// workerLoad summarizes binlane's last status report: per-worker busy and
+// commit-wait shares.
+func workerLoad(ctx context.Context, dst *sandbox.Server) string {
+	db, err := sql.Open("mysql", dst.DSN(""))
+	if err != nil {
+		return ""
+	}
+	defer db.Close()
+	var stats string
+	db.QueryRowContext(ctx, "SELECT COALESCE(stats,'') FROM binlane.streams WHERE name='bench'").Scan(&stats)
+	return summarizeStats(stats)
+}
+
+// runNative drains the backlog with MariaDB's own replica: the IO thread
+// fetches everything first, then the SQL thread(s) are timed.
+func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string, threads int) (time.Duration, string, error) {
+	db, err := sql.Open("mysql", dst.DSN(""))
+	if err != nil {
+		return 0, "", err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	setup := []string{
+		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='root', MASTER_USE_GTID=slave_pos", b.src.Port),
+		fmt.Sprintf("SET GLOBAL gtid_slave_pos='%s'", b.start),
+		fmt.Sprintf("SET GLOBAL slave_parallel_threads=%d", threads),
+		fmt.Sprintf("SET GLOBAL slave_parallel_mode='%s'", mode),
+		"START SLAVE IO_THREAD",
+	}
+	for _, q := range setup {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return 0, "", fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	if err := waitRelayFetched(ctx, db, b.src); err != nil {
+		return 0, "", err
+	}
+	want, _ := gtid.ParseSet(b.end)
+	tgtCPU := processCPU(dst.PID())
+	t0 := time.Now()
+	if _, err := db.ExecContext(ctx, "START SLAVE SQL_THREAD"); err != nil {
+		return 0, "", err
+	}
+	for {
+		var pos string
+		if err := db.QueryRowContext(ctx, "SELECT @@gtid_slave_pos").Scan(&pos); err != nil {
+			return 0, "", err
+		}
+		if got, err := gtid.ParseSet(pos); err == nil && got.ContainsSet(want) {
+			break
+		}
+		if err := sqlThreadError(ctx, db); err != nil {
+			return 0, "", err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, "", ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	elapsed := time.Since(t0)
+	db.ExecContext(ctx, "STOP SLAVE")
+	return elapsed, fmt.Sprintf("CPU s: target %.1f", (processCPU(dst.PID()) - tgtCPU).Seconds()), nil
+}
+
+// waitRelayFetched waits until the IO thread has read the source's binlog
+// to its end.
+func waitRelayFetched(ctx context.Context, db *sql.DB, src *sandbox.Server) error {
+	sdb, err := sql.Open("mysql", src.DSN(""))
+	if err != nil {
+		return err
+	}
+	defer sdb.Close()
+	var file string
+	var pos int64
+	var ignore1, ignore2 sql.NullString
+	if err := sdb.QueryRowContext(ctx, "SHOW MASTER STATUS").Scan(&file, &pos, &ignore1, &ignore2); err != nil {
+		return fmt.Errorf("SHOW MASTER STATUS: %w", err)
+	}
+	for {
+		st, err := slaveStatus(ctx, db)
+		if err != nil {
+			return err
+		}
+		if st["Master_Log_File"] == file && st["Read_Master_Log_Pos"] == strconv.FormatInt(pos, 10) {
+			return nil
+		}
+		if e := st["Last_IO_Error"]; e != "" {
+			return fmt.Errorf("replica IO thread: %s", e)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func sqlThreadError(ctx context.Context, db *sql.DB) error {
+	st, err := slaveStatus(ctx, db)
+	if err != nil {
+		return err
+	}
+	if e := st["Last_SQL_Error"]; e != "" {
+		return fmt.Errorf("replica SQL thread: %s", e)
+	}
+	return nil
+}
+
+func slaveStatus(ctx context.Context, db *sql.DB) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	out := map[string]string{}
+	if rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		for i, c := range cols {
+			out[c] = vals[i].String
+		}
+	}
+	return out, rows.Err()
+}
+
+// verifyTables compares the sysbench tables of source and target.
+func verifyTables(ctx context.Context, src, dst *sandbox.Server) (string, error) {
+	s, err := sql.Open("mysql", src.DSN(""))
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	d, err := sql.Open("mysql", dst.DSN(""))
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	s.SetMaxOpenConns(8)
+	d.SetMaxOpenConns(8)
+	rules, _ := filter.New([]string{"sbtest"}, nil, nil)
+	rep, err := verify.Run(ctx, verify.Config{Source: s, Target: d, Rules: rules, Parallel: 2})
+	if err != nil {
+		return "", err
+	}
+	if rep.Equal() {
+		return "equal", nil
+	}
+	return "DIFFERENT", nil
+}
+
+// processCPU reads a process's user+system CPU time from /proc.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	// Fields after the command name (which may contain spaces).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // clock ticks (USER_HZ=100)
+}

@@ -1,0 +1,135 @@
+// Command bench measures how fast binlane drains a replication backlog,
+// against MariaDB's own replica applying the same backlog to the same
+// starting target, on throwaway local servers.
+//
+// Method (pause-load-resume, GTID-based timing): a sysbench backlog is
+// generated on a source while no target runs; the target's starting state
+// is a copy of the source's data directory taken before the backlog. Every
+// contender starts from a fresh copy of that directory and applies the
+// backlog from the GTID before it to the GTID after it:
+//   - binlane: `binlane replicate --start-gtid P0 --stop-at-gtid P1`, timed
+//     from process start to exit (connecting and reading the binlog over
+//     the network included);
+//   - MariaDB: the IO thread fetches the whole relay log first, then the
+//     SQL thread(s) are started and timed until gtid_slave_pos reaches P1.
+//
+// Every run ends with `verify` of the sysbench tables (source and target
+// must be equal). Results go to a Markdown table and an SVG chart.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	transactions int
+	tables       int
+	tableSize    int
+	threads      int
+	scenarios    []string
+	workers      []int
+	native       []string
+	out          string
+	skipVerify   bool
+	bufferPool   string
+	maxBatch     int
+	profileDir   string
+	repeat       int
+	machine      string
+}
+
+func main() {
+	var c config
+	var scenarios, workers, native string
+	flag.IntVar(&c.transactions, "transactions", 100000, "sysbench transactions in the backlog")
+	flag.IntVar(&c.tables, "tables", 8, "sysbench tables")
+	flag.IntVar(&c.tableSize, "table-size", 100000, "rows per sysbench table")
+	flag.IntVar(&c.threads, "threads", 16, "sysbench client threads generating the backlog")
+	flag.StringVar(&scenarios, "scenarios", "durable,nondurable,worstcase", "durable, nondurable, worstcase (single-threaded oltp_update_index, durable)")
+	flag.StringVar(&workers, "workers", "1,2,4,8,16", "binlane worker counts")
+	flag.StringVar(&native, "native", "serial,optimistic:4,optimistic:8,optimistic:16", "MariaDB replica configurations: serial, or mode:threads")
+	flag.StringVar(&c.out, "out", "bench/results", "folder for the results")
+	flag.BoolVar(&c.skipVerify, "skip-verify", false, "skip the row-by-row comparison after each run")
+	flag.StringVar(&c.bufferPool, "buffer-pool", "1G", "innodb_buffer_pool_size of every server")
+	flag.IntVar(&c.maxBatch, "max-batch", 0, "binlane --max-batch (0: its default)")
+	flag.IntVar(&c.repeat, "repeat", 1, "runs of every contender (interleaved); the median counts")
+	flag.StringVar(&c.profileDir, "profile-dir", "", "write a CPU profile of every binlane run into this folder")
+	flag.Parse()
+	c.scenarios = split(scenarios)
+	c.native = split(native)
+	for _, w := range split(workers) {
+		var n int
+		fmt.Sscan(w, &n)
+		c.workers = append(c.workers, n)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c, log); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func run(ctx context.Context, c config, log *slog.Logger) error {
+	bin, err := buildBinlane(ctx)
+	if err != nil {
+		return err
+	}
+	c.machine = machineSpeed(ctx)
+	log.Info("machine", "speed", c.machine)
+	stamp := time.Now().UTC().Format("20060102-150405")
+	outDir := filepath.Join(c.out, stamp)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	var all []scenarioResult
+	backlogs := map[string]*backlog{}
+	defer func() {
+		for _, b := range backlogs {
+			b.close()
+		}
+	}()
+	for _, sc := range c.scenarios {
+		spec, ok := scenarioSpecs[sc]
+		if !ok {
+			return fmt.Errorf("unknown scenario %q", sc)
+		}
+		b := backlogs[spec.workload]
+		if b == nil {
+			if b, err = makeBacklog(ctx, c, spec, log); err != nil {
+				return err
+			}
+			backlogs[spec.workload] = b
+		}
+		res, err := runScenario(ctx, c, spec, b, bin, log)
+		if err != nil {
+			return err
+		}
+		all = append(all, res)
+		if err := writeResults(outDir, c, all); err != nil {
+			return err
+		}
+	}
+	log.Info("results written", "folder", outDir)
+	return nil
+}

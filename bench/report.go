@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/binlane/binlane/internal/apply"
+)
+
+// summarizeStats turns binlane's status snapshot into "busy a/b/c%,
+// commit wait x/y/z%" over the run.
+func summarizeStats(stats string) string {
+	var s apply.Snapshot
+	if stats == "" || json.Unmarshal([]byte(stats), &s) != nil {
+		return ""
+	}
+	wall := s.At.Sub(s.Started).Seconds()
+	if wall <= 0 {
+		return ""
+	}
+	var busy, wait []string
+	var batches, txns uint64
+	for _, w := range s.Workers {
+		busy = append(busy, fmt.Sprintf("%.0f", 100*w.Busy.Seconds()/wall))
+		wait = append(wait, fmt.Sprintf("%.0f", 100*w.CommitWait.Seconds()/wall))
+		batches += w.Batches
+		txns += w.Txns
+	}
+	per := 0.0
+	if batches > 0 {
+		per = float64(txns) / float64(batches)
+	}
+	return fmt.Sprintf("busy %s%%; commit wait %s%%; %.1f trx per target commit", strings.Join(busy, "/"), strings.Join(wait, "/"), per)
+}
+
+// writeResults writes results.md and chart.svg for everything run so far.
+func writeResults(dir string, c config, all []scenarioResult) error {
+	var b strings.Builder
+	host, _ := os.Hostname()
+	fmt.Fprintf(&b, "# binlane vs MariaDB replica\n\n%s, %s, %d CPUs, Go %s. Backlog: sysbench %d tables x %d rows, %d client threads (worst case: 1). Seconds are the median of %d interleaved runs (all runs in brackets). Machine speed at the start: %s.\n\n",
+		time.Now().UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.Version(), c.tables, c.tableSize, c.threads, max(1, c.repeat), c.machine)
+	for _, sc := range all {
+		best := bestNative(sc)
+		fmt.Fprintf(&b, "## %s\n\n%d transactions.\n\n| contender | seconds | trx/s | vs best MariaDB | verify | notes |\n|---|---:|---:|---:|---|---|\n",
+			sc.Spec.title, sc.Backlog)
+		for _, r := range sc.Runs {
+			rel := ""
+			if best > 0 {
+				rel = fmt.Sprintf("%.2fx", r.TrxPerS/best)
+			}
+			secs := fmt.Sprintf("%.1f", r.Elapsed.Seconds())
+			if len(r.All) > 1 {
+				var all []string
+				for _, d := range r.All {
+					all = append(all, fmt.Sprintf("%.1f", d.Seconds()))
+				}
+				secs += " (" + strings.Join(all, ", ") + ")"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s |\n", r.Name, secs, r.TrxPerS, rel, r.Verified, r.Detail)
+		}
+		b.WriteString("\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chart(all)), 0o644)
+}
+
+func bestNative(sc scenarioResult) float64 {
+	best := 0.0
+	for _, r := range sc.Runs {
+		if r.Kind == "mariadb" && r.TrxPerS > best {
+			best = r.TrxPerS
+		}
+	}
+	return best
+}
+
+// chart draws one horizontal bar group per scenario: trx/s per contender,
+// binlane in blue, MariaDB in grey.
+func chart(all []scenarioResult) string {
+	const width, left, barH, gap = 900, 230, 18, 4
+	max := 1.0
+	rows := 0
+	for _, sc := range all {
+		rows += len(sc.Runs) + 2
+		for _, r := range sc.Runs {
+			if r.TrxPerS > max {
+				max = r.TrxPerS
+			}
+		}
+	}
+	height := rows*(barH+gap) + 20
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	y := 10
+	for _, sc := range all {
+		fmt.Fprintf(&b, `<text x="4" y="%d" font-weight="bold">%s (trx/s)</text>`+"\n", y+barH-4, html.EscapeString(sc.Spec.title))
+		y += barH + gap
+		for _, r := range sc.Runs {
+			w := int(float64(width-left-80) * r.TrxPerS / max)
+			color := "#999999"
+			if r.Kind == "binlane" {
+				color = "#2b6cb0"
+			}
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`, left-6, y+barH-5, html.EscapeString(r.Name))
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`, left, y, w, barH, color)
+			fmt.Fprintf(&b, `<text x="%d" y="%d">%.0f</text>`+"\n", left+w+4, y+barH-5, r.TrxPerS)
+			y += barH + gap
+		}
+		y += barH + gap
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}

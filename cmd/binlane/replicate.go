@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"runtime/pprof"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/metrics"
+	"github.com/binlane/binlane/internal/replicate"
+	"github.com/binlane/binlane/internal/scheduler"
+)
+
+// Defaults chosen from the benchmark (see bench/README.md).
+const (
+	defaultWorkers  = 4
+	defaultMaxBatch = 128
+)
+
+type replicateFlags struct {
+	config                     string
+	source, target             string
+	sourcePassEnv, sourcePassF string
+	targetPassEnv, targetPassF string
+	databases, tables, exclude []string
+	stream                     string
+	startGTID, stopAtGTID      string
+	workers                    int
+	mode                       string
+	maxBatch, maxBatchBytes    int
+	window                     int
+	binlogApplied              bool
+	serverID                   uint32
+	heartbeat                  time.Duration
+	maxTxnBytes                int
+	lockWaitTimeout            int
+	drainTimeout               time.Duration
+	metricsAddr                string
+	logLevel, logFormat        string
+	cpuProfile, memProfile     string
+}
+
+func newReplicateCmd() *cobra.Command {
+	var f replicateFlags
+	cmd := &cobra.Command{
+		Use:   "replicate --source DSN --target DSN",
+		Short: "Stream the source's binlog into the target, in parallel, exactly once",
+		Long: `Read the source's binlog as a replica and apply every transaction of the
+selected tables to the target with N workers. Conflicts are found from
+writesets (primary, unique and foreign keys); commits happen strictly in
+source order, each with the stream's position in the same transaction, so a
+crash loses nothing and applies nothing twice.
+
+The stream starts from --start-gtid, else from the position saved in the
+target (binlane.streams), else from the source's current position (the
+tables must then already be in sync). SIGINT/SIGTERM finish or roll back
+what is in flight and exit 0. --stop-at-gtid stops right after that
+transaction.
+
+Every option can also come from --config, one "name: value" per line; the
+command line wins.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfigFile(cmd, f.config); err != nil {
+				return err
+			}
+			return runReplicate(cmd.Context(), cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "file with options, one \"name: value\" per line")
+	fl.StringVar(&f.source, "source", "", "source server address (mysql://user@host:port/ or user@tcp(host:port)/)")
+	fl.StringVar(&f.target, "target", "", "target server address")
+	addPasswordFlags(fl, "source", &f.sourcePassEnv, &f.sourcePassF)
+	addPasswordFlags(fl, "target", &f.targetPassEnv, &f.targetPassF)
+	fl.StringSliceVar(&f.databases, "databases", nil, "databases to replicate (comma-separated, wildcards allowed)")
+	fl.StringSliceVar(&f.tables, "tables", nil, "tables to replicate, as db.table")
+	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables to skip")
+	fl.StringVar(&f.stream, "stream", "default", "name of the stream (its state lives in binlane.streams on the target)")
+	fl.StringVar(&f.startGTID, "start-gtid", "", "start after this GTID position instead of the saved one")
+	fl.StringVar(&f.stopAtGTID, "stop-at-gtid", "", "stop right after the transaction that reaches this GTID position")
+	fl.IntVar(&f.workers, "workers", defaultWorkers, "target connections applying transactions at once (1: serial)")
+	fl.StringVar(&f.mode, "parallel-mode", "writeset", "how independent transactions are found: writeset, commit-order or serial")
+	fl.IntVar(&f.maxBatch, "max-batch", defaultMaxBatch, "source transactions merged into one target transaction (1: no merging)")
+	fl.IntVar(&f.maxBatchBytes, "max-batch-bytes", 4<<20, "bound on the size of a merged target transaction")
+	fl.IntVar(&f.window, "window", 0, "transactions in flight at most (0: derived from workers and batch)")
+	fl.BoolVar(&f.binlogApplied, "binlog-applied", true, "let the target binlog what binlane applies (false needs SUPER/BINLOG ADMIN)")
+	fl.Uint32Var(&f.serverID, "server-id", 0, "server_id binlane uses as a replica of the source (0: derived from the stream name)")
+	fl.DurationVar(&f.heartbeat, "heartbeat", 5*time.Second, "heartbeat period asked of the source; three missed ones mean a dead connection")
+	fl.IntVar(&f.maxTxnBytes, "max-txn-bytes", 64<<20, "transactions larger than this are streamed, not held in memory")
+	fl.IntVar(&f.lockWaitTimeout, "lock-wait-timeout", 20, "innodb_lock_wait_timeout of binlane's target sessions (seconds)")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "on stop, how long to wait for transactions in flight")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9104)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the run to this file")
+	_ = fl.MarkHidden("cpu-profile")
+	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go allocation profile at exit to this file")
+	_ = fl.MarkHidden("mem-profile")
+	return cmd
+}
+
+func parseMode(s string) (scheduler.Mode, error) {
+	switch s {
+	case "writeset":
+		return scheduler.ModeWriteset, nil
+	case "commit-order":
+		return scheduler.ModeCommitOrder, nil
+	case "serial":
+		return scheduler.ModeSerial, nil
+	}
+	return 0, fmt.Errorf("--parallel-mode %q: want writeset, commit-order or serial", s)
+}
+
+func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) error {
+	log, err := newLogger(cmd.ErrOrStderr(), f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	src, err := resolveServer("source", f.source, f.sourcePassEnv, f.sourcePassF)
+	if err != nil {
+		return err
+	}
+	tgt, err := resolveServer("target", f.target, f.targetPassEnv, f.targetPassF)
+	if err != nil {
+		return err
+	}
+	rules, err := filter.New(f.databases, f.tables, f.exclude)
+	if err != nil {
+		return err
+	}
+	mode, err := parseMode(f.mode)
+	if err != nil {
+		return err
+	}
+	if f.workers < 1 || f.maxBatch < 1 {
+		return fmt.Errorf("--workers and --max-batch must be at least 1")
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if f.memProfile != "" {
+		defer func() {
+			if pf, err := os.Create(f.memProfile); err == nil {
+				pprof.Lookup("allocs").WriteTo(pf, 0)
+				pf.Close()
+			}
+		}()
+	}
+	// Memory is bounded by the queues (bytes), not by the GC: trading a
+	// larger heap for fewer collections leaves more CPU to the target,
+	// which shares the machine more often than not.
+	debug.SetGCPercent(400)
+	obs := &replicate.Observer{}
+	if f.metricsAddr != "" {
+		go func() {
+			if err := metrics.Serve(ctx, f.metricsAddr, metrics.NewCollector(f.stream, obs.Read), log); err != nil {
+				log.Error("metrics server stopped", "error", err)
+			}
+		}()
+	}
+	return replicate.Run(ctx, replicate.Config{
+		Source: src, Target: tgt, Stream: f.stream, Rules: rules,
+		StartGTID: f.startGTID, StopAtGTID: f.stopAtGTID, ServerID: f.serverID,
+		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, DrainTimeout: f.drainTimeout,
+		Logger: log, Observer: obs,
+		Apply: apply.Config{Workers: f.workers, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
+			Window: f.window, BinlogApplied: f.binlogApplied, LockWaitTimeout: f.lockWaitTimeout},
+	})
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/verify"
+)
+
+func runStatusCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := newStatusCmd()
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+// TestPrintStream checks the status text of a running stream that
+// reported its counters, to the character.
+func TestPrintStream(t *testing.T) {
+	now := time.Date(2026, 5, 4, 12, 0, 30, 0, time.UTC)
+	snap := apply.Snapshot{At: now.Add(-10 * time.Second), Started: now.Add(-110 * time.Second), InFlight: 12, Pending: 5,
+		LockWaitKills: 3, Workers: []apply.WorkerSnapshot{
+			{Txns: 900, Batches: 100, Rows: 2000, Busy: 80 * time.Second, CommitWait: 10 * time.Second, Commit: 5 * time.Second, Retries: 2},
+			{Txns: 100, Batches: 10, Rows: 150, Busy: 25 * time.Second},
+		}, Serialized: map[string]uint64{"statement (DDL)": 4}}
+	stats, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := position.State{Name: "main", SourceID: "abc-uuid", Flavor: "mariadb", GTID: "0-1-1000", File: "binlog.000007",
+		Pos: 4242, LastGTID: "0-1-1000", SourceTS: time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC), Applied: 1000,
+		State: position.StateRunning, LagMillis: 1500, Stats: string(stats), ReportedAt: now.Add(-2 * time.Second),
+		Message: "earlier: lost\nthe connection"}
+	var b strings.Builder
+	printStream(&b, s, now)
+	want := `stream main: running (source abc-uuid, mariadb)
+  position   0-1-1000
+  source at  binlog.000007:4242, last transaction 0-1-1000
+  applied    1000 transactions; the last one committed on the source at 2026-05-04T12:00:00Z
+  lag        1.5s (reported 2s ago)
+  queue      12 in flight, 5 waiting; 3 later transactions rolled back for an earlier one
+  worker  txns  batches  rows  busy  commit wait  committing  retries
+       0   900      100  2000   80%          10%          5%        2
+       1   100       10   150   25%           0%          0%        0
+  ran alone  4 x statement (DDL)
+  last error earlier: lost
+             the connection
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+
+	// A stopped stream shows no lag or workers, even with an old report.
+	s.State = position.StateStopped
+	b.Reset()
+	printStream(&b, s, now)
+	if strings.Contains(b.String(), "lag") || strings.Contains(b.String(), "worker") {
+		t.Errorf("stopped stream:\n%s", b.String())
+	}
+}
+
+// syncBuffer collects a command's log while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestReplicateStatusMetrics runs `binlane replicate` in-process with
+// --metrics-addr, then reads `binlane status` and the Prometheus metrics
+// of the running stream, stops it, and checks the result row by row and
+// the status of a stopped and of a failed stream.
+func TestReplicateStatusMetrics(t *testing.T) {
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	srcDB, dstDB := src.OpenT(t, ""), dst.OpenT(t, "")
+	if out, err := runStatusCmd(t, "--target", dst.URL()); err != nil || out != "no streams on this target\n" {
+		t.Fatalf("status without streams: %v %q", err, out)
+	}
+	src.ExecT(t, "CREATE DATABASE marker") // a non-empty position to start from
+	start := sourcePos(t, srcDB)
+	src.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO app.t SELECT seq, 0 FROM app.seq_1_to_1000")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var logs syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		cmd := newReplicateCmd()
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		cmd.SetOut(&logs)
+		cmd.SetErr(&logs)
+		cmd.SetArgs([]string{"--source", src.URL(), "--target", dst.URL(), "--stream", "m", "--start-gtid", start,
+			"--databases", "app", "--workers", "2", "--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0"})
+		done <- cmd.ExecuteContext(runCtx)
+	}()
+	defer func() {
+		if t.Failed() {
+			t.Logf("replicate log:\n%s", logs.String())
+		}
+	}()
+	addrRE := regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
+	var addr string
+	running := func() {
+		select {
+		case err := <-done:
+			t.Fatalf("replicate ended: %v", err)
+		default:
+		}
+	}
+	waitFor(t, 30*time.Second, "the metrics server", func() bool {
+		running()
+		if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+
+	for i := 1; i <= 60; i++ {
+		src.ExecT(t, fmt.Sprintf("UPDATE app.t SET v = v + 1 WHERE id BETWEEN %d AND %d", i, i+100))
+	}
+	want, err := gtid.ParseSet(sourcePos(t, srcDB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Caught up, and the running process reported its counters (every 5 s).
+	waitFor(t, 60*time.Second, "a caught-up stream and a status report", func() bool {
+		running()
+		st, ok, _ := position.Load(ctx, dstDB, "m")
+		got, _ := gtid.ParseSet(st.GTID)
+		return ok && got.ContainsSet(want) && !st.ReportedAt.IsZero()
+	})
+
+	m := scrape(t, "http://"+addr+"/metrics")
+	committed := m[`binlane_committed_transactions_total{stream="m"}`]
+	if committed < 62 {
+		t.Errorf("committed %v transactions, want at least 62", committed)
+	}
+	var txns, busy float64
+	for _, w := range []string{"0", "1"} {
+		for _, name := range []string{"worker_transactions_total", "worker_batches_total", "worker_rows_total", "worker_retries_total",
+			"worker_busy_seconds_total", "worker_commit_wait_seconds_total", "worker_commit_seconds_total"} {
+			key := fmt.Sprintf(`binlane_%s{stream="m",worker="%s"}`, name, w)
+			if _, ok := m[key]; !ok {
+				t.Errorf("metric %s missing", key)
+			}
+		}
+		txns += m[fmt.Sprintf(`binlane_worker_transactions_total{stream="m",worker="%s"}`, w)]
+		busy += m[fmt.Sprintf(`binlane_worker_busy_seconds_total{stream="m",worker="%s"}`, w)]
+	}
+	if txns != committed || busy <= 0 {
+		t.Errorf("workers committed %v transactions (total %v), busy %vs", txns, committed, busy)
+	}
+	for _, key := range []string{`binlane_lag_seconds{stream="m"}`, `binlane_queue_transactions{state="pending",stream="m"}`,
+		`binlane_queue_transactions{state="dispatched",stream="m"}`, `binlane_lock_wait_rollbacks_total{stream="m"}`,
+		`binlane_dependency_wait_seconds_total{stream="m"}`} {
+		if _, ok := m[key]; !ok {
+			t.Errorf("metric %s missing", key)
+		}
+	}
+
+	out, err := runStatusCmd(t, "--target", dst.URL(), "--stream", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`(?m)^stream m: running \(source \S+, mariadb\)$`, `(?m)^  position   0-1-\d+$`,
+		`(?m)^  source at  binlog\.\d+:\d+, last transaction 0-1-\d+$`, `(?m)^  applied    \d+ transactions; the last one committed on the source at `,
+		`(?m)^  lag        \S+ \(reported \S+ ago\)$`, `(?m)^  worker  txns  batches  rows  busy  commit wait  committing  retries$`,
+		`(?m)^ +0 +\d+ +\d+ +\d+ +\d+% +\d+% +\d+% +\d+$`, `(?m)^ +1 +\d+ +\d+ +\d+ +\d+% +\d+% +\d+% +\d+$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("status lacks %s:\n%s", re, out)
+		}
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("replicate: %v", err)
+	}
+	rules, err := filter.New([]string{"app"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Run(ctx, verify.Config{Source: srcDB, Target: dstDB, Rules: rules})
+	if err != nil || !rep.Equal() {
+		var b strings.Builder
+		if err == nil {
+			rep.Format(&b)
+		}
+		t.Fatalf("after the run: %v\n%s", err, b.String())
+	}
+	out, _ = runStatusCmd(t, "--target", dst.URL())
+	if !strings.HasPrefix(out, "stream m: stopped (") || strings.Contains(out, "lag") || strings.Contains(out, "last error") {
+		t.Errorf("stopped stream:\n%s", out)
+	}
+
+	// A failed stream shows its error; --json carries the whole row.
+	if err := position.SetState(ctx, dstDB, "m", position.StateError, "transaction 0-1-9: boom\nsecond line"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = runStatusCmd(t, "--target", dst.URL(), "--stream", "m")
+	if !strings.HasPrefix(out, "stream m: error (") || !strings.HasSuffix(out, "  last error transaction 0-1-9: boom\n             second line\n") {
+		t.Errorf("failed stream:\n%s", out)
+	}
+	out, err = runStatusCmd(t, "--target", dst.URL(), "--json")
+	var states []position.State
+	if err != nil || json.Unmarshal([]byte(out), &states) != nil || len(states) != 1 || states[0].Name != "m" ||
+		states[0].State != position.StateError || states[0].Message != "transaction 0-1-9: boom\nsecond line" || states[0].Applied < 62 {
+		t.Errorf("--json: %v\n%s", err, out)
+	}
+	if _, err := runStatusCmd(t, "--target", dst.URL(), "--stream", "absent"); err == nil || !strings.Contains(err.Error(), `has no stream "absent"`) {
+		t.Errorf("unknown stream: %v", err)
+	}
+	if _, err := runStatusCmd(t); err == nil || !strings.Contains(err.Error(), "--target is required") {
+		t.Errorf("no target: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %s", what, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// scrape reads a Prometheus text exposition into "name{labels}" -> value.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %v %s", err, resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	if !strings.Contains(string(body), "# HELP binlane_worker_busy_seconds_total ") {
+		t.Errorf("no help text:\n%s", body)
+	}
+	return out
+}

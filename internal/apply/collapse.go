@@ -1,0 +1,233 @@
+package apply
+
+import (
+	"encoding/binary"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// collapser merges the row changes of several transactions applied as one
+// target transaction: only the state at its commit is visible, so for
+// tables where the statements do exactly what the row images say
+// (plan.Table.Collapsible: a primary key, no secondary unique key, no
+// foreign key either way, no trigger) the last image of each row is all
+// that needs writing. Rows that disappear are deleted in one statement,
+// rows that are new are inserted in one, and rows that existed and changed
+// are written with one INSERT ... ON DUPLICATE KEY UPDATE.
+type collapser struct {
+	tables []*collapsedTable
+	byPlan map[*plan.Table]*collapsedTable
+	d      xxhash.Digest
+	buf    [8]byte
+}
+
+type collapsedTable struct {
+	p     *plan.Table
+	rows  []collapsedRow
+	index map[uint64]int32 // key hash -> first row with that hash
+}
+
+type collapsedRow struct {
+	key     []binlog.Value // the image whose key columns identify the row
+	final   []binlog.Value // nil: deleted
+	existed bool           // present before the batch
+	next    int32          // next row with the same hash, -1 at the end
+	txn     *txn.Txn       // last transaction that touched it
+}
+
+func (c *collapser) reset() {
+	for _, t := range c.tables {
+		t.rows = t.rows[:0]
+		clear(t.index)
+	}
+	c.tables = c.tables[:0]
+	clear(c.byPlan)
+}
+
+func (c *collapser) table(p *plan.Table) *collapsedTable {
+	if c.byPlan == nil {
+		c.byPlan = map[*plan.Table]*collapsedTable{}
+	}
+	t := c.byPlan[p]
+	if t == nil {
+		t = &collapsedTable{p: p, index: map[uint64]int32{}}
+		c.byPlan[p] = t
+		c.tables = append(c.tables, t)
+	}
+	return t
+}
+
+// add records one change.
+func (c *collapser) add(t *txn.Txn, p *plan.Table, ch *txn.Change) {
+	ct := c.table(p)
+	switch ch.Kind {
+	case binlog.RowsInsert:
+		r := c.row(ct, ch.After, false)
+		r.final, r.txn = ch.After, t
+	case binlog.RowsDelete:
+		r := c.row(ct, ch.Before, true)
+		r.final, r.txn = nil, t
+	default:
+		if !c.sameKey(p, ch.Before, ch.After) {
+			r := c.row(ct, ch.Before, true)
+			r.final, r.txn = nil, t
+			r = c.row(ct, ch.After, false)
+			r.final, r.txn = ch.After, t
+			return
+		}
+		r := c.row(ct, ch.Before, true)
+		r.final, r.txn = ch.After, t
+	}
+}
+
+// row finds or creates the entry for the row whose key is in img. A new
+// entry records whether the row existed before the batch.
+func (c *collapser) row(ct *collapsedTable, img []binlog.Value, existed bool) *collapsedRow {
+	h := c.hash(ct.p, img)
+	i, ok := ct.index[h]
+	if !ok {
+		i = -1
+	}
+	for j := i; j >= 0; j = ct.rows[j].next {
+		if c.sameKey(ct.p, ct.rows[j].key, img) {
+			return &ct.rows[j]
+		}
+	}
+	ct.rows = append(ct.rows, collapsedRow{key: img, existed: existed, next: i})
+	ct.index[h] = int32(len(ct.rows) - 1)
+	return &ct.rows[len(ct.rows)-1]
+}
+
+func (c *collapser) hash(p *plan.Table, row []binlog.Value) uint64 {
+	c.d.Reset()
+	for _, k := range p.RowKey {
+		v := &row[k]
+		binary.LittleEndian.PutUint64(c.buf[:], uint64(v.N))
+		c.d.Write(c.buf[:])
+		c.d.Write(v.B)
+	}
+	return c.d.Sum64()
+}
+
+func (c *collapser) sameKey(p *plan.Table, a, b []binlog.Value) bool {
+	for _, k := range p.RowKey {
+		if !sameValue(&a[k], &b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// write emits the collapsed statements: deletes, then inserts of new rows,
+// then upserts of changed rows.
+func (c *collapser) write(w *orderedWriter) error {
+	for _, ct := range c.tables {
+		if err := c.writeDeletes(w, ct); err != nil {
+			return err
+		}
+		if err := c.writeRows(w, ct, false); err != nil {
+			return err
+		}
+		if err := c.writeRows(w, ct, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *collapser) writeDeletes(w *orderedWriter, ct *collapsedTable) error {
+	for i := range ct.rows {
+		r := &ct.rows[i]
+		if r.final != nil || !r.existed {
+			continue
+		}
+		if err := w.delete(r.txn, ct.p, &txn.Change{Kind: binlog.RowsDelete, Before: r.key}); err != nil {
+			return err
+		}
+		if len(w.buf)-w.start > maxStatementBytes {
+			if err := w.close(); err != nil {
+				return err
+			}
+		}
+	}
+	return w.close()
+}
+
+// writeRows writes new rows (upsert false) with a plain INSERT, whose row
+// count is checked, or changed rows (upsert true) with INSERT ... ON
+// DUPLICATE KEY UPDATE.
+func (c *collapser) writeRows(w *orderedWriter, ct *collapsedTable, upsert bool) error {
+	p := ct.p
+	n := 0
+	var info stmtInfo
+	for i := range ct.rows {
+		r := &ct.rows[i]
+		if r.final == nil || r.existed != upsert {
+			continue
+		}
+		if n == 0 {
+			w.begin()
+			w.buf = appendInsertHead(w.buf, p, "INSERT INTO ")
+			info = stmtInfo{expect: 0, txn: r.txn, table: p, what: "insert", row: r.final, key: p.RowKey}
+		} else {
+			w.buf = append(w.buf, ',')
+		}
+		n++
+		info.expect++
+		if err := w.appendRow(p, r.final, p.Write); err != nil {
+			return err
+		}
+		if len(w.buf)-w.start > maxStatementBytes {
+			if err := c.endRows(w, p, upsert, info); err != nil {
+				return err
+			}
+			n = 0
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return c.endRows(w, p, upsert, info)
+}
+
+func (c *collapser) endRows(w *orderedWriter, p *plan.Table, upsert bool, info stmtInfo) error {
+	if upsert {
+		w.buf = append(w.buf, " ON DUPLICATE KEY UPDATE "...)
+		n := 0
+		for _, col := range p.Write {
+			if isKeyColumn(p, col) {
+				continue
+			}
+			if n > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			n++
+			q := p.Cols[col].Quoted
+			w.buf = append(w.buf, q...)
+			w.buf = append(w.buf, "=VALUES("...)
+			w.buf = append(w.buf, q...)
+			w.buf = append(w.buf, ')')
+		}
+		if n == 0 {
+			k := p.Cols[p.RowKey[0]].Quoted
+			w.buf = append(w.buf, k...)
+			w.buf = append(w.buf, '=')
+			w.buf = append(w.buf, k...)
+		}
+		info.expect, info.what = -1, "upsert"
+	}
+	return w.end(info)
+}
+
+func isKeyColumn(p *plan.Table, col int) bool {
+	for _, k := range p.RowKey {
+		if k == col {
+			return true
+		}
+	}
+	return false
+}

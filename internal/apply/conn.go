@@ -1,0 +1,141 @@
+package apply
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// sessionSQLMode is the sql_mode rows are applied with: strict, so a value
+// the target cannot hold is an error instead of a silent truncation, but
+// without the zero-date rules, so every value the source stored (zero and
+// invalid dates included) is accepted; NO_AUTO_VALUE_ON_ZERO keeps explicit
+// zeros in auto-increment columns.
+const sessionSQLMode = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
+
+// OpenPool opens the pool worker connections come from: multi-statement
+// round trips, affected rows counted as matched rows (so an UPDATE that
+// finds its row reports 1 even when nothing changes).
+func OpenPool(cfg *mysql.Config, conns int) (*sql.DB, error) {
+	c := cfg.Clone()
+	c.MultiStatements = true
+	c.ClientFoundRows = true
+	c.InterpolateParams = false
+	c.ParseTime = false
+	connector, err := mysql.NewConnector(c)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	return db, nil
+}
+
+// targetConn is one pinned target connection with its session prepared.
+type targetConn struct {
+	conn *sql.Conn
+	id   int64 // CONNECTION_ID(), to recognize it in lock-wait reports
+}
+
+func openConn(ctx context.Context, db *sql.DB, binlogApplied bool, lockWait int) (*targetConn, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the target: %w", err)
+	}
+	c := &targetConn{conn: conn}
+	if err := c.init(ctx, binlogApplied, lockWait); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *targetConn) init(ctx context.Context, binlogApplied bool, lockWait int) error {
+	q := fmt.Sprintf("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;"+
+		"SET SESSION sql_mode='%s', time_zone='+00:00', foreign_key_checks=1, unique_checks=1, "+
+		"check_constraint_checks=1, innodb_lock_wait_timeout=%d, autocommit=1, character_set_client=utf8mb4, "+
+		"character_set_connection=utf8mb4, character_set_results=utf8mb4, collation_connection=utf8mb4_general_ci",
+		sessionSQLMode, lockWait)
+	if !binlogApplied {
+		q += ";SET SESSION sql_log_bin=0"
+	}
+	if _, err := c.conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("prepare target session: %w", err)
+	}
+	if err := c.conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&c.id); err != nil {
+		return fmt.Errorf("prepare target session: %w", err)
+	}
+	return nil
+}
+
+// close closes the physical connection. sql.Conn.Close alone would hand it
+// back to the pool — with whatever transaction it still has open, whose
+// locks would then outlive the batch.
+func (c *targetConn) close() {
+	if c != nil && c.conn != nil {
+		_ = c.conn.Raw(func(any) error { return driver.ErrBadConn })
+		c.conn.Close()
+	}
+}
+
+// exec sends statements in one round trip and returns the rows each
+// affected. The SQL text is passed without a copy: the driver writes it to
+// the socket and keeps no reference.
+func (c *targetConn) exec(ctx context.Context, sqlText []byte) ([]int64, error) {
+	if len(sqlText) == 0 {
+		return nil, nil
+	}
+	var counts []int64
+	err := c.conn.Raw(func(dc any) error {
+		ex, ok := dc.(driver.ExecerContext)
+		if !ok {
+			return errors.New("driver connection cannot execute statements")
+		}
+		res, err := ex.ExecContext(ctx, unsafe.String(&sqlText[0], len(sqlText)), nil)
+		if err != nil {
+			return err
+		}
+		if mr, ok := res.(mysql.Result); ok {
+			counts = mr.AllRowsAffected()
+		}
+		return nil
+	})
+	return counts, err
+}
+
+// rollback ends a transaction, ignoring errors (the connection is closed
+// and replaced if it is broken).
+func (c *targetConn) rollback(ctx context.Context) error {
+	_, err := c.conn.ExecContext(ctx, "ROLLBACK")
+	return err
+}
+
+// serverCode returns the server error number of err, or 0.
+func serverCode(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// Server errors that say "try again", not "this cannot be applied".
+const (
+	errLockWaitTimeout  = 1205
+	errDeadlock         = 1213
+	errQueryInterrupted = 1317
+)
+
+func transient(err error) bool {
+	switch serverCode(err) {
+	case errLockWaitTimeout, errDeadlock, errQueryInterrupted:
+		return true
+	}
+	return false
+}

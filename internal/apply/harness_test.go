@@ -1,0 +1,277 @@
+package apply
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// fileSource replays a server's binlog files in order, skipping
+// transactions up to a start position.
+type fileSource struct {
+	files []string
+	r     *binlog.FileReader
+}
+
+func newFileSource(t *testing.T, s *sandbox.Server) *fileSource {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Exec(ctx, "FLUSH BINARY LOGS"); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(s.Dir, "data", "binlog.[0-9]*"))
+	sort.Strings(files)
+	return &fileSource{files: files[:len(files)-1]} // the last one is empty and still open
+}
+
+func (f *fileSource) Next(ctx context.Context) (*binlog.Event, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if f.r == nil {
+			if len(f.files) == 0 {
+				return nil, io.EOF
+			}
+			r, err := binlog.OpenFile(f.files[0])
+			if err != nil {
+				return nil, err
+			}
+			f.r, f.files = r, f.files[1:]
+		}
+		ev, err := f.r.Next()
+		if errors.Is(err, io.EOF) {
+			f.r.Close()
+			f.r = nil
+			continue
+		}
+		return ev, err
+	}
+}
+
+// pair is a source and target server for a test.
+type pair struct {
+	src, dst *sandbox.Server
+}
+
+func newPair(t *testing.T) *pair {
+	return &pair{
+		src: sandbox.StartT(t, sandbox.Options{Role: sandbox.Source}),
+		dst: sandbox.StartT(t, sandbox.Options{Role: sandbox.Target}),
+	}
+}
+
+type runOpts struct {
+	workers  int
+	mode     scheduler.Mode
+	maxBatch int
+	rules    filter.Rules
+	start    gtid.Set
+	maxTxn   int
+}
+
+// replay applies the source's whole binlog (from start) to the target.
+func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	meta := p.dst.OpenT(t, "")
+	if err := position.Ensure(ctx, meta); err != nil {
+		t.Fatal(err)
+	}
+	st, ok, err := position.Load(ctx, meta, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := o.start
+	if ok && st.GTID != "" {
+		if start, err = gtid.ParseSet(st.GTID); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := position.Create(ctx, meta, position.State{Name: "test", GTID: start.String()}); err != nil {
+		t.Fatal(err)
+	}
+	cfgDSN, err := mysql.ParseDSN(p.dst.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	colls, err := schema.LoadCollations(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builder := plan.NewBuilder(schema.NewCache(meta), colls)
+	a := New(Config{Stream: "test", Target: cfgDSN, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
+		BinlogApplied: true, Logger: testLogger(t)}, builder, meta)
+	src := &skipSource{inner: newFileSource(t, p.src), skip: start}
+	asm := txn.NewAssembler(src, txn.Config{Rules: o.rules, MaxTxnBytes: o.maxTxn})
+	ch := make(chan *txn.Txn, 64)
+	asmErr := make(chan error, 1)
+	go func() {
+		err := asm.Run(ctx, ch)
+		close(ch)
+		asmErr <- err
+	}()
+	err = a.Run(ctx, ch, Start{GTID: start, FirstSeq: 1})
+	if aerr := <-asmErr; err == nil && !errors.Is(aerr, io.EOF) {
+		err = aerr
+	}
+	// Every transaction binlane opened must be over: a leaked one would
+	// hold row locks. (InnoDB refreshes INNODB_TRX only when it was not read
+	// for 100 ms; the lock monitor may just have read it.)
+	time.Sleep(250 * time.Millisecond)
+	rows, qerr := meta.Query(`SELECT t.trx_mysql_thread_id, t.trx_started, t.trx_rows_modified, t.trx_rows_locked,
+		COALESCE(p.COMMAND,''), COALESCE(p.INFO,'') FROM information_schema.INNODB_TRX t
+		LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id`)
+	if qerr != nil {
+		t.Fatal(qerr)
+	}
+	for rows.Next() {
+		var id, mod, locked int64
+		var started, cmd, info string
+		rows.Scan(&id, &started, &mod, &locked, &cmd, &info)
+		t.Errorf("after the run: transaction still open on the target: conn %d started %s modified %d locked %d command %s info %q",
+			id, started, mod, locked, cmd, info)
+	}
+	rows.Close()
+	return a.Stats(), err
+}
+
+// skipSource drops the groups a start position already contains, as a
+// source does when a replica connects with a GTID position.
+type skipSource struct {
+	inner    txn.Source
+	skip     gtid.Set
+	skipping bool
+}
+
+func (s *skipSource) Next(ctx context.Context) (*binlog.Event, error) {
+	for {
+		ev, err := s.inner.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if g, ok := ev.Data.(*binlog.MariaGTIDEvent); ok {
+			s.skipping = s.skip.Contains(g.GTID)
+		}
+		if !s.skipping {
+			return ev, nil
+		}
+		switch ev.Data.(type) {
+		case *binlog.FormatDescriptionEvent, *binlog.RotateEvent, *binlog.TableMap:
+			return ev, nil
+		}
+	}
+}
+
+// compare checks that every table of the given schemas holds the same rows
+// on both servers (row by row, every column, byte for byte).
+func (p *pair) compare(t *testing.T, schemas ...string) {
+	t.Helper()
+	src, dst := p.src.OpenT(t, ""), p.dst.OpenT(t, "")
+	for _, db := range schemas {
+		tables := listTables(t, src, db)
+		if got := listTables(t, dst, db); strings.Join(got, ",") != strings.Join(tables, ",") {
+			t.Fatalf("schema %s: tables differ: source %v, target %v", db, tables, got)
+		}
+		for _, tbl := range tables {
+			a, b := dumpTable(t, src, db, tbl), dumpTable(t, dst, db, tbl)
+			if len(a) != len(b) {
+				t.Fatalf("%s.%s: %d rows on the source, %d on the target", db, tbl, len(a), len(b))
+			}
+			for i := range a {
+				if a[i] != b[i] {
+					t.Fatalf("%s.%s row %d differs:\nsource %q\ntarget %q", db, tbl, i, a[i], b[i])
+				}
+			}
+		}
+	}
+}
+
+func listTables(t *testing.T, db *sql.DB, schemaName string) []string {
+	rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=? AND TABLE_TYPE='BASE TABLE' ORDER BY 1", schemaName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		out = append(out, n)
+	}
+	return out
+}
+
+// dumpTable returns every row as text, sorted, with binary-safe hex for
+// every column.
+func dumpTable(t *testing.T, db *sql.DB, schemaName, table string) []string {
+	cols := []string{}
+	rows, err := db.Query("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION", schemaName, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		rows.Scan(&c)
+		cols = append(cols, fmt.Sprintf("COALESCE(HEX(`%s`),'<NULL>')", c))
+	}
+	rows.Close()
+	q := fmt.Sprintf("SELECT CONCAT_WS('|', %s) FROM `%s`.`%s`", strings.Join(cols, ","), schemaName, table)
+	rows, err = db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	level := slog.LevelInfo
+	if os.Getenv("BINLANE_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func writeFile(t *testing.T, path, content string) {
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,119 @@
+package apply
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+)
+
+// literal renders row values as SQL literals that reproduce the stored
+// value exactly:
+//   - integers and DECIMAL in decimal digits;
+//   - FLOAT and DOUBLE as the exact double in exponent form (the server
+//     parses a literal with an exponent as a double, then rounds a FLOAT
+//     column back to the same float32);
+//   - temporals as text (TIMESTAMP in UTC: sessions run with time_zone
+//     '+00:00');
+//   - strings as hex with the source charset's introducer, so no
+//     escaping, no connection-charset conversion, and the column's own
+//     collation applies in comparisons (the index stays usable);
+//   - ENUM and SET by their member names when the table map lists them
+//     (robust to reordered definitions), otherwise by number.
+//
+// lax is set when a value needs a relaxed sql_mode to be stored (the ENUM
+// error value 0, which only non-strict modes accept).
+type literal struct {
+	lax bool
+}
+
+func (l *literal) append(dst []byte, v *binlog.Value, src *binlog.Column, col *plan.Col) ([]byte, error) {
+	switch v.Kind {
+	case binlog.KindNull:
+		return append(dst, "NULL"...), nil
+	case binlog.KindInt, binlog.KindYear:
+		return strconv.AppendInt(dst, v.N, 10), nil
+	case binlog.KindUint, binlog.KindBit:
+		return strconv.AppendUint(dst, uint64(v.N), 10), nil
+	case binlog.KindFloat, binlog.KindDouble:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return dst, fmt.Errorf("non-finite floating-point value")
+		}
+		return strconv.AppendFloat(dst, f, 'e', -1, 64), nil
+	case binlog.KindDecimal:
+		return binlog.AppendDecimal(dst, v.B, int(v.Prec), int(v.Scale))
+	case binlog.KindDate, binlog.KindTime, binlog.KindDateTime, binlog.KindTimestamp:
+		dst = append(dst, '\'')
+		dst = v.AppendText(dst)
+		return append(dst, '\''), nil
+	case binlog.KindString, binlog.KindJSON:
+		b := v.B
+		if v.Kind == binlog.KindJSON {
+			text, err := binlog.AppendJSON(nil, v.B)
+			if err != nil {
+				return dst, err
+			}
+			b = text
+		}
+		return appendHexString(dst, b, col.Introducer), nil
+	case binlog.KindGeometry:
+		return appendHexString(dst, v.B, ""), nil
+	case binlog.KindEnum:
+		if v.N == 0 {
+			l.lax = true
+			return append(dst, '0'), nil
+		}
+		if src != nil && int(v.N) <= len(src.EnumValues) {
+			return appendHexString(dst, src.EnumValues[v.N-1], col.Introducer), nil
+		}
+		return strconv.AppendInt(dst, v.N, 10), nil
+	case binlog.KindSet:
+		if src != nil && len(src.SetValues) > 0 {
+			return appendSetNames(dst, uint64(v.N), src.SetValues, col.Introducer)
+		}
+		return strconv.AppendUint(dst, uint64(v.N), 10), nil
+	case binlog.KindAbsent:
+		return dst, fmt.Errorf("value missing from the row image")
+	}
+	return dst, fmt.Errorf("cannot render a %s value", v.Kind)
+}
+
+// appendHexString writes _charset X'..' (or X'..' for binary data). An
+// empty value is written as an empty quoted string, which stays valid
+// after an introducer.
+func appendHexString(dst, b []byte, charset string) []byte {
+	if charset != "" {
+		dst = append(dst, '_')
+		dst = append(dst, charset...)
+	}
+	if len(b) == 0 {
+		return append(dst, "''"...)
+	}
+	dst = append(dst, " X'"...)
+	n := len(dst)
+	dst = slices.Grow(dst, hex.EncodedLen(len(b))+1)[:n+hex.EncodedLen(len(b))]
+	hex.Encode(dst[n:], b)
+	return append(dst, '\'')
+}
+
+func appendSetNames(dst []byte, bits uint64, names [][]byte, charset string) ([]byte, error) {
+	var joined []byte
+	for i := 0; i < len(names) && i < 64; i++ {
+		if bits&(1<<uint(i)) == 0 {
+			continue
+		}
+		if len(joined) > 0 {
+			joined = append(joined, ',')
+		}
+		joined = append(joined, names[i]...)
+	}
+	if len(names) < 64 && bits>>uint(len(names)) != 0 {
+		return dst, fmt.Errorf("SET value 0x%x has bits beyond its %d members", bits, len(names))
+	}
+	return appendHexString(dst, joined, charset), nil
+}

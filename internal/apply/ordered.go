@@ -1,0 +1,175 @@
+package apply
+
+import (
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// openStmt is a multi-row INSERT or DELETE still taking rows.
+type openStmt struct {
+	p    *plan.Table
+	kind binlog.RowsKind
+	info stmtInfo
+	// composite keys use OR-ed conditions instead of an IN list
+	composite bool
+}
+
+// orderedWriter writes row changes in source order, merging runs of
+// inserts (or deletes) into one table into one statement.
+type orderedWriter struct {
+	*sqlWriter
+	open *openStmt
+	o    openStmt // storage for open, to avoid allocating
+}
+
+// change writes one row change.
+func (w *orderedWriter) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
+	fkOff := c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0
+	cOff := c.Flags&binlog.RowsFlagNoCheckConstraints != 0
+	sameSession := fkOff == w.fkOff && cOff == w.constraintsOff
+	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !sameSession || len(w.buf)-w.start > maxStatementBytes) {
+		if err := w.close(); err != nil {
+			return err
+		}
+	}
+	if !sameSession {
+		if err := w.session(c.Flags); err != nil {
+			return err
+		}
+	}
+	switch c.Kind {
+	case binlog.RowsInsert:
+		return w.insert(t, p, c)
+	case binlog.RowsDelete:
+		return w.delete(t, p, c)
+	}
+	return w.update(t, p, c)
+}
+
+func (w *orderedWriter) insert(t *txn.Txn, p *plan.Table, c *txn.Change) error {
+	if w.open != nil {
+		w.buf = append(w.buf, ',')
+		w.open.info.expect++
+		return w.appendRow(p, c.After, p.Write)
+	}
+	w.begin()
+	w.buf = appendInsertHead(w.buf, p, "INSERT INTO ")
+	w.o = openStmt{p: p, kind: binlog.RowsInsert, info: stmtInfo{expect: 1, txn: t, table: p, what: "insert", row: c.After, key: p.RowKey}}
+	w.open = &w.o
+	return w.appendRow(p, c.After, p.Write)
+}
+
+func appendInsertHead(buf []byte, p *plan.Table, verb string) []byte {
+	buf = append(buf, verb...)
+	buf = append(buf, p.Name...)
+	buf = append(buf, " ("...)
+	for i, c := range p.Write {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, p.Cols[c].Quoted...)
+	}
+	return append(buf, ") VALUES "...)
+}
+
+func (w *orderedWriter) delete(t *txn.Txn, p *plan.Table, c *txn.Change) error {
+	info := stmtInfo{expect: 1, txn: t, table: p, what: "delete", row: c.Before, key: p.RowKey}
+	if p.RowKey == nil {
+		// No key: one row at a time, matched on its whole image.
+		w.begin()
+		w.buf = append(w.buf, "DELETE FROM "...)
+		w.buf = append(w.buf, p.Name...)
+		w.buf = append(w.buf, " WHERE "...)
+		if err := w.appendMatch(p, c.Before); err != nil {
+			return err
+		}
+		w.buf = append(w.buf, " LIMIT 1"...)
+		return w.end(info)
+	}
+	if w.open != nil {
+		w.open.info.expect++
+		if w.open.composite {
+			w.buf = append(w.buf, ") OR ("...)
+			return w.appendMatch(p, c.Before)
+		}
+		w.buf = append(w.buf, ',')
+		return w.appendKeyValue(p, c.Before)
+	}
+	w.begin()
+	w.buf = append(w.buf, "DELETE FROM "...)
+	w.buf = append(w.buf, p.Name...)
+	w.o = openStmt{p: p, kind: binlog.RowsDelete, info: info, composite: len(p.RowKey) > 1}
+	w.open = &w.o
+	if w.o.composite {
+		w.buf = append(w.buf, " WHERE ("...)
+		return w.appendMatch(p, c.Before)
+	}
+	w.buf = append(w.buf, " WHERE "...)
+	w.buf = append(w.buf, p.Cols[p.RowKey[0]].Quoted...)
+	w.buf = append(w.buf, " IN ("...)
+	return w.appendKeyValue(p, c.Before)
+}
+
+func (w *orderedWriter) appendKeyValue(p *plan.Table, row []binlog.Value) error {
+	k := p.RowKey[0]
+	var err error
+	if w.buf, err = w.lit.append(w.buf, &row[k], &p.Source.Columns[k], &p.Cols[k]); err != nil {
+		return columnError(p, k, err)
+	}
+	return nil
+}
+
+func (w *orderedWriter) update(t *txn.Txn, p *plan.Table, c *txn.Change) error {
+	w.begin()
+	w.buf = append(w.buf, "UPDATE "...)
+	w.buf = append(w.buf, p.Name...)
+	w.buf = append(w.buf, " SET "...)
+	n := 0
+	changed := 0
+	for _, col := range p.Write {
+		same := sameValue(&c.Before[col], &c.After[col])
+		if same && !p.Cols[col].OnUpdate {
+			continue
+		}
+		if !same {
+			changed++
+		}
+		if n > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		n++
+		w.buf = append(w.buf, p.Cols[col].Quoted...)
+		w.buf = append(w.buf, '=')
+		var err error
+		if w.buf, err = w.lit.append(w.buf, &c.After[col], &p.Source.Columns[col], &p.Cols[col]); err != nil {
+			return columnError(p, col, err)
+		}
+	}
+	if changed == 0 {
+		// Nothing the target stores changes: no statement at all.
+		w.buf = w.buf[:w.start]
+		return nil
+	}
+	w.buf = append(w.buf, " WHERE "...)
+	if err := w.appendMatch(p, c.Before); err != nil {
+		return err
+	}
+	if p.RowKey == nil {
+		w.buf = append(w.buf, " LIMIT 1"...)
+	}
+	return w.end(stmtInfo{expect: 1, txn: t, table: p, what: "update", row: c.Before, key: p.RowKey})
+}
+
+// close finishes the open multi-row statement.
+func (w *orderedWriter) close() error {
+	o := w.open
+	if o == nil {
+		return nil
+	}
+	w.open = nil
+	if o.kind == binlog.RowsDelete {
+		w.buf = append(w.buf, ')')
+	}
+	return w.end(o.info)
+}

@@ -1,0 +1,133 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/binlane/binlane/internal/sandbox"
+)
+
+// BenchmarkStatementShapes measures the ways of writing the same row
+// changes to a sysbench-shaped table: text multi-statement round trips
+// (what binlane sends) against server-side prepared statements (binary
+// protocol, parsed once), one row per statement and many rows per
+// statement. Each op applies 96 row updates (one merged batch of
+// oltp_write_only) in one transaction; compare ns/op.
+//
+//	go test -run '^$' -bench StatementShapes -benchtime 200x ./internal/apply
+func BenchmarkStatementShapes(b *testing.B) {
+	s := sandbox.StartT(b, sandbox.Options{Role: sandbox.Target, Extra: []string{"innodb-buffer-pool-size=512M"}})
+	s.ExecT(b, "CREATE DATABASE d", `CREATE TABLE d.t (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0,
+		c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1(k))`,
+		"INSERT INTO d.t SELECT seq, seq, REPEAT('x',120), REPEAT('p',60) FROM d.seq_1_to_100000")
+	cfg, _ := mysql.ParseDSN(s.DSN(""))
+	pool, err := OpenPool(cfg, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	ctx := context.Background()
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := strings.Repeat("c", 120)
+	const rows = 96
+	ids := func() []int {
+		out := make([]int, rows)
+		for i := range out {
+			out[i] = 1 + rng.IntN(100000)
+		}
+		return out
+	}
+	b.Run("text/one-row-UPDATEs-one-round-trip", func(b *testing.B) {
+		for b.Loop() {
+			var q strings.Builder
+			q.WriteString("START TRANSACTION;")
+			for _, id := range ids() {
+				fmt.Fprintf(&q, "UPDATE d.t SET k=%d, c=_utf8mb4 X'%x' WHERE id=%d;", rng.IntN(100000), c, id)
+			}
+			q.WriteString("COMMIT")
+			if _, err := conn.ExecContext(ctx, q.String()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("text/multi-row-upsert", func(b *testing.B) {
+		for b.Loop() {
+			var q strings.Builder
+			q.WriteString("START TRANSACTION;INSERT INTO d.t (id,k,c,pad) VALUES ")
+			for i, id := range ids() {
+				if i > 0 {
+					q.WriteByte(',')
+				}
+				fmt.Fprintf(&q, "(%d,%d,_utf8mb4 X'%x','p')", id, rng.IntN(100000), c)
+			}
+			q.WriteString(" ON DUPLICATE KEY UPDATE k=VALUES(k),c=VALUES(c),pad=VALUES(pad);COMMIT")
+			if _, err := conn.ExecContext(ctx, q.String()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("prepared/one-row-UPDATE-per-round-trip", func(b *testing.B) {
+		stmt, err := conn.PrepareContext(ctx, "UPDATE d.t SET k=?, c=? WHERE id=?")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer stmt.Close()
+		for b.Loop() {
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, id := range ids() {
+				if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, rng.IntN(100000), c, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("prepared/multi-row-upsert", func(b *testing.B) {
+		var q strings.Builder
+		q.WriteString("INSERT INTO d.t (id,k,c,pad) VALUES ")
+		for i := 0; i < rows; i++ {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?,?,?,'p')")
+		}
+		q.WriteString(" ON DUPLICATE KEY UPDATE k=VALUES(k),c=VALUES(c),pad=VALUES(pad)")
+		stmt, err := conn.PrepareContext(ctx, q.String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer stmt.Close()
+		args := make([]any, 0, 3*rows)
+		for b.Loop() {
+			args = args[:0]
+			for _, id := range ids() {
+				args = append(args, id, rng.IntN(100000), c)
+			}
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package apply
+
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// WorkerStats are one worker's counters. Times are cumulative.
+type WorkerStats struct {
+	Txns       atomic.Uint64 // source transactions committed
+	Batches    atomic.Uint64 // target transactions committed
+	Rows       atomic.Uint64 // row changes applied
+	Retries    atomic.Uint64 // batches rolled back and re-run
+	Busy       atomic.Int64  // ns applying statements
+	CommitWait atomic.Int64  // ns waiting for the commit turn
+	Commit     atomic.Int64  // ns committing
+}
+
+// Stats are the applier's counters, safe to read while it runs.
+type Stats struct {
+	Workers []WorkerStats
+	// DependencyWait sums, over transactions, the time from entering the
+	// scheduler to being dispatched while waiting on a conflict.
+	DependencyWait atomic.Int64
+	Committed      atomic.Uint64 // source transactions committed
+	InFlight       atomic.Int64  // transactions in the scheduler
+	Pending        atomic.Int64  // of those, not yet dispatched
+	LockWaitKills  atomic.Uint64 // later transactions rolled back to let an earlier one through
+	LastCommitTS   atomic.Int64  // source timestamp (unix s) of the last committed transaction
+	LastCommitAt   atomic.Int64  // unix ns of the last commit
+
+	Started time.Time
+
+	mu         sync.Mutex
+	conflicts  map[string]uint64 // by table: transactions that waited on a conflict
+	serialized map[string]uint64 // by reason: transactions that ran alone
+}
+
+func newStats(workers int) *Stats {
+	return &Stats{Workers: make([]WorkerStats, workers), Started: time.Now(), conflicts: map[string]uint64{}, serialized: map[string]uint64{}}
+}
+
+func (s *Stats) addConflict(table string) {
+	s.mu.Lock()
+	s.conflicts[table]++
+	s.mu.Unlock()
+}
+
+func (s *Stats) addSerialized(reason string) {
+	s.mu.Lock()
+	s.serialized[reason]++
+	s.mu.Unlock()
+}
+
+// Conflicts returns transactions that waited on a conflict, by table.
+func (s *Stats) Conflicts() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.conflicts)
+}
+
+// Serialized returns transactions that ran alone, by reason.
+func (s *Stats) Serialized() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.serialized)
+}
+
+// Lag is how far the last commit is behind the source's commit time.
+func (s *Stats) Lag(now time.Time) time.Duration {
+	ts := s.LastCommitTS.Load()
+	if ts == 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(ts, 0))
+}
+
+// Snapshot is a consistent-enough copy of the counters for display.
+type Snapshot struct {
+	At             time.Time         `json:"at"`
+	Started        time.Time         `json:"started"`
+	Committed      uint64            `json:"committed"`
+	InFlight       int64             `json:"in_flight"`
+	Pending        int64             `json:"pending"`
+	LockWaitKills  uint64            `json:"lock_wait_kills"`
+	DependencyWait time.Duration     `json:"dependency_wait_ns"`
+	LastCommitTS   int64             `json:"last_commit_source_ts"`
+	Workers        []WorkerSnapshot  `json:"workers"`
+	Conflicts      map[string]uint64 `json:"conflicts_by_table"`
+	Serialized     map[string]uint64 `json:"serialized_by_reason"`
+}
+
+// WorkerSnapshot is one worker's counters.
+type WorkerSnapshot struct {
+	Txns       uint64        `json:"txns"`
+	Batches    uint64        `json:"batches"`
+	Rows       uint64        `json:"rows"`
+	Retries    uint64        `json:"retries"`
+	Busy       time.Duration `json:"busy_ns"`
+	CommitWait time.Duration `json:"commit_wait_ns"`
+	Commit     time.Duration `json:"commit_ns"`
+}
+
+// Snapshot copies the counters.
+func (s *Stats) Snapshot() Snapshot {
+	snap := Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
+		LockWaitKills: s.LockWaitKills.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
+		LastCommitTS: s.LastCommitTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
+	for i := range s.Workers {
+		w := &s.Workers[i]
+		snap.Workers = append(snap.Workers, WorkerSnapshot{Txns: w.Txns.Load(), Batches: w.Batches.Load(), Rows: w.Rows.Load(),
+			Retries: w.Retries.Load(), Busy: time.Duration(w.Busy.Load()), CommitWait: time.Duration(w.CommitWait.Load()),
+			Commit: time.Duration(w.Commit.Load())})
+	}
+	return snap
+}

@@ -1,0 +1,282 @@
+package binlog
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/binlane/binlane/internal/gtid"
+)
+
+// Event is one decoded binlog event.
+type Event struct {
+	Header Header
+	// File and Pos locate the event's first byte (Pos is 0 when unknown,
+	// e.g. for artificial events).
+	File string
+	Pos  uint64
+	// Data is a pointer to one of the event structs of this package; events
+	// binlane does not need are *SkippedEvent.
+	Data any
+}
+
+// NextPos is the position right after the event in its file.
+func (e *Event) NextPos() uint64 { return e.Pos + uint64(e.Header.EventSize) }
+
+// FormatDescriptionEvent describes how the rest of a binlog file is encoded.
+type FormatDescriptionEvent struct {
+	BinlogVersion   uint16
+	ServerVersion   string
+	CreateTimestamp uint32
+	HeaderLen       byte
+	PostHeaderLens  []byte // index = event type - 1
+	Checksum        byte   // ChecksumOff, ChecksumCRC32 or ChecksumUndefined
+	Flavor          Flavor
+}
+
+func (f *FormatDescriptionEvent) postHeaderLen(t EventType) int {
+	i := int(t) - 1
+	if i < 0 || i >= len(f.PostHeaderLens) {
+		return -1
+	}
+	return int(f.PostHeaderLens[i])
+}
+
+// RotateEvent names the file the following events come from.
+type RotateEvent struct {
+	Position uint64
+	NextFile string
+	// Fake is set on the artificial rotate a server sends at the start of a
+	// dump (timestamp 0): it names the current file, it does not end one.
+	Fake bool
+}
+
+// XIDEvent commits a transactional event group.
+type XIDEvent struct{ XID uint64 }
+
+// QueryEvent is a statement: BEGIN, COMMIT, ROLLBACK, XA commands or DDL.
+type QueryEvent struct {
+	ThreadID  uint32
+	ExecTime  uint32
+	ErrorCode uint16
+	Schema    string // the session's default database
+	Query     []byte
+	Status    QueryStatus
+}
+
+// QueryStatus holds the status variables of a query event that decide how
+// a statement must be run on the target.
+type QueryStatus struct {
+	Flags2         uint32
+	HasFlags2      bool
+	SQLMode        uint64
+	HasSQLMode     bool
+	ClientCharset  uint16 // collation ids; 0 when absent
+	ConnCollation  uint16
+	ServerCollat   uint16
+	TimeZone       string
+	LCTimeNames    uint16
+	CharsetDB      uint16
+	AutoIncInc     uint16
+	AutoIncOffset  uint16
+	DDLXid         uint64
+	MariaXid       uint64
+	GTIDFlags3     byte
+	DefaultUtf8mb4 uint16
+}
+
+// QueryKind classifies a query event's statement.
+type QueryKind uint8
+
+const (
+	QueryOther QueryKind = iota // DDL or another statement
+	QueryBegin
+	QueryCommit
+	QueryRollback
+	QueryXA
+	QuerySavepoint
+)
+
+// Kind classifies the statement by its first keywords, skipping comments
+// (but not executable /*! */ ones, whose text is part of the statement).
+func (q *QueryEvent) Kind() QueryKind {
+	s := skipSpaceAndComments(q.Query)
+	word := firstWord(s)
+	next := func() []byte { return firstWord(skipSpaceAndComments(s[len(word):])) }
+	switch {
+	case equalFoldASCII(word, "BEGIN"):
+		if equalFoldASCII(next(), "NOT") {
+			return QueryOther // BEGIN NOT ATOMIC: a compound statement
+		}
+		return QueryBegin
+	case equalFoldASCII(word, "COMMIT"):
+		return QueryCommit
+	case equalFoldASCII(word, "ROLLBACK"):
+		rest := skipSpaceAndComments(s[len(word):])
+		w := firstWord(rest)
+		if equalFoldASCII(w, "WORK") {
+			w = firstWord(skipSpaceAndComments(rest[len(w):]))
+		}
+		if equalFoldASCII(w, "TO") {
+			return QuerySavepoint
+		}
+		return QueryRollback
+	case equalFoldASCII(word, "XA"):
+		return QueryXA
+	case equalFoldASCII(word, "SAVEPOINT"):
+		return QuerySavepoint
+	case equalFoldASCII(word, "RELEASE"):
+		if equalFoldASCII(next(), "SAVEPOINT") {
+			return QuerySavepoint
+		}
+	case equalFoldASCII(word, "START"):
+		if equalFoldASCII(next(), "TRANSACTION") {
+			return QueryBegin
+		}
+	}
+	return QueryOther
+}
+
+func skipSpaceAndComments(b []byte) []byte {
+	for {
+		b = bytes.TrimLeft(b, " \t\r\n")
+		switch {
+		case bytes.HasPrefix(b, []byte("/*")) && !bytes.HasPrefix(b, []byte("/*!")) && !bytes.HasPrefix(b, []byte("/*M!")):
+			end := bytes.Index(b[2:], []byte("*/"))
+			if end < 0 {
+				return nil
+			}
+			b = b[end+4:]
+		case bytes.HasPrefix(b, []byte("-- ")) || bytes.HasPrefix(b, []byte("#")):
+			end := bytes.IndexByte(b, '\n')
+			if end < 0 {
+				return nil
+			}
+			b = b[end+1:]
+		default:
+			return b
+		}
+	}
+}
+
+func firstWord(b []byte) []byte {
+	i := 0
+	for i < len(b) && (b[i] >= 'a' && b[i] <= 'z' || b[i] >= 'A' && b[i] <= 'Z' || b[i] == '_') {
+		i++
+	}
+	return b[:i]
+}
+
+func equalFoldASCII(b []byte, s string) bool {
+	return len(b) == len(s) && strings.EqualFold(string(b), s)
+}
+
+// MariaGTIDEvent starts a MariaDB event group.
+type MariaGTIDEvent struct {
+	GTID         gtid.GTID
+	Flags2       byte
+	CommitID     uint64 // group-commit id; 0 when absent
+	XID          *XAID  // set for XA PREPARE / XA COMMIT groups
+	FlagsExtra   byte
+	ExtraEngines byte
+	SAseqNo      uint64 // start-alter sequence for COMMIT/ROLLBACK ALTER
+}
+
+// MariaDB GTID flags2 bits.
+const (
+	MariaFlStandalone     byte = 1
+	MariaFlGroupCommitID  byte = 2
+	MariaFlTransactional  byte = 4
+	MariaFlAllowParallel  byte = 8
+	MariaFlWaited         byte = 16
+	MariaFlDDL            byte = 32
+	MariaFlPreparedXA     byte = 64
+	MariaFlCompletedXA    byte = 128
+	mariaFlExtraMultiEng  byte = 1
+	mariaFlExtraStartAlt  byte = 2
+	mariaFlExtraCommitAlt byte = 4
+	mariaFlExtraRollbkAlt byte = 8
+)
+
+// Standalone reports a group without BEGIN/COMMIT (DDL or a single statement).
+func (g *MariaGTIDEvent) Standalone() bool { return g.Flags2&MariaFlStandalone != 0 }
+
+// XAID identifies an XA transaction.
+type XAID struct {
+	FormatID uint32
+	GTRID    []byte
+	BQUAL    []byte
+}
+
+func (x *XAID) String() string {
+	return fmt.Sprintf("X'%x',X'%x',%d", x.GTRID, x.BQUAL, x.FormatID)
+}
+
+// MySQLGTIDEvent starts a MySQL transaction (GTID or anonymous).
+type MySQLGTIDEvent struct {
+	GTID                   gtid.GTID // zero for anonymous transactions
+	Anonymous              bool
+	Flags                  byte
+	LastCommitted          int64
+	SequenceNumber         int64
+	ImmediateCommitTS      uint64 // microseconds since the epoch
+	OriginalCommitTS       uint64
+	TransactionLength      uint64
+	ImmediateServerVersion uint32
+	OriginalServerVersion  uint32
+}
+
+// PreviousGTIDsEvent lists the GTIDs written before this MySQL file.
+type PreviousGTIDsEvent struct{ Set gtid.Set }
+
+// GTIDListEvent is MariaDB's per-domain position at the start of a file
+// (or, when fake, after skipped groups).
+type GTIDListEvent struct {
+	Flags uint8
+	List  []gtid.GTID
+}
+
+// BinlogCheckpointEvent names the oldest file still needed for crash recovery.
+type BinlogCheckpointEvent struct{ File string }
+
+// AnnotateRowsEvent carries the SQL text of the statement behind the rows
+// events that follow (MariaDB).
+type AnnotateRowsEvent struct{ Query []byte }
+
+// RowsQueryEvent is MySQL's equivalent of AnnotateRowsEvent.
+type RowsQueryEvent struct{ Query []byte }
+
+// HeartbeatEvent is sent by an idle source; it carries the source's current
+// file and position and never moves a saved position.
+type HeartbeatEvent struct {
+	File string
+	Pos  uint64
+}
+
+// XAPrepareEvent ends the first phase of an XA transaction.
+type XAPrepareEvent struct {
+	OnePhase bool
+	XID      XAID
+}
+
+// IncidentEvent reports that the source lost events (e.g. a failed
+// non-transactional write): replication cannot continue safely past it.
+type IncidentEvent struct {
+	Incident uint16
+	Message  string
+}
+
+// TransactionPayloadEvent is MySQL's compressed transaction. Its events are
+// in Events once decompressed; they carry the payload event's File and Pos.
+type TransactionPayloadEvent struct {
+	Compression      uint64 // 0 zstd, 255 none
+	PayloadSize      uint64
+	UncompressedSize uint64
+	Events           []*Event
+}
+
+// SkippedEvent stands for an event binlane reads past: statement-based
+// helpers (intvar, rand, user var) that a ROW stream only carries for
+// statements we refuse anyway, encryption markers the source already
+// applied, and unknown events the source marked ignorable.
+type SkippedEvent struct{ Reason string }

@@ -1,0 +1,70 @@
+package eventfmt
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/replica"
+)
+
+func TestValueText(t *testing.T) {
+	enum := &binlog.Column{Type: binlog.TypeEnum, EnumValues: [][]byte{[]byte("a"), []byte("b")}}
+	set := &binlog.Column{Type: binlog.TypeSet, SetValues: [][]byte{[]byte("x"), []byte("y")}}
+	str := &binlog.Column{Type: binlog.TypeVarchar}
+	cases := []struct {
+		v    binlog.Value
+		c    *binlog.Column
+		want string
+	}{
+		{binlog.Value{Kind: binlog.KindString, B: []byte("it's \\ é\n\x00\xff")}, str, `'it\'s \\ é\n\x00\xff'`},
+		{binlog.Value{Kind: binlog.KindEnum, N: 2}, enum, "'b'"},
+		{binlog.Value{Kind: binlog.KindEnum, N: 0}, enum, "''"},
+		{binlog.Value{Kind: binlog.KindEnum, N: 7}, enum, "'7'"},
+		{binlog.Value{Kind: binlog.KindSet, N: 0b1011}, set, "'x,y,#4'"},
+		{binlog.Value{Kind: binlog.KindBit, N: 5, Prec: 4}, &binlog.Column{Type: binlog.TypeBit}, "b'0101'"},
+		{binlog.Value{Kind: binlog.KindNull}, str, "NULL"},
+		{binlog.Value{Kind: binlog.KindInt, N: -3}, &binlog.Column{Type: binlog.TypeLong}, "-3"},
+		{binlog.Value{Kind: binlog.KindGeometry, B: []byte{1, 2}}, &binlog.Column{Type: binlog.TypeGeometry}, "X'0102'"},
+	}
+	for _, c := range cases {
+		if got := string(appendValue(nil, &c.v, c.c)); got != c.want {
+			t.Errorf("%v: got %s, want %s", c.v.Kind, got, c.want)
+		}
+	}
+	bin := &binlog.Column{Type: binlog.TypeVarchar, Collation: 63}
+	if got := string(jsonValue(&binlog.Value{Kind: binlog.KindString, B: []byte("ab")}, bin)); got != `{"hex":"6162"}` {
+		t.Errorf("binary string as JSON: %s", got)
+	}
+}
+
+func TestRestartAndHeartbeat(t *testing.T) {
+	evs := []*binlog.Event{
+		{Data: &replica.Restart{Reason: "connection lost: EOF"}},
+		{File: "binlog.000002", Pos: 0, Header: binlog.Header{Type: binlog.EventHeartbeat, LogPos: 900},
+			Data: &binlog.HeartbeatEvent{File: "binlog.000002", Pos: 900}},
+	}
+	var text, js bytes.Buffer
+	tp, jp := NewText(&text), NewJSON(&js)
+	for _, ev := range evs {
+		if err := tp.Print(ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := jp.Print(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(text.String(), "# reconnected (connection lost: EOF)") || !strings.Contains(text.String(), "source at binlog.000002:900") {
+		t.Errorf("text:\n%s", text.String())
+	}
+	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
+	var first, second map[string]any
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || json.Unmarshal([]byte(lines[1]), &second) != nil {
+		t.Fatalf("json:\n%s", js.String())
+	}
+	if first["type"] != "Restart" || second["source_pos"] != 900.0 {
+		t.Errorf("json: %v %v", first, second)
+	}
+}

@@ -1,0 +1,123 @@
+package gtid
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestParseSetRoundTrip(t *testing.T) {
+	cases := []struct{ in, out string }{
+		{"", ""},
+		{"0-1-10", "0-1-10"},
+		{"1-2-5,0-1-10", "0-1-10,1-2-5"},
+		{"3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5:7", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7"},
+		{"3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:6-9", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9"},
+		{"3e11fa47-71ca-11e1-9e33-c80aa9429562:5:1-3,00000000-0000-0000-0000-000000000001:1",
+			"00000000-0000-0000-0000-000000000001:1,3e11fa47-71ca-11e1-9e33-c80aa9429562:1-3:5"},
+	}
+	for _, c := range cases {
+		s, err := ParseSet(c.in)
+		if err != nil {
+			t.Fatalf("ParseSet(%q): %v", c.in, err)
+		}
+		if got := s.String(); got != c.out {
+			t.Errorf("ParseSet(%q).String() = %q, want %q", c.in, got, c.out)
+		}
+	}
+}
+
+func TestParseSetRejects(t *testing.T) {
+	for _, in := range []string{"0-1", "0-1-x", "0-1-1,0-2-3", "a:1", "3e11fa47-71ca-11e1-9e33-c80aa9429562:5-3",
+		"3e11fa47-71ca-11e1-9e33-c80aa9429562:0", "4294967296-1-1", "3e11fa47-71ca-11e1-9e33-c80aa9429562"} {
+		if _, err := ParseSet(in); err == nil {
+			t.Errorf("ParseSet(%q) accepted", in)
+		}
+	}
+}
+
+func TestMariaDBContainsAndAdd(t *testing.T) {
+	s, _ := ParseSet("0-1-10,2-1-3")
+	cases := []struct {
+		g    string
+		want bool
+	}{{"0-1-10", true}, {"0-5-9", true}, {"0-1-11", false}, {"1-1-1", false}, {"2-1-3", true}, {"2-1-4", false}}
+	for _, c := range cases {
+		g, err := Parse(c.g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Contains(g); got != c.want {
+			t.Errorf("Contains(%s) = %v, want %v", c.g, got, c.want)
+		}
+	}
+	g, _ := Parse("1-3-7")
+	s.Add(g)
+	g, _ = Parse("0-1-11")
+	s.Add(g)
+	if got := s.String(); got != "0-1-11,1-3-7,2-1-3" {
+		t.Fatalf("after Add: %s", got)
+	}
+}
+
+func TestMySQLAddMerges(t *testing.T) {
+	var s Set
+	sid, _ := ParseUUID("3e11fa47-71ca-11e1-9e33-c80aa9429562")
+	for _, n := range []uint64{3, 1, 2, 7, 5, 6} {
+		s.Add(GTID{Flavor: MySQL, SID: sid, Seq: n})
+	}
+	if got := s.String(); got != "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-3:5-7" {
+		t.Fatalf("got %s", got)
+	}
+	if s.Contains(GTID{Flavor: MySQL, SID: sid, Seq: 4}) || !s.Contains(GTID{Flavor: MySQL, SID: sid, Seq: 6}) {
+		t.Fatal("Contains wrong")
+	}
+}
+
+func TestEncodeDecodeMySQL(t *testing.T) {
+	s, _ := ParseSet("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7,00000000-0000-0000-0000-000000000001:4")
+	b := s.EncodeMySQL()
+	// n_sids(8) + 2*(16+8) + 3 intervals*16
+	if len(b) != 8+48+48 {
+		t.Fatalf("encoded length %d", len(b))
+	}
+	d, err := DecodeMySQL(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Equal(s) || !bytes.Equal(d.EncodeMySQL(), b) {
+		t.Fatalf("round trip: %s vs %s", d, s)
+	}
+	if _, err := DecodeMySQL(b[:30]); err == nil {
+		t.Fatal("truncated set accepted")
+	}
+	empty := Set{}.EncodeMySQL()
+	if !bytes.Equal(empty, make([]byte, 8)) {
+		t.Fatalf("empty set encodes as %x", empty)
+	}
+}
+
+func TestCloneIsIndependent(t *testing.T) {
+	s, _ := ParseSet("0-1-1")
+	c := s.Clone()
+	g, _ := Parse("0-1-2")
+	c.Add(g)
+	if s.String() != "0-1-1" || c.String() != "0-1-2" {
+		t.Fatalf("clone shares state: %s %s", s, c)
+	}
+}
+
+func FuzzParseSet(f *testing.F) {
+	for _, s := range []string{"0-1-10,1-2-3", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := ParseSet(in)
+		if err != nil {
+			return
+		}
+		again, err := ParseSet(s.String())
+		if err != nil || !again.Equal(s) {
+			t.Fatalf("%q -> %q does not round-trip: %v", in, s.String(), err)
+		}
+	})
+}

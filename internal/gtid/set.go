@@ -1,0 +1,295 @@
+package gtid
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Set is a replication position. For MariaDB it is the last applied GTID
+// of every domain (what @@gtid_slave_pos holds); for MySQL it is a GTID set
+// (what @@gtid_executed holds). The zero Set is empty and of no flavor; the
+// first Add fixes the flavor.
+//
+// A Set is not safe for concurrent use; Clone it to hand it to another
+// goroutine.
+type Set struct {
+	flavor  Flavor
+	domains []GTID              // MariaDB: sorted by Domain, one per domain
+	sids    map[UUID][]Interval // MySQL: per source id, sorted, merged
+}
+
+// Interval is a half-open range [Start, End) of MySQL transaction numbers.
+type Interval struct{ Start, End uint64 }
+
+// ParseSet reads a position in either flavor: "0-1-10,1-2-5" or
+// "uuid:1-10:12,uuid2:1-3". An empty string gives an empty Set.
+func ParseSet(s string) (Set, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Set{}, nil
+	}
+	if strings.Contains(s, ":") {
+		return parseMySQLSet(s)
+	}
+	var set Set
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		g, err := parseMariaGTID(part)
+		if err != nil {
+			return Set{}, err
+		}
+		if _, ok := set.Domain(g.Domain); ok {
+			return Set{}, fmt.Errorf("gtid position %q: domain %d appears twice", s, g.Domain)
+		}
+		set.Add(g)
+	}
+	return set, nil
+}
+
+func parseMySQLSet(s string) (Set, error) {
+	set := Set{flavor: MySQL, sids: map[UUID][]Interval{}}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		fields := strings.Split(part, ":")
+		sid, err := ParseUUID(fields[0])
+		if err != nil {
+			return Set{}, fmt.Errorf("gtid set %q: %w", s, err)
+		}
+		if len(fields) < 2 {
+			return Set{}, fmt.Errorf("gtid set %q: %s has no intervals", s, fields[0])
+		}
+		for _, iv := range fields[1:] {
+			lo, hi, ok := strings.Cut(iv, "-")
+			a, err := parseUint(lo, 63)
+			if err != nil || a == 0 {
+				return Set{}, fmt.Errorf("gtid set %q: bad interval %q", s, iv)
+			}
+			b := a
+			if ok {
+				if b, err = parseUint(hi, 63); err != nil || b < a {
+					return Set{}, fmt.Errorf("gtid set %q: bad interval %q", s, iv)
+				}
+			}
+			set.addInterval(sid, Interval{a, b + 1})
+		}
+	}
+	return set, nil
+}
+
+// Flavor returns the flavor of the set, or 0 when it is empty and unset.
+func (s Set) Flavor() Flavor { return s.flavor }
+
+// IsEmpty reports whether the set holds no transaction.
+func (s Set) IsEmpty() bool { return len(s.domains) == 0 && len(s.sids) == 0 }
+
+// Clone returns an independent copy.
+func (s Set) Clone() Set {
+	c := Set{flavor: s.flavor, domains: slices.Clone(s.domains)}
+	if s.sids != nil {
+		c.sids = make(map[UUID][]Interval, len(s.sids))
+		for k, v := range s.sids {
+			c.sids[k] = slices.Clone(v)
+		}
+	}
+	return c
+}
+
+// Domain returns the last GTID of a MariaDB domain.
+func (s Set) Domain(d uint32) (GTID, bool) {
+	i, ok := slices.BinarySearchFunc(s.domains, d, func(g GTID, d uint32) int { return cmpU32(g.Domain, d) })
+	if !ok {
+		return GTID{}, false
+	}
+	return s.domains[i], true
+}
+
+// Domains returns the per-domain GTIDs of a MariaDB position, by domain.
+func (s Set) Domains() []GTID { return slices.Clone(s.domains) }
+
+// Add records g as applied. For MariaDB it becomes its domain's position
+// (MariaDB positions are the last GTID per domain, whatever came before);
+// for MySQL its number joins the set.
+func (s *Set) Add(g GTID) {
+	if s.flavor == 0 {
+		s.flavor = g.Flavor
+	}
+	switch g.Flavor {
+	case MariaDB:
+		i, ok := slices.BinarySearchFunc(s.domains, g.Domain, func(x GTID, d uint32) int { return cmpU32(x.Domain, d) })
+		if ok {
+			s.domains[i] = g
+		} else {
+			s.domains = slices.Insert(s.domains, i, g)
+		}
+	case MySQL:
+		if s.sids == nil {
+			s.sids = map[UUID][]Interval{}
+		}
+		s.addInterval(g.SID, Interval{g.Seq, g.Seq + 1})
+	}
+}
+
+func (s *Set) addInterval(sid UUID, iv Interval) {
+	ivs := s.sids[sid]
+	i := sort.Search(len(ivs), func(i int) bool { return ivs[i].End >= iv.Start })
+	j := i
+	for j < len(ivs) && ivs[j].Start <= iv.End {
+		iv.Start = min(iv.Start, ivs[j].Start)
+		iv.End = max(iv.End, ivs[j].End)
+		j++
+	}
+	ivs = slices.Replace(ivs, i, j, iv)
+	s.sids[sid] = ivs
+}
+
+// Contains reports whether g is at or before the position. For MariaDB that
+// means g's domain has reached g's sequence number (strict mode keeps each
+// domain ordered); for MySQL that g's number is in the set.
+func (s Set) Contains(g GTID) bool {
+	switch g.Flavor {
+	case MariaDB:
+		cur, ok := s.Domain(g.Domain)
+		return ok && cur.Seq >= g.Seq
+	case MySQL:
+		for _, iv := range s.sids[g.SID] {
+			if g.Seq >= iv.Start && g.Seq < iv.End {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ContainsSet reports whether every transaction of o is in s.
+func (s Set) ContainsSet(o Set) bool {
+	for _, g := range o.domains {
+		if !s.Contains(g) {
+			return false
+		}
+	}
+	for sid, ivs := range o.sids {
+		for _, iv := range ivs {
+			if !s.containsInterval(sid, iv) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (s Set) containsInterval(sid UUID, iv Interval) bool {
+	for _, x := range s.sids[sid] {
+		if iv.Start >= x.Start && iv.End <= x.End {
+			return true
+		}
+	}
+	return false
+}
+
+// Equal reports whether both sets hold the same transactions.
+func (s Set) Equal(o Set) bool { return s.ContainsSet(o) && o.ContainsSet(s) }
+
+// String formats the set the way the server does.
+func (s Set) String() string {
+	var b strings.Builder
+	for i, g := range s.domains {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d-%d-%d", g.Domain, g.ServerID, g.Seq)
+	}
+	for i, sid := range s.sortedSIDs() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(sid.String())
+		for _, iv := range s.sids[sid] {
+			if iv.End-1 == iv.Start {
+				fmt.Fprintf(&b, ":%d", iv.Start)
+			} else {
+				fmt.Fprintf(&b, ":%d-%d", iv.Start, iv.End-1)
+			}
+		}
+	}
+	return b.String()
+}
+
+func (s Set) sortedSIDs() []UUID {
+	keys := make([]UUID, 0, len(s.sids))
+	for k := range s.sids {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b UUID) int { return strings.Compare(string(a[:]), string(b[:])) })
+	return keys
+}
+
+// EncodeMySQL returns the binary GTID-set layout of COM_BINLOG_DUMP_GTID and
+// PREVIOUS_GTIDS: n_sids, then per sid the uuid, n_intervals and half-open
+// intervals, all little-endian.
+func (s Set) EncodeMySQL() []byte {
+	sids := s.sortedSIDs()
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(sids)))
+	for _, sid := range sids {
+		out = append(out, sid[:]...)
+		ivs := s.sids[sid]
+		out = binary.LittleEndian.AppendUint64(out, uint64(len(ivs)))
+		for _, iv := range ivs {
+			out = binary.LittleEndian.AppendUint64(out, iv.Start)
+			out = binary.LittleEndian.AppendUint64(out, iv.End)
+		}
+	}
+	return out
+}
+
+// DecodeMySQL reads the binary GTID-set layout (untagged).
+func DecodeMySQL(b []byte) (Set, error) {
+	set := Set{flavor: MySQL, sids: map[UUID][]Interval{}}
+	if len(b) < 8 {
+		return Set{}, fmt.Errorf("gtid set: %d bytes, need at least 8", len(b))
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n>>56 != 0 {
+		return Set{}, fmt.Errorf("gtid set: tagged format (0x%x) is not supported", n>>56)
+	}
+	b = b[8:]
+	for i := uint64(0); i < n; i++ {
+		if len(b) < 24 {
+			return Set{}, fmt.Errorf("gtid set: truncated at source id %d", i)
+		}
+		var sid UUID
+		copy(sid[:], b[:16])
+		m := binary.LittleEndian.Uint64(b[16:])
+		b = b[24:]
+		if m > uint64(len(b))/16 {
+			return Set{}, fmt.Errorf("gtid set: %d intervals do not fit in %d bytes", m, len(b))
+		}
+		for j := uint64(0); j < m; j++ {
+			iv := Interval{binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])}
+			b = b[16:]
+			if iv.Start == 0 || iv.End <= iv.Start {
+				return Set{}, fmt.Errorf("gtid set: bad interval [%d,%d) for %s", iv.Start, iv.End, sid)
+			}
+			set.addInterval(sid, iv)
+		}
+	}
+	return set, nil
+}
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,125 @@
+// Package metrics exports a stream's counters for Prometheus: throughput,
+// lag, queue depth, and per worker how busy it is, how long it waits for its
+// commit turn and how often it retries — the numbers that tell how many
+// workers to run. It is the only package that imports the Prometheus
+// client; it reads counters and must never change them.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/binlane/binlane/internal/apply"
+)
+
+// Reading is what the collector reports at one scrape.
+type Reading struct {
+	Snapshot apply.Snapshot
+	Lag      time.Duration
+}
+
+// Collector reports readings from a function (nil while no stream runs).
+type Collector struct {
+	stream string
+	read   func() (Reading, bool)
+	descs  map[string]*prometheus.Desc
+}
+
+// NewCollector returns a collector for one stream.
+func NewCollector(stream string, read func() (Reading, bool)) *Collector {
+	c := &Collector{stream: stream, read: read, descs: map[string]*prometheus.Desc{}}
+	add := func(name, help string, labels ...string) {
+		c.descs[name] = prometheus.NewDesc("binlane_"+name, help, append([]string{"stream"}, labels...), nil)
+	}
+	add("committed_transactions_total", "Source transactions committed on the target.")
+	add("lag_seconds", "How far the target is behind the source's commit time (0 when caught up).")
+	add("queue_transactions", "Transactions in the scheduler, by state.", "state")
+	add("lock_wait_rollbacks_total", "Later transactions rolled back to let an earlier one through (ordered-commit lock waits).")
+	add("dependency_wait_seconds_total", "Time transactions spent waiting for conflicting earlier ones.")
+	add("conflicts_total", "Transactions that waited for a conflicting earlier one, by table.", "table")
+	add("serialized_total", "Transactions that ran alone, by reason.", "reason")
+	add("worker_transactions_total", "Source transactions committed, by worker.", "worker")
+	add("worker_batches_total", "Target transactions committed, by worker.", "worker")
+	add("worker_rows_total", "Row changes applied, by worker.", "worker")
+	add("worker_retries_total", "Batches rolled back and re-run, by worker.", "worker")
+	add("worker_busy_seconds_total", "Time spent applying, by worker.", "worker")
+	add("worker_commit_wait_seconds_total", "Time spent waiting for the commit turn, by worker.", "worker")
+	add("worker_commit_seconds_total", "Time spent committing, by worker.", "worker")
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	r, ok := c.read()
+	if !ok {
+		return
+	}
+	s := r.Snapshot
+	emit := func(name string, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], t, v, append([]string{c.stream}, labels...)...)
+	}
+	emit("committed_transactions_total", prometheus.CounterValue, float64(s.Committed))
+	emit("lag_seconds", prometheus.GaugeValue, r.Lag.Seconds())
+	emit("queue_transactions", prometheus.GaugeValue, float64(s.InFlight-s.Pending), "dispatched")
+	emit("queue_transactions", prometheus.GaugeValue, float64(s.Pending), "pending")
+	emit("lock_wait_rollbacks_total", prometheus.CounterValue, float64(s.LockWaitKills))
+	emit("dependency_wait_seconds_total", prometheus.CounterValue, s.DependencyWait.Seconds())
+	for table, n := range s.Conflicts {
+		emit("conflicts_total", prometheus.CounterValue, float64(n), table)
+	}
+	for reason, n := range s.Serialized {
+		emit("serialized_total", prometheus.CounterValue, float64(n), reason)
+	}
+	for i, w := range s.Workers {
+		id := strconv.Itoa(i)
+		emit("worker_transactions_total", prometheus.CounterValue, float64(w.Txns), id)
+		emit("worker_batches_total", prometheus.CounterValue, float64(w.Batches), id)
+		emit("worker_rows_total", prometheus.CounterValue, float64(w.Rows), id)
+		emit("worker_retries_total", prometheus.CounterValue, float64(w.Retries), id)
+		emit("worker_busy_seconds_total", prometheus.CounterValue, w.Busy.Seconds(), id)
+		emit("worker_commit_wait_seconds_total", prometheus.CounterValue, w.CommitWait.Seconds(), id)
+		emit("worker_commit_seconds_total", prometheus.CounterValue, w.Commit.Seconds(), id)
+	}
+}
+
+// Serve exposes the registry on addr at /metrics until ctx ends.
+func Serve(ctx context.Context, addr string, c prometheus.Collector, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/schema"
+)
+
+// mapColumns pairs source columns with target columns by name and checks
+// that their types can hold each other's values.
+func (b *Builder) mapColumns(p *Table) error {
+	tm, t := p.Source, p.Target
+	p.Cols = make([]Col, len(tm.Columns))
+	for i := range tm.Columns {
+		sc := &tm.Columns[i]
+		ti, ok := t.Column(sc.Name)
+		if !ok {
+			return fmt.Errorf("table %s: column `%s` is missing on the target", p.Name, sc.Name)
+		}
+		tc := &t.Columns[ti]
+		if err := compatible(sc, tc); err != nil {
+			return fmt.Errorf("table %s column `%s`: %w", p.Name, sc.Name, err)
+		}
+		c := Col{Name: tc.Name, Quoted: schema.QuoteName(tc.Name), Target: ti, Generated: tc.Generated, OnUpdate: tc.OnUpdate}
+		if sc.IsCharacter(binlog.FlavorMariaDB) || sc.Type == binlog.TypeEnum || sc.Type == binlog.TypeSet {
+			if coll, ok := b.collations.Lookup(sc.Collation); ok && coll.Charset != "binary" {
+				c.Introducer = coll.Charset
+			} else if !ok && sc.Collation != 0 {
+				return fmt.Errorf("table %s column `%s`: unknown collation id %d", p.Name, sc.Name, sc.Collation)
+			}
+		}
+		c.Coll = sourceBytes(b.targetColl(tc.Collation, tc.Charset), c.Introducer)
+		p.Cols[i] = c
+		if !c.Generated {
+			p.Write = append(p.Write, i)
+		}
+	}
+	return nil
+}
+
+// targetColl describes a target column's collation: from the server's
+// list, else (a collation listed without an id) classified by its name.
+func (b *Builder) targetColl(name, charset string) schema.Collation {
+	if name == "" {
+		return schema.Collation{}
+	}
+	if c, ok := b.byName[strings.ToLower(name)]; ok {
+		return c
+	}
+	return schema.ClassifyCollation(name, charset)
+}
+
+// sourceBytes adapts a target column's collation to the bytes keys are
+// hashed from: the source's, in the source column's charset, which the
+// target converts on write. When the charsets differ, the same character
+// has other bytes (and, for a prefix, another length) on each side, and
+// another column referencing this one may be converted differently or not
+// at all: only printable ASCII means the same everywhere, so the
+// byte-exact path of _bin collations is off.
+func sourceBytes(coll schema.Collation, charset string) schema.Collation {
+	if charset == "" || coll.Name == "" || charset == coll.Charset {
+		return coll
+	}
+	coll.Charset, coll.Binary = charset, false
+	return coll
+}
+
+// families groups target data types by the binlog type that carries them.
+var families = map[binlog.ColumnType][]string{
+	binlog.TypeTiny:       {"tinyint", "smallint", "mediumint", "int", "bigint", "boolean"},
+	binlog.TypeShort:      {"smallint", "mediumint", "int", "bigint"},
+	binlog.TypeInt24:      {"mediumint", "int", "bigint"},
+	binlog.TypeLong:       {"int", "bigint"},
+	binlog.TypeLongLong:   {"bigint"},
+	binlog.TypeFloat:      {"float", "double"},
+	binlog.TypeDouble:     {"double"},
+	binlog.TypeNewDecimal: {"decimal"},
+	binlog.TypeYear:       {"year"},
+	binlog.TypeDate:       {"date"},
+	binlog.TypeNewDate:    {"date"},
+	binlog.TypeTime:       {"time"},
+	binlog.TypeTime2:      {"time"},
+	binlog.TypeDateTime:   {"datetime"},
+	binlog.TypeDateTime2:  {"datetime"},
+	binlog.TypeTimestamp:  {"timestamp"},
+	binlog.TypeTimestamp2: {"timestamp"},
+	binlog.TypeBit:        {"bit"},
+	binlog.TypeEnum:       {"enum"},
+	binlog.TypeSet:        {"set"},
+	binlog.TypeGeometry: {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
+		"multipolygon", "geometrycollection"},
+}
+
+var stringTypes = []string{"char", "varchar", "binary", "varbinary", "tinytext", "text", "mediumtext", "longtext",
+	"tinyblob", "blob", "mediumblob", "longblob", "json", "inet6", "inet4", "uuid", "enum", "set"}
+
+func compatible(sc *binlog.Column, tc *schema.Column) error {
+	switch sc.Type {
+	case binlog.TypeTime, binlog.TypeDateTime, binlog.TypeTimestamp:
+		if tc.DatetimePrecision > 0 {
+			return fmt.Errorf("the source column uses the old (pre-MariaDB 10.0) temporal format, which the binlog "+
+				"cannot carry with fractional seconds: run ALTER TABLE ... FORCE on the source with "+
+				"mysql56_temporal_format=ON (target type %s)", tc.ColumnType)
+		}
+	case binlog.TypeBlobCompressed, binlog.TypeVarcharCompressed:
+		return fmt.Errorf("compressed columns are not supported")
+	}
+	allowed, ok := families[sc.Type]
+	if !ok {
+		allowed = stringTypes
+	}
+	for _, dt := range allowed {
+		if tc.DataType == dt {
+			if isInteger(sc.Type) && sc.Unsigned != tc.Unsigned && !(sc.Unsigned && widerThan(tc.DataType, sc.Type)) {
+				return fmt.Errorf("signedness differs (source %s %s, target %s)", sc.Type, signWord(sc.Unsigned), tc.ColumnType)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("type mismatch: source %s, target %s", sc.Type, tc.ColumnType)
+}
+
+func isInteger(t binlog.ColumnType) bool {
+	switch t {
+	case binlog.TypeTiny, binlog.TypeShort, binlog.TypeInt24, binlog.TypeLong, binlog.TypeLongLong:
+		return true
+	}
+	return false
+}
+
+// widerThan reports whether a signed target type holds every unsigned
+// value of the source type.
+func widerThan(target string, src binlog.ColumnType) bool {
+	rank := map[string]int{"tinyint": 1, "smallint": 2, "mediumint": 3, "int": 4, "bigint": 5}
+	srank := map[binlog.ColumnType]int{binlog.TypeTiny: 1, binlog.TypeShort: 2, binlog.TypeInt24: 3, binlog.TypeLong: 4, binlog.TypeLongLong: 5}
+	return rank[target] > srank[src]
+}
+
+func signWord(unsigned bool) string {
+	if unsigned {
+		return "unsigned"
+	}
+	return "signed"
+}

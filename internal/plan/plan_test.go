@@ -1,0 +1,309 @@
+package plan_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/txn"
+	"github.com/binlane/binlane/internal/writeset"
+)
+
+// Tables on both servers. Plans map the source's table maps (read from its
+// binlog, as replication sees them) onto the target's definitions.
+var common = []string{
+	`CREATE TABLE p.parent (id INT PRIMARY KEY, code VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL UNIQUE,
+		email VARCHAR(50) NULL UNIQUE, note VARCHAR(100), UNIQUE KEY pfx (note(5)), KEY n (note))`,
+	`CREATE TABLE p.child (id INT PRIMARY KEY, parent_id INT, parent_code VARCHAR(20) COLLATE utf8mb4_general_ci,
+		FOREIGN KEY (parent_id) REFERENCES p.parent (id) ON DELETE CASCADE,
+		FOREIGN KEY (parent_code) REFERENCES p.parent (code) ON UPDATE SET NULL)`,
+	`CREATE TABLE p.grandchild (id INT PRIMARY KEY, child_id INT,
+		FOREIGN KEY (child_id) REFERENCES p.child (id) ON DELETE SET NULL)`,
+	// References a column that is not a unique key of the parent.
+	`CREATE TABLE p.loose (id INT PRIMARY KEY, parent_note VARCHAR(100), FOREIGN KEY (parent_note) REFERENCES p.parent (note))`,
+	`CREATE TABLE p.pair (a INT, b INT, PRIMARY KEY (a, b), KEY ba (b, a))`,
+	`CREATE TABLE p.pair_child (id INT PRIMARY KEY, x INT, y INT, FOREIGN KEY (y, x) REFERENCES p.pair (b, a))`,
+	`CREATE TABLE p.uniq (a INT NOT NULL, b INT NULL, UNIQUE KEY ub (b), UNIQUE KEY ua (a))`,
+	`CREATE TABLE p.nokey (a INT, b VARCHAR(10))`,
+	`CREATE TABLE p.trig (id INT PRIMARY KEY, v INT)`,
+	`CREATE TABLE p.gen (id INT PRIMARY KEY, a INT, b INT AS (a * 2) STORED, c INT AS (a + 1) VIRTUAL)`,
+	`CREATE TABLE p.uca (id INT PRIMARY KEY, name VARCHAR(20) COLLATE utf8mb4_uca1400_ai_ci UNIQUE)`,
+}
+
+// Tables that differ: source definition, target definition ("" = none).
+var differing = []struct{ src, dst string }{
+	{"CREATE TABLE p.widen (id INT PRIMARY KEY, v INT UNSIGNED, s SMALLINT)", "CREATE TABLE p.widen (id INT PRIMARY KEY, v BIGINT, s INT)"},
+	{"CREATE TABLE p.conv (id INT PRIMARY KEY, name VARCHAR(20) CHARACTER SET latin1 COLLATE latin1_bin UNIQUE)",
+		"CREATE TABLE p.conv (id INT PRIMARY KEY, name VARCHAR(20) COLLATE utf8mb4_bin UNIQUE)"},
+	{"CREATE TABLE p.missing (id INT PRIMARY KEY)", ""},
+	{"CREATE TABLE p.lesscol (id INT PRIMARY KEY, extra INT)", "CREATE TABLE p.lesscol (id INT PRIMARY KEY)"},
+	{"CREATE TABLE p.mismatch (id INT PRIMARY KEY, v BIGINT)", "CREATE TABLE p.mismatch (id INT PRIMARY KEY, v VARCHAR(10))"},
+	{"CREATE TABLE p.narrow (id INT PRIMARY KEY, v BIGINT)", "CREATE TABLE p.narrow (id INT PRIMARY KEY, v INT)"},
+	{"CREATE TABLE p.sign (id INT PRIMARY KEY, v INT)", "CREATE TABLE p.sign (id INT PRIMARY KEY, v INT UNSIGNED)"},
+	{"CREATE TABLE p.sign2 (id INT PRIMARY KEY, v BIGINT UNSIGNED)", "CREATE TABLE p.sign2 (id INT PRIMARY KEY, v BIGINT)"},
+	{"CREATE TABLE p.nonames (id INT PRIMARY KEY)", "CREATE TABLE p.nonames (id INT PRIMARY KEY)"},
+	// Created under mysql56_temporal_format=OFF on the source (below).
+	{"CREATE TABLE p.old (id INT PRIMARY KEY, t DATETIME(6))", "CREATE TABLE p.old (id INT PRIMARY KEY, t DATETIME(6))"},
+}
+
+// setup creates the tables, writes a row into each on the source and
+// returns the source's table maps by table name, and a plan builder on
+// the target.
+func setup(t *testing.T) (map[string]*binlog.TableMap, *plan.Builder) {
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	for _, s := range []*sandbox.Server{src, dst} {
+		s.ExecT(t, append([]string{"CREATE DATABASE p"}, common...)...)
+	}
+	dst.ExecT(t, "CREATE TRIGGER p.trig_bi BEFORE INSERT ON p.trig FOR EACH ROW SET NEW.v = NEW.v + 1")
+	for _, d := range differing {
+		if strings.Contains(d.src, "p.old ") {
+			src.ExecT(t, "SET GLOBAL mysql56_temporal_format = OFF", d.src, "SET GLOBAL mysql56_temporal_format = ON")
+		} else {
+			src.ExecT(t, d.src)
+		}
+		if d.dst != "" {
+			dst.ExecT(t, d.dst)
+		}
+	}
+	rows := []string{"SET SESSION foreign_key_checks = 0"}
+	for _, tbl := range []string{"parent (id, code)", "child (id)", "grandchild (id)", "loose (id)", "pair (a, b)",
+		"pair_child (id)", "uniq (a)", "nokey (a)", "trig (id)", "gen (id, a)", "uca (id)", "widen (id)", "conv (id)",
+		"missing (id)", "lesscol (id)", "mismatch (id)", "narrow (id)", "sign (id)", "sign2 (id)", "old (id)"} {
+		values := "(1)"
+		if strings.Contains(tbl, ",") {
+			values = "(1, 1)"
+		}
+		rows = append(rows, "INSERT INTO p."+tbl+" VALUES "+values)
+	}
+	src.ExecT(t, rows...)
+	src.ExecT(t, "SET GLOBAL binlog_row_metadata = MINIMAL", "INSERT INTO p.nonames VALUES (1)",
+		"SET GLOBAL binlog_row_metadata = FULL", "FLUSH BINARY LOGS")
+
+	maps := map[string]*binlog.TableMap{}
+	files, _ := filepath.Glob(filepath.Join(src.DataDir(), "binlog.[0-9]*"))
+	sort.Strings(files)
+	for _, f := range files[:len(files)-1] { // the last one is still open
+		r, err := binlog.OpenFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			ev, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if tm, ok := ev.Data.(*binlog.TableMap); ok {
+				maps[tm.Table] = tm
+			}
+		}
+		r.Close()
+	}
+	meta := dst.OpenT(t, "")
+	colls, err := schema.LoadCollations(context.Background(), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return maps, plan.NewBuilder(schema.NewCache(meta), colls)
+}
+
+func TestPlan(t *testing.T) {
+	maps, b := setup(t)
+	ctx := context.Background()
+	get := func(table string) *plan.Table {
+		t.Helper()
+		tm := maps[table]
+		if tm == nil {
+			t.Fatalf("no table map for %s", table)
+		}
+		p, err := b.Get(ctx, tm)
+		if err != nil {
+			t.Fatalf("plan %s: %v", table, err)
+		}
+		if again, _ := b.Get(ctx, tm); again != p {
+			t.Errorf("%s: plan not cached", table)
+		}
+		return p
+	}
+	seed := func(table, index string) uint64 { return plan.IndexSeed("p", table, index) }
+	tbl := func(table string) uint64 { return plan.TableSeed("p", table) }
+
+	t.Run("keys", func(t *testing.T) {
+		p := get("parent")
+		want := []plan.Key{
+			{Seed: seed("parent", "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
+			{Seed: seed("parent", "code"), Cols: []int{1}, Prefix: []int{0}},
+			{Seed: seed("parent", "email"), Cols: []int{2}, Prefix: []int{0}},
+			{Seed: seed("parent", "pfx"), Cols: []int{3}, Prefix: []int{5}},
+		}
+		if !reflect.DeepEqual(p.Keys, want) {
+			t.Errorf("keys:\n got %+v\nwant %+v", p.Keys, want)
+		}
+		if !reflect.DeepEqual(p.RowKey, []int{0}) || !reflect.DeepEqual(p.Write, []int{0, 1, 2, 3}) || p.Name != "`p`.`parent`" {
+			t.Errorf("row key %v, write %v, name %s", p.RowKey, p.Write, p.Name)
+		}
+		if c := p.Cols[1]; c.Introducer != "utf8mb4" || c.Coll.Name != "utf8mb4_general_ci" || !c.Coll.CaseInsensitive || c.Quoted != "`code`" {
+			t.Errorf("column code: %+v", c)
+		}
+		// The nullable unique key cannot identify rows: the NOT NULL one does.
+		u := get("uniq")
+		if !reflect.DeepEqual(u.RowKey, []int{0}) || len(u.Keys) != 2 || u.Keys[0].Primary || u.Keys[1].Primary {
+			t.Errorf("uniq: row key %v, keys %+v", u.RowKey, u.Keys)
+		}
+		if n := get("nokey"); n.RowKey != nil || len(n.Keys) != 0 || n.Collapsible {
+			t.Errorf("nokey: row key %v, keys %+v, collapsible %v", n.RowKey, n.Keys, n.Collapsible)
+		}
+		if p.Collapsible || !get("gen").Collapsible || get("uniq").Collapsible {
+			t.Error("only a table with a primary key and nothing else may collapse")
+		}
+	})
+
+	t.Run("foreign keys", func(t *testing.T) {
+		p := get("parent")
+		cascade := slices.Clone(p.CascadeTables)
+		slices.Sort(cascade)
+		want := []uint64{tbl("child"), tbl("grandchild")}
+		slices.Sort(want)
+		if !reflect.DeepEqual(cascade, want) {
+			t.Errorf("parent cascades into %x, want child and grandchild (transitively, not loose) %x", cascade, want)
+		}
+		c := get("child")
+		if !reflect.DeepEqual(c.CascadeTables, []uint64{tbl("grandchild")}) || len(get("grandchild").CascadeTables) != 0 {
+			t.Errorf("child cascades into %x", c.CascadeTables)
+		}
+		if len(c.Parents) != 2 {
+			t.Fatalf("child parents %+v", c.Parents)
+		}
+		for _, ref := range c.Parents {
+			if ref.TableLevel || ref.ParentTable != tbl("parent") || len(ref.Colls) != 1 {
+				t.Errorf("reference %+v", ref)
+			}
+			switch {
+			case reflect.DeepEqual(ref.Cols, []int{1}):
+				if ref.Seed != seed("parent", "PRIMARY") {
+					t.Error("parent_id must hash like the parent's primary key")
+				}
+			case reflect.DeepEqual(ref.Cols, []int{2}):
+				if ref.Seed != seed("parent", "code") || ref.Colls[0].Name != "utf8mb4_general_ci" {
+					t.Errorf("parent_code: %+v", ref)
+				}
+			default:
+				t.Errorf("reference over columns %v", ref.Cols)
+			}
+		}
+		if l := get("loose"); len(l.Parents) != 1 || !l.Parents[0].TableLevel || l.Parents[0].ParentTable != tbl("parent") {
+			t.Errorf("reference to a non-unique column: %+v", l.Parents)
+		}
+		// FOREIGN KEY (y, x) REFERENCES pair (b, a), whose key is (a, b): the
+		// child's columns in the key's order are x, y.
+		pc := get("pair_child")
+		if len(pc.Parents) != 1 || !reflect.DeepEqual(pc.Parents[0].Cols, []int{1, 2}) || pc.Parents[0].Seed != seed("pair", "PRIMARY") {
+			t.Errorf("two-column reference: %+v", pc.Parents)
+		}
+	})
+
+	t.Run("references hash like the parent's keys", func(t *testing.T) {
+		i := func(n int64) binlog.Value { return binlog.Value{Kind: binlog.KindInt, N: n} }
+		s := func(v string) binlog.Value { return binlog.Value{Kind: binlog.KindString, B: []byte(v)} }
+		null := binlog.Value{Kind: binlog.KindNull}
+		cases := []struct {
+			name   string
+			a, b   *plan.Table
+			ca, cb txn.Change
+			shared int
+		}{
+			{"child row and its parent (by id and by code in another case)", get("child"), get("parent"),
+				txn.Change{Kind: binlog.RowsInsert, After: []binlog.Value{i(1), i(7), s("ABC")}},
+				txn.Change{Kind: binlog.RowsDelete, Before: []binlog.Value{i(7), s("abc "), null, null}}, 2},
+			{"child row and another parent", get("child"), get("parent"),
+				txn.Change{Kind: binlog.RowsInsert, After: []binlog.Value{i(1), i(8), s("abd")}},
+				txn.Change{Kind: binlog.RowsDelete, Before: []binlog.Value{i(7), s("abc"), null, null}}, 0},
+			{"two-column reference", get("pair_child"), get("pair"),
+				txn.Change{Kind: binlog.RowsInsert, After: []binlog.Value{i(1), i(10), i(20)}},
+				txn.Change{Kind: binlog.RowsDelete, Before: []binlog.Value{i(10), i(20)}}, 1},
+			{"two-column reference, swapped values", get("pair_child"), get("pair"),
+				txn.Change{Kind: binlog.RowsInsert, After: []binlog.Value{i(1), i(10), i(20)}},
+				txn.Change{Kind: binlog.RowsDelete, Before: []binlog.Value{i(20), i(10)}}, 0},
+		}
+		for _, c := range cases {
+			var wb writeset.Builder
+			var sa, sb writeset.Set
+			wb.AddChange(&sa, c.a, &c.ca)
+			wb.AddChange(&sb, c.b, &c.cb)
+			n := 0
+			for _, k := range sa.Keys {
+				if slices.Contains(sb.Keys, k) {
+					n++
+				}
+			}
+			if n != c.shared {
+				t.Errorf("%s: %d keys shared, want %d", c.name, n, c.shared)
+			}
+		}
+	})
+
+	t.Run("columns", func(t *testing.T) {
+		if tr := get("trig"); tr.Serialize == "" || tr.Collapsible {
+			t.Errorf("table with a trigger: serialize %q, collapsible %v", tr.Serialize, tr.Collapsible)
+		}
+		g := get("gen")
+		if !reflect.DeepEqual(g.Write, []int{0, 1}) || !g.Cols[2].Generated || !g.Cols[3].Generated {
+			t.Errorf("generated columns must not be written: write %v", g.Write)
+		}
+		if u := get("uca").Cols[1].Coll; u.Name != "utf8mb4_uca1400_ai_ci" || !u.CaseInsensitive {
+			t.Errorf("uca1400 column: %+v", u)
+		}
+		get("widen") // unsigned into a wider signed type fits
+		// latin1 bytes for a utf8mb4 column: inserted with their own
+		// charset, hashed by ASCII only.
+		c := get("conv").Cols[1]
+		if c.Introducer != "latin1" || c.Coll.Name != "utf8mb4_bin" || c.Coll.Charset != "latin1" || c.Coll.Binary {
+			t.Errorf("converted column: %+v", c)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		cases := []struct {
+			table string
+			want  []string
+		}{
+			{"missing", []string{"`p`.`missing`", "does not exist on the target"}},
+			{"lesscol", []string{"`p`.`lesscol`", "`extra`", "missing on the target"}},
+			{"mismatch", []string{"`p`.`mismatch`", "`v`", "type mismatch", "varchar(10)"}},
+			{"narrow", []string{"`p`.`narrow`", "`v`", "type mismatch", "int(11)"}},
+			{"sign", []string{"`p`.`sign`", "`v`", "signedness differs", "int(10) unsigned"}},
+			{"sign2", []string{"`p`.`sign2`", "`v`", "signedness differs"}},
+			{"old", []string{"`p`.`old`", "`t`", "old (pre-MariaDB 10.0) temporal format"}},
+			{"nonames", []string{"`p`.`nonames`", "binlog_row_metadata=FULL"}},
+		}
+		for _, c := range cases {
+			tm := maps[c.table]
+			if tm == nil {
+				t.Fatalf("no table map for %s", c.table)
+			}
+			p, err := b.Get(ctx, tm)
+			if err == nil {
+				t.Errorf("%s: planned %+v, want an error", c.table, p)
+				continue
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error %q lacks %q", c.table, err, w)
+				}
+			}
+		}
+	})
+}

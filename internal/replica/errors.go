@@ -1,0 +1,86 @@
+package replica
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/wire"
+)
+
+// ErrClosed is returned by Next after Close.
+var ErrClosed = errors.New("replica: stream closed")
+
+// ErrPositionUnavailable is matched (errors.Is) by a PositionError.
+var ErrPositionUnavailable = errors.New("start position not available on the source")
+
+// PositionError is the source's error 1236 for the position a stream asked
+// for: the binlogs holding it were purged, it lies ahead of or diverges from
+// the source's history, or an event there exceeds max_allowed_packet.
+type PositionError struct {
+	Requested Position
+	Err       *wire.ServerError
+}
+
+func (e *PositionError) Error() string {
+	hint := "the binlog files holding it were purged, or the position is not in the source's history " +
+		"(diverged, or ahead of it); a replica that lost its position must be copied again"
+	if strings.Contains(e.Err.Message, "max_allowed_packet") {
+		hint = "an event there is larger than the source's max_allowed_packet: raise it on the source"
+	}
+	return fmt.Sprintf("source cannot stream from %s: error %d: %s (%s)", e.Requested, e.Err.Code, e.Err.Message, hint)
+}
+
+func (e *PositionError) Unwrap() []error { return []error{ErrPositionUnavailable, e.Err} }
+
+// PreflightError lists what the source must change before binlane can
+// replicate from it.
+type PreflightError struct {
+	Problems []string
+}
+
+func (e *PreflightError) Error() string {
+	return "source does not meet binlane's requirements:\n  - " + strings.Join(e.Problems, "\n  - ")
+}
+
+// retryableCodes are server errors a new connection can get past: the
+// dump thread was killed, the server is shutting down or busy.
+var retryableCodes = map[uint16]bool{
+	wire.ErrCodeShutdown: true, wire.ErrCodeConnKilled: true, wire.ErrCodeQueryInterrupted: true,
+	1040: true,                                     // too many connections
+	1203: true,                                     // user has too many connections
+	1152: true,                                     // aborted connection
+	1158: true, 1159: true, 1160: true, 1161: true, // network read/write errors and timeouts
+	1205: true, // lock wait timeout
+	1213: true, // deadlock
+	4031: true, // MariaDB: client disconnected for inactivity
+}
+
+// retryable reports whether a fresh connection may get past err. Anything
+// the source or our decoder said definitively is final; network-level
+// failures (resets, timeouts, EOF, refused connections while the source
+// restarts) are not.
+func retryable(err error) bool {
+	var (
+		se  *wire.ServerError
+		ae  *wire.AuthError
+		pe  *PositionError
+		pfe *PreflightError
+		de  *binlog.DecodeError
+		ce  *ConfigError
+		cve *tls.CertificateVerificationError
+		uae x509.UnknownAuthorityError
+		hne x509.HostnameError
+	)
+	switch {
+	case errors.As(err, &ae), errors.As(err, &pe), errors.As(err, &pfe), errors.As(err, &de), errors.As(err, &ce),
+		errors.As(err, &cve), errors.As(err, &uae), errors.As(err, &hne), errors.Is(err, ErrClosed):
+		return false
+	case errors.As(err, &se):
+		return retryableCodes[se.Code]
+	}
+	return true
+}

@@ -1,0 +1,121 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/wire"
+)
+
+// currentPosition reads the source's GTID state and binlog coordinates so
+// that they match.
+func currentPosition(ctx context.Context, c *wire.Conn, flavor gtid.Flavor) (Position, error) {
+	if flavor == gtid.MySQL {
+		return mysqlCurrentPosition(ctx, c)
+	}
+	// MariaDB has no statement returning both at once. Read the GTID state
+	// on both sides of SHOW MASTER STATUS: equal readings mean no
+	// transaction was binlogged in between.
+	for attempt := 0; attempt < 10; attempt++ {
+		before, err := globals(ctx, c, []string{"gtid_binlog_pos"})
+		if err != nil {
+			return Position{}, fmt.Errorf("current position: %w", err)
+		}
+		file, pos, _, err := masterStatus(ctx, c)
+		if err != nil {
+			return Position{}, err
+		}
+		after, err := globals(ctx, c, []string{"gtid_binlog_pos"})
+		if err != nil {
+			return Position{}, fmt.Errorf("current position: %w", err)
+		}
+		if before["gtid_binlog_pos"] != after["gtid_binlog_pos"] {
+			continue
+		}
+		set, err := gtid.ParseSet(after["gtid_binlog_pos"])
+		if err != nil {
+			return Position{}, fmt.Errorf("current position: @@gtid_binlog_pos: %w", err)
+		}
+		return Position{GTIDMode: true, GTIDs: set, File: file, Pos: pos}, nil
+	}
+	return Position{}, fmt.Errorf("current position: the source kept committing; no stable reading of @@gtid_binlog_pos in 10 tries")
+}
+
+// mysqlCurrentPosition uses SHOW MASTER STATUS, whose Executed_Gtid_Set
+// matches its file and position.
+func mysqlCurrentPosition(ctx context.Context, c *wire.Conn) (Position, error) {
+	file, pos, executed, err := masterStatus(ctx, c)
+	if err != nil {
+		return Position{}, err
+	}
+	set, err := gtid.ParseSet(strings.ReplaceAll(executed, "\n", ""))
+	if err != nil {
+		return Position{}, fmt.Errorf("current position: Executed_Gtid_Set: %w", err)
+	}
+	return Position{GTIDMode: true, GTIDs: set, File: file, Pos: pos}, nil
+}
+
+// masterStatus runs SHOW MASTER STATUS, or SHOW BINARY LOG STATUS on MySQL
+// 8.4, which dropped the old name.
+func masterStatus(ctx context.Context, c *wire.Conn) (file string, pos uint64, executed string, err error) {
+	res, err := c.Query(ctx, "SHOW MASTER STATUS")
+	if wire.IsServerError(err, 1064) {
+		res, err = c.Query(ctx, "SHOW BINARY LOG STATUS")
+	}
+	if err != nil {
+		return "", 0, "", fmt.Errorf("current position: %w", err)
+	}
+	if len(res.Rows) == 0 {
+		return "", 0, "", errNoBinlog
+	}
+	row := res.Rows[0]
+	get := func(name string) string {
+		if i := res.Column(name); i >= 0 && row[i] != nil {
+			return *row[i]
+		}
+		return ""
+	}
+	pos, err = strconv.ParseUint(get("Position"), 10, 64)
+	if err != nil || get("File") == "" {
+		return "", 0, "", fmt.Errorf("current position: unexpected SHOW MASTER STATUS row %q", get("File"))
+	}
+	return get("File"), pos, get("Executed_Gtid_Set"), nil
+}
+
+// oldestGTIDPosition turns MariaDB's "empty GTID set" into the GTID state
+// at the start of the oldest binlog the source still has. MariaDB streams
+// from its first binlog for an empty @slave_connect_state only while that
+// file is binlog number one: once older files are purged it answers 1236
+// ("Could not find GTID state requested by slave in any binlog files"),
+// checked on 10.11.
+func oldestGTIDPosition(ctx context.Context, c *wire.Conn) (gtid.Set, error) {
+	res, err := c.Query(ctx, "SHOW BINARY LOGS")
+	if err != nil {
+		return gtid.Set{}, fmt.Errorf("find the oldest binlog: %w", err)
+	}
+	if len(res.Rows) == 0 || res.Rows[0][0] == nil {
+		return gtid.Set{}, errNoBinlog
+	}
+	oldest := *res.Rows[0][0]
+	res, err = c.Query(ctx, "SELECT BINLOG_GTID_POS("+quote(oldest)+", 4)")
+	if err != nil {
+		return gtid.Set{}, fmt.Errorf("GTID position of the oldest binlog %s: %w", oldest, err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0][0] == nil {
+		return gtid.Set{}, fmt.Errorf("GTID position of the oldest binlog %s: none (purged meanwhile?)", oldest)
+	}
+	set, err := gtid.ParseSet(*res.Rows[0][0])
+	if err != nil {
+		return gtid.Set{}, fmt.Errorf("GTID position of the oldest binlog %s: %w", oldest, err)
+	}
+	return set, nil
+}
+
+// quote makes a single-quoted SQL string literal.
+func quote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\x00", `\0`)
+	return "'" + r.Replace(s) + "'"
+}

@@ -1,0 +1,73 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/binlog"
+)
+
+func TestQueueBoundsBytes(t *testing.T) {
+	q := newQueue(3 * (100 + eventOverhead))
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if err := q.push(ctx, &binlog.Event{Pos: uint64(i)}, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The fourth waits for room.
+	pushed := make(chan error, 1)
+	go func() { pushed <- q.push(ctx, &binlog.Event{Pos: 3}, 100) }()
+	select {
+	case err := <-pushed:
+		t.Fatalf("push over the bound returned %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	for i := 0; i < 4; i++ {
+		ev, err := q.pop(ctx)
+		if err != nil || ev.Pos != uint64(i) {
+			t.Fatalf("pop %d: %v %v", i, ev, err)
+		}
+	}
+	if err := <-pushed; err != nil {
+		t.Fatal(err)
+	}
+	// An event larger than the bound passes when the queue is empty.
+	if err := q.push(ctx, &binlog.Event{Pos: 9}, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := q.pop(ctx); ev.Pos != 9 {
+		t.Fatal("big event lost")
+	}
+}
+
+func TestQueueCloseDrainsThenFails(t *testing.T) {
+	q := newQueue(1 << 20)
+	ctx := context.Background()
+	q.push(ctx, &binlog.Event{Pos: 1}, 10)
+	q.close(io.EOF)
+	q.close(errors.New("second close is ignored"))
+	if ev, err := q.pop(ctx); err != nil || ev.Pos != 1 {
+		t.Fatalf("queued event lost: %v", err)
+	}
+	if _, err := q.pop(ctx); err != io.EOF {
+		t.Fatalf("after drain: %v", err)
+	}
+	if err := q.push(ctx, &binlog.Event{}, 1); err != io.EOF {
+		t.Fatalf("push after close: %v", err)
+	}
+	// A blocked pop wakes up on close and on cancellation.
+	q2 := newQueue(10)
+	go func() { time.Sleep(20 * time.Millisecond); q2.close(ErrClosed) }()
+	if _, err := q2.pop(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("blocked pop: %v", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := newQueue(10).pop(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cancelled pop: %v", err)
+	}
+}

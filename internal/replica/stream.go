@@ -1,0 +1,224 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/wire"
+)
+
+// Restart is delivered as Event.Data (with a zero header) after the stream
+// reconnected and before the first event of the new connection: the
+// consumer must drop any partial transaction it holds, because the source
+// sends it again from its GTID event.
+type Restart struct {
+	Reason string
+}
+
+// Stream is one replication stream. Next must be called from one goroutine
+// at a time; Close and Source may be called from any.
+type Stream struct {
+	cfg    Config
+	log    *slog.Logger
+	q      *queue
+	cancel context.CancelCauseFunc
+	group  *errgroup.Group
+	uuid   string // MySQL replica UUID, stable across reconnects
+
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	source   SourceInfo // guarded by mu; of the current connection
+	consumer *Tracker   // guarded by mu; follows what Next returned
+}
+
+// Open connects to the source, checks it and starts streaming from
+// cfg.Start. Errors about the configuration, the credentials or the source's
+// settings are returned here; errors that happen once events flow
+// (including error 1236 for a position the source no longer has) come from
+// Next. ctx bounds the whole life of the stream, not just Open: cancelling
+// it stops the stream as Close does.
+func Open(ctx context.Context, cfg Config) (*Stream, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Stream{cfg: cfg, log: cfg.Logger, q: newQueue(cfg.QueueBytes), uuid: newUUID()}
+	sess, err := connect(ctx, &s.cfg, cfg.Start, s.uuid)
+	if err != nil {
+		return nil, fmt.Errorf("replica: connect to %s: %w", cfg.Addr, err)
+	}
+	s.source = *sess.info
+	s.consumer = NewTracker(sess.start)
+	s.log.Info("binlog stream started", "source", cfg.Addr, "version", sess.info.Version,
+		"server_id", sess.info.ServerID, "start", sess.start.String())
+	runCtx, cancel := context.WithCancelCause(ctx)
+	s.cancel = cancel
+	s.group, runCtx = errgroup.WithContext(runCtx)
+	s.group.Go(func() error { return s.run(runCtx, sess) })
+	return s, nil
+}
+
+// Next returns the next event: binlog events in stream order (heartbeats
+// included: they carry the source's current file and offset), and a
+// *Restart after a reconnect. It returns io.EOF at the end of a
+// non-blocking stream, ErrClosed after Close, and otherwise the error that
+// ended the stream (a *PositionError, a *PreflightError, a decode error...).
+// Events stay valid after later calls: each has its own buffer.
+func (s *Stream) Next(ctx context.Context) (*binlog.Event, error) {
+	ev, err := s.q.pop(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.consumer.Observe(ev)
+	s.mu.Unlock()
+	return ev, nil
+}
+
+// Position returns the position after the last complete transaction Next
+// has returned: where a consumer that applied everything so far resumes.
+func (s *Stream) Position() Position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.consumer.Position()
+}
+
+// Source returns what the stream learned about the source on its latest
+// connection.
+func (s *Stream) Source() SourceInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	info := s.source
+	info.GTIDs = info.GTIDs.Clone()
+	return info
+}
+
+// Close stops the stream and waits for its goroutine. Next returns
+// ErrClosed afterwards. Safe to call more than once.
+func (s *Stream) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel(ErrClosed)
+		s.group.Wait()
+		s.q.close(ErrClosed)
+	})
+	return nil
+}
+
+// run is the reader goroutine: it pumps one session after another until
+// the stream ends, and closes the queue with the reason.
+func (s *Stream) run(ctx context.Context, sess *session) error {
+	dec := binlog.NewDecoder()
+	reader := NewTracker(sess.start)
+	bo := newBackoff(&s.cfg)
+	for {
+		err := s.pump(ctx, sess, dec, reader)
+		sess.conn.Close()
+		switch {
+		case ctx.Err() != nil:
+			s.q.close(context.Cause(ctx))
+			return nil
+		case errors.Is(err, io.EOF) && s.cfg.NonBlocking:
+			s.q.close(io.EOF)
+			return nil
+		case !retryable(err):
+			s.log.Error("binlog stream failed", "error", err)
+			s.q.close(err)
+			return nil
+		}
+		bo.sessionEnded(sess)
+		reason := fmt.Sprintf("connection lost: %v", err)
+		if sess, err = s.reconnect(ctx, reader.Position(), err, bo); err != nil {
+			s.q.close(err)
+			return nil
+		}
+		dec.Reset()
+		reader = NewTracker(sess.start)
+		if err := s.q.push(ctx, &binlog.Event{Data: &Restart{Reason: reason}}, 0); err != nil {
+			s.q.close(err)
+			return nil
+		}
+	}
+}
+
+// pump reads, decodes and queues events until the session fails.
+func (s *Stream) pump(ctx context.Context, sess *session, dec *binlog.Decoder, t *Tracker) error {
+	stop := context.AfterFunc(ctx, func() { sess.conn.Close() })
+	defer stop()
+	if !sess.start.GTIDMode {
+		dec.SetPosition(sess.start.File, sess.start.Pos)
+	}
+	timeout := s.cfg.readTimeout()
+	// A watchdog, not a read deadline per event (which costs a clock read
+	// and a timer update per event): it closes the connection when no
+	// event arrived for the timeout.
+	var progress atomic.Uint64
+	var timedOut atomic.Bool
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go watchdog(watchCtx, timeout, &progress, func() {
+		timedOut.Store(true)
+		sess.conn.Close()
+	})
+	for {
+		raw, err := sess.conn.ReadEvent()
+		if err != nil {
+			if timedOut.Load() || isTimeout(err) {
+				return fmt.Errorf("nothing from the source for %s (heartbeat period %s): connection presumed dead: %w",
+					timeout, s.cfg.HeartbeatPeriod, err)
+			}
+			if errors.Is(err, io.EOF) && !s.cfg.NonBlocking {
+				// MariaDB ends a blocking dump this way when it shuts down.
+				return fmt.Errorf("the source ended the dump (shutting down?): %w", err)
+			}
+			return s.positionError(err, sess.start)
+		}
+		progress.Add(1)
+		ev, err := dec.Decode(raw)
+		if err != nil {
+			return err
+		}
+		t.Observe(ev)
+		if err := s.q.push(ctx, ev, len(raw)); err != nil {
+			return err
+		}
+	}
+}
+
+// watchdog calls dead when progress has not moved for timeout.
+func watchdog(ctx context.Context, timeout time.Duration, progress *atomic.Uint64, dead func()) {
+	tick := time.NewTicker(max(timeout/4, 10*time.Millisecond))
+	defer tick.Stop()
+	last, since := progress.Load(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if p := progress.Load(); p != last {
+				last, since = p, now
+			} else if now.Sub(since) >= timeout {
+				dead()
+				return
+			}
+		}
+	}
+}
+
+// positionError turns error 1236 into a PositionError naming what was asked.
+func (s *Stream) positionError(err error, start Position) error {
+	var se *wire.ServerError
+	if errors.As(err, &se) && se.Code == wire.ErrCodeMasterFatal {
+		return &PositionError{Requested: start, Err: se}
+	}
+	return err
+}

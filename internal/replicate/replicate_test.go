@@ -1,0 +1,256 @@
+package replicate
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/dsn"
+	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/verify"
+	"github.com/binlane/binlane/internal/workload"
+)
+
+type env struct {
+	src, dst *sandbox.Server
+	srcDSN   dsn.DSN
+	dstDSN   dsn.DSN
+	start    string
+}
+
+// newEnv starts a source and a target and marks the source's position
+// before any test data, so a stream can start there and replicate the
+// schema too.
+func newEnv(t *testing.T) *env {
+	e := &env{
+		src: sandbox.StartT(t, sandbox.Options{Role: sandbox.Source}),
+		dst: sandbox.StartT(t, sandbox.Options{Role: sandbox.Target}),
+	}
+	e.src.ExecT(t, "CREATE DATABASE marker")
+	e.start = gtidPos(t, e.src)
+	var err error
+	if e.srcDSN, err = dsn.Parse(e.src.URL()); err != nil {
+		t.Fatal(err)
+	}
+	if e.dstDSN, err = dsn.Parse(e.dst.URL()); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func gtidPos(t *testing.T, s *sandbox.Server) string {
+	t.Helper()
+	var pos string
+	if err := s.OpenT(t, "").QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+		t.Fatal(err)
+	}
+	return pos
+}
+
+func (e *env) config(t *testing.T, workers int) Config {
+	return Config{
+		Source: e.srcDSN, Target: e.dstDSN, Stream: "t", StartGTID: e.start,
+		HeartbeatPeriod: 500 * time.Millisecond, RetryMin: 100 * time.Millisecond, RetryMax: time.Second,
+		Logger: testLogger(t), ReportPeriod: 200 * time.Millisecond,
+		Apply: apply.Config{Workers: workers, MaxBatch: 16, Mode: scheduler.ModeWriteset},
+	}
+}
+
+func (e *env) workload(t *testing.T, ctx context.Context, cfg workload.Config) {
+	t.Helper()
+	db := e.src.OpenT(t, "")
+	db.SetMaxOpenConns(cfg.Sessions + 2)
+	if err := workload.Setup(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	st, err := workload.Run(ctx, db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("workload: %d committed, %d rolled back on the source", st.Committed.Load(), st.Failed.Load())
+}
+
+// verifyEqual compares the workload schema on both sides.
+func (e *env) verifyEqual(t *testing.T) {
+	t.Helper()
+	src, dst := e.src.OpenT(t, ""), e.dst.OpenT(t, "")
+	src.SetMaxOpenConns(8)
+	dst.SetMaxOpenConns(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rules := mustRules(t, "wl")
+	rep, err := verify.Run(ctx, verify.Config{Source: src, Target: dst, Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Equal() {
+		var b strings.Builder
+		rep.Format(&b)
+		t.Fatalf("source and target differ:\n%s", b.String())
+	}
+}
+
+func streamState(t *testing.T, db *sql.DB) position.State {
+	st, ok, err := position.Load(context.Background(), db, "t")
+	if err != nil || !ok {
+		t.Fatalf("stream state: ok=%v err=%v", ok, err)
+	}
+	return st
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	level := slog.LevelInfo
+	if os.Getenv("BINLANE_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func TestReplicateToStopPosition(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e.workload(t, ctx, workload.Config{Seed: 7, Sessions: 6, Transactions: 1500, DDL: true, BigTxnRows: 30000})
+	cfg := e.config(t, 4)
+	cfg.StopAtGTID = gtidPos(t, e.src)
+	cfg.MaxTxnBytes = 1 << 20 // the big transaction streams
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	st := streamState(t, e.dst.OpenT(t, ""))
+	if st.GTID != cfg.StopAtGTID || st.State != position.StateStopped {
+		t.Fatalf("stream at %q state %q, want %q stopped", st.GTID, st.State, cfg.StopAtGTID)
+	}
+	e.verifyEqual(t)
+}
+
+func mustRules(t *testing.T, dbs ...string) filter.Rules {
+	r, err := filter.New(dbs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// waitCaughtUp waits until the stream's saved position contains the
+// source's current one.
+func (e *env) waitCaughtUp(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	want, err := gtid.ParseSet(gtidPos(t, e.src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := e.dst.OpenT(t, "")
+	deadline := time.Now().Add(timeout)
+	for {
+		st, ok, _ := position.Load(context.Background(), dst, "t")
+		if ok {
+			got, _ := gtid.ParseSet(st.GTID)
+			if got.ContainsSet(want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not caught up after %s: at %s, source at %s (state %s: %s)", timeout, st.GTID, want, st.State, st.Message)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestReplicateSurvivesRestarts(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- Run(runCtx, e.config(t, 8)) }()
+
+	wlDone := make(chan struct{})
+	go func() {
+		defer close(wlDone)
+		e.workload(t, ctx, workload.Config{Seed: 11, Sessions: 4, Duration: 12 * time.Second})
+	}()
+	time.Sleep(3 * time.Second)
+	t.Log("restarting the target")
+	if err := e.dst.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := e.dst.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	t.Log("restarting the source")
+	if err := e.src.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-wlDone
+	e.waitCaughtUp(t, 2*time.Minute)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st := streamState(t, e.dst.OpenT(t, "")); st.State != position.StateStopped {
+		t.Fatalf("state after stop: %s (%s)", st.State, st.Message)
+	}
+	e.verifyEqual(t)
+}
+
+func TestGracefulStopAndResume(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e.workload(t, ctx, workload.Config{Seed: 12, Sessions: 4, Transactions: 2000})
+	end := gtidPos(t, e.src)
+	for i := 0; i < 3; i++ {
+		cfg := e.config(t, 4)
+		if i > 0 {
+			cfg.StartGTID = "" // from the saved position
+		}
+		runCtx, stop := context.WithTimeout(ctx, time.Duration(300+i*200)*time.Millisecond)
+		err := Run(runCtx, cfg)
+		stop()
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		st := streamState(t, e.dst.OpenT(t, ""))
+		t.Logf("stopped at %s after run %d", st.GTID, i)
+	}
+	cfg := e.config(t, 4)
+	cfg.StartGTID = "" // resume from the saved position
+	cfg.StopAtGTID = end
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyEqual(t)
+}
+
+func TestReplicateCrashWorkloadNoKill(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e.workload(t, ctx, workload.Config{Seed: 99, Sessions: 4, Duration: 10 * time.Second, DDL: true, BigTxnRows: 40000})
+	cfg := e.config(t, 4)
+	cfg.MaxTxnBytes = 1 << 20
+	cfg.StopAtGTID = gtidPos(t, e.src)
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyEqual(t)
+}

@@ -1,0 +1,205 @@
+// Package scheduler decides which transactions may apply at the same time.
+// It keeps a dependency graph of the transactions in flight: each waits only
+// for the earlier transactions it conflicts with (by writeset, or by the
+// source's commit-order metadata), so a later independent transaction starts
+// at once even when an earlier one is still waiting — no head-of-line
+// blocking. Ready transactions are handed out in contiguous runs (batches)
+// that a worker applies as one target transaction.
+//
+// Commits happen strictly in source order (the applier enforces it), which
+// the graph exploits: "committed" for a unit implies every earlier unit is
+// committed too, so waiting for all earlier units means waiting for the last
+// one.
+//
+// The scheduler is a pure, deterministic data structure driven by one
+// goroutine (Add, Next, Committed, Requeue). It must never do I/O, block, or
+// start goroutines.
+package scheduler
+
+import (
+	"github.com/binlane/binlane/internal/writeset"
+)
+
+// Mode selects how conflicts are found.
+type Mode uint8
+
+const (
+	// ModeWriteset compares the rows (keys) each transaction writes.
+	ModeWriteset Mode = iota
+	// ModeCommitOrder trusts the source: MariaDB's group-commit ids and GTID
+	// domains, MySQL's logical clock.
+	ModeCommitOrder
+	// ModeSerial makes every transaction wait for the previous one.
+	ModeSerial
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeWriteset:
+		return "writeset"
+	case ModeCommitOrder:
+		return "commit-order"
+	}
+	return "serial"
+}
+
+type unitState uint8
+
+const (
+	statePending unitState = iota
+	stateDispatched
+	stateCommitted
+)
+
+// Unit is one source transaction to schedule.
+type Unit struct {
+	Seq uint64
+	// Set is the transaction's writeset (writeset mode).
+	Set *writeset.Set
+	// Barrier units run alone: after every earlier unit committed, and
+	// before any later unit starts.
+	Barrier bool
+	// Bytes counts toward the window.
+	Bytes int
+	// Commit-order metadata.
+	Domain         uint32
+	CommitID       uint64
+	LastCommitted  int64
+	SequenceNumber int64
+	File           string
+	// Payload is the caller's (the transaction).
+	Payload any
+
+	// deps are the units this one waited for when added; waiting counts
+	// those not yet committed.
+	deps          []*Unit
+	waiting       int
+	dependents    []*Unit
+	lastDependent *Unit // dedupes edges while a unit is being added
+	state         unitState
+	headOnly      bool   // a retry: dispatch only when every earlier unit committed
+	batch         uint64 // dispatch id while dispatched
+}
+
+// Blocked reports whether the unit waits for an uncommitted conflict.
+func (u *Unit) Blocked() bool { return u.waiting > 0 }
+
+// HeadOnly reports whether the unit is a retry that runs only at the head.
+func (u *Unit) HeadOnly() bool { return u.headOnly }
+
+// Config bounds the scheduler.
+type Config struct {
+	Mode Mode
+	// MaxUnits and MaxBytes bound the units added but not committed.
+	MaxUnits int
+	MaxBytes int
+	// MaxBatch and MaxBatchBytes bound one batch.
+	MaxBatch      int
+	MaxBatchBytes int
+}
+
+// Scheduler is the dependency graph. Not safe for concurrent use.
+type Scheduler struct {
+	cfg       Config
+	inflight  int // added, not committed
+	bytes     int
+	pending   []*Unit // not dispatched, by Seq
+	committed uint64  // every unit with Seq <= committed has committed
+	last      *Unit   // last unit added
+	barrier   *Unit   // uncommitted barrier, if any
+	keyOwner  map[uint64]*Unit
+	tableExcl map[uint64]*Unit
+	order     commitOrder
+	batchID   uint64
+}
+
+// New returns a scheduler whose first unit will have Seq first.
+func New(cfg Config, first uint64) *Scheduler {
+	if cfg.MaxUnits <= 0 {
+		cfg.MaxUnits = 1000
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 256 << 20
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 1
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = 8 << 20
+	}
+	return &Scheduler{cfg: cfg, committed: first - 1, keyOwner: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{},
+		order: commitOrder{domains: map[uint32]*domainState{}}}
+}
+
+// Full reports whether the window has no room for another unit. A window
+// with nothing in flight is never full (a single unit may exceed MaxBytes).
+func (s *Scheduler) Full() bool {
+	return s.inflight > 0 && (s.inflight >= s.cfg.MaxUnits || s.bytes >= s.cfg.MaxBytes)
+}
+
+// InFlight returns the number of units added and not committed, and the
+// number of those not yet dispatched.
+func (s *Scheduler) InFlight() (units, pending int) { return s.inflight, len(s.pending) }
+
+// Committed returns the highest Seq up to which everything committed.
+func (s *Scheduler) CommittedSeq() uint64 { return s.committed }
+
+// BarrierPending reports whether an uncommitted barrier is in the window.
+func (s *Scheduler) BarrierPending() bool { return s.barrier != nil }
+
+// Add puts a unit (the next in Seq order) into the graph.
+func (s *Scheduler) Add(u *Unit) {
+	u.state, u.waiting, u.deps, u.dependents = statePending, 0, nil, nil
+	if s.barrier != nil {
+		s.depend(u, s.barrier)
+	}
+	switch {
+	case u.Barrier || s.cfg.Mode == ModeSerial:
+		s.depend(u, s.last)
+	case s.cfg.Mode == ModeCommitOrder:
+		s.order.add(s, u)
+	default:
+		s.addWriteset(u)
+	}
+	if u.Barrier {
+		s.barrier = u
+	}
+	s.last = u
+	s.inflight++
+	s.bytes += u.Bytes
+	s.pending = append(s.pending, u)
+}
+
+func (s *Scheduler) addWriteset(u *Unit) {
+	if u.Set == nil {
+		return
+	}
+	for _, k := range u.Set.Keys {
+		if owner := s.keyOwner[k]; owner != nil {
+			s.depend(u, owner)
+		}
+		s.keyOwner[k] = u
+	}
+	for _, t := range u.Set.Tables {
+		if t.Exclusive {
+			// A whole table taken: order after everything earlier (coarser
+			// than needed, never finer), and make later users of the table
+			// wait for this unit.
+			s.depend(u, s.last)
+			s.tableExcl[t.Table] = u
+		} else if e := s.tableExcl[t.Table]; e != nil {
+			s.depend(u, e)
+		}
+	}
+}
+
+// depend makes u wait for d unless d committed already.
+func (s *Scheduler) depend(u, d *Unit) {
+	if d == nil || d == u || d.state == stateCommitted || d.lastDependent == u {
+		return
+	}
+	d.lastDependent = u
+	d.dependents = append(d.dependents, u)
+	u.deps = append(u.deps, d)
+	u.waiting++
+}

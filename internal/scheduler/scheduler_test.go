@@ -1,0 +1,214 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/binlane/binlane/internal/writeset"
+)
+
+// unit builds a writeset unit from a compact description: "k1,k2" are row
+// keys, "T:x" a shared access to table x, "X:x" an exclusive one, "B" a
+// barrier.
+func unit(seq uint64, desc string) *Unit {
+	u := &Unit{Seq: seq, Set: &writeset.Set{}, Bytes: 1}
+	for _, f := range strings.Split(desc, ",") {
+		switch {
+		case f == "":
+		case f == "B":
+			u.Barrier = true
+		case strings.HasPrefix(f, "T:"):
+			u.Set.Tables = append(u.Set.Tables, writeset.TableAccess{Table: hash(f[2:])})
+		case strings.HasPrefix(f, "X:"):
+			u.Set.Tables = append(u.Set.Tables, writeset.TableAccess{Table: hash(f[2:]), Exclusive: true})
+		default:
+			u.Set.Keys = append(u.Set.Keys, hash(f))
+		}
+	}
+	return u
+}
+
+func hash(s string) uint64 {
+	var h uint64 = 1469598103934665603
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
+
+func seqs(b []*Unit) string {
+	var parts []string
+	for _, u := range b {
+		parts = append(parts, fmt.Sprint(u.Seq))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// run adds units and then performs steps: "next" takes a batch and expects
+// it, "commit" commits the oldest dispatched batch.
+func TestSchedulerScenarios(t *testing.T) {
+	type step struct {
+		op   string // next, commit, requeue
+		want string // for next: the batch, "[]" for none
+	}
+	cases := []struct {
+		name     string
+		units    []string
+		maxBatch int
+		steps    []step
+	}{
+		{"independent units run at once", []string{"a", "b", "c"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[2]"}, {"next", "[3]"}, {"next", "[]"}}},
+		{"conflict waits for commit", []string{"a", "a"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}}},
+		{"no head-of-line blocking", []string{"a", "a", "b"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[3]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}}},
+		{"batch absorbs a conflict", []string{"a", "a", "b"}, 8,
+			[]step{{"next", "[1 2 3]"}, {"next", "[]"}}},
+		{"batch absorbs a non-adjacent conflict", []string{"a", "b", "a", "c"}, 8,
+			[]step{{"next", "[1 2 3 4]"}}},
+		{"batch stops at a dependency in flight elsewhere", []string{"a"}, 8,
+			[]step{{"next", "[1]"}, {"add", "b"}, {"add", "a"}, {"add", "c"}, {"next", "[2]"}, {"next", "[4]"},
+				{"commit", ""}, {"next", "[3]"}}},
+		{"batch stops where a dependency is in flight elsewhere", []string{"a", "b", "b", "c"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[2]"}, {"next", "[4]"}, {"next", "[]"}}},
+		{"barrier waits for everything and blocks everything", []string{"a", "B", "c"}, 8,
+			[]step{{"next", "[1]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}, {"next", "[]"}, {"commit", ""}, {"next", "[3]"}}},
+		{"barrier never joins a batch", []string{"a", "b", "B"}, 8,
+			[]step{{"next", "[1 2]"}, {"next", "[]"}, {"commit", ""}, {"next", "[3]"}}},
+		{"exclusive table orders after all earlier", []string{"a", "T:t,b", "X:t", "T:t,c", "d"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[2]"}, {"next", "[5]"}, {"next", "[]"}, {"commit", ""}, {"commit", ""},
+				{"next", "[3]"}, {"next", "[]"}, {"commit", ""}, {"next", "[4]"}}},
+		{"shared table accesses do not conflict", []string{"T:t,a", "T:t,b"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[2]"}}},
+		{"batch bound", []string{"a", "b", "c"}, 2,
+			[]step{{"next", "[1 2]"}, {"next", "[3]"}}},
+		{"requeued batch runs only at the head", []string{"a", "b", "c"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[2]"}, {"requeue", ""}, {"next", "[3]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := New(Config{MaxBatch: c.maxBatch, MaxUnits: 100}, 1)
+			for i, d := range c.units {
+				s.Add(unit(uint64(i+1), d))
+			}
+			var dispatched [][]*Unit
+			for i, st := range c.steps {
+				switch st.op {
+				case "next":
+					b := s.Next()
+					if got := seqs(b); got != st.want {
+						t.Fatalf("step %d: next = %s, want %s", i, got, st.want)
+					}
+					if b != nil {
+						dispatched = append(dispatched, b)
+					}
+				case "commit":
+					// Commit the dispatched batch with the lowest Seq.
+					best := 0
+					for j := range dispatched {
+						if dispatched[j][0].Seq < dispatched[best][0].Seq {
+							best = j
+						}
+					}
+					s.Committed(dispatched[best])
+					dispatched = append(dispatched[:best], dispatched[best+1:]...)
+				case "add":
+					n, _ := s.InFlight()
+					s.Add(unit(s.CommittedSeq()+uint64(n)+1, st.want))
+				case "requeue":
+					b := dispatched[len(dispatched)-1]
+					dispatched = dispatched[:len(dispatched)-1]
+					s.Requeue(b)
+				}
+			}
+		})
+	}
+}
+
+func TestWindowBound(t *testing.T) {
+	s := New(Config{MaxUnits: 2, MaxBatch: 1}, 1)
+	s.Add(unit(1, "a"))
+	if s.Full() {
+		t.Fatal("full after one unit")
+	}
+	s.Add(unit(2, "b"))
+	if !s.Full() {
+		t.Fatal("not full at the bound")
+	}
+	b := s.Next()
+	s.Committed(b)
+	if s.Full() {
+		t.Fatal("still full after a commit")
+	}
+	if n, _ := s.InFlight(); n != 1 {
+		t.Fatalf("in flight = %d", n)
+	}
+}
+
+func TestCommitOrderMariaDB(t *testing.T) {
+	s := New(Config{Mode: ModeCommitOrder, MaxBatch: 1}, 1)
+	// Group 10: units 1,2; group 11: unit 3; domain 1 unit 4 independent.
+	for _, u := range []*Unit{
+		{Seq: 1, CommitID: 10}, {Seq: 2, CommitID: 10}, {Seq: 3, CommitID: 11}, {Seq: 4, Domain: 1, CommitID: 5},
+	} {
+		s.Add(u)
+	}
+	var got []string
+	for b := s.Next(); b != nil; b = s.Next() {
+		got = append(got, seqs(b))
+	}
+	if strings.Join(got, "") != "[1][2][4]" {
+		t.Fatalf("ready = %v", got)
+	}
+}
+
+func TestCommitOrderMySQL(t *testing.T) {
+	s := New(Config{Mode: ModeCommitOrder, MaxBatch: 1}, 1)
+	// seq 1,2,3 with last_committed 0,0,2; a new file resets the clock.
+	for _, u := range []*Unit{
+		{Seq: 1, File: "f1", LastCommitted: 0, SequenceNumber: 1},
+		{Seq: 2, File: "f1", LastCommitted: 0, SequenceNumber: 2},
+		{Seq: 3, File: "f1", LastCommitted: 2, SequenceNumber: 3},
+		{Seq: 4, File: "f2", LastCommitted: 0, SequenceNumber: 1},
+	} {
+		s.Add(u)
+	}
+	b1, b2, none := s.Next(), s.Next(), s.Next()
+	if seqs(b1) != "[1]" || seqs(b2) != "[2]" || none != nil {
+		t.Fatalf("got %s %s %s", seqs(b1), seqs(b2), seqs(none))
+	}
+	s.Committed(b1)
+	s.Committed(b2)
+	if b := s.Next(); seqs(b) != "[3]" {
+		t.Fatalf("got %s", seqs(b))
+	}
+	if b := s.Next(); b != nil {
+		t.Fatalf("unit of the next file ran before the previous file finished: %s", seqs(b))
+	}
+}
+
+func TestSerialMode(t *testing.T) {
+	s := New(Config{Mode: ModeSerial, MaxBatch: 4}, 1)
+	s.Add(unit(1, "a"))
+	s.Add(unit(2, "b"))
+	if b := s.Next(); seqs(b) != "[1 2]" {
+		t.Fatalf("serial units must still batch: %s", seqs(b))
+	}
+}
+
+func BenchmarkAddNextCommit(b *testing.B) {
+	s := New(Config{MaxUnits: 1 << 20, MaxBatch: 16}, 1)
+	units := make([]*Unit, b.N)
+	for i := range units {
+		units[i] = &Unit{Seq: uint64(i + 1), Set: &writeset.Set{Keys: []uint64{uint64(i % 1000), uint64(i%1000 + 5000)}}}
+	}
+	b.ResetTimer()
+	for _, u := range units {
+		s.Add(u)
+		if batch := s.Next(); batch != nil {
+			s.Committed(batch)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package schema_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/schema"
+)
+
+// TestLoadTable reads definitions through the cache: columns, keys with
+// prefixes and nullability, foreign keys in both directions with their
+// rules, triggers, generated columns, and a table that does not exist.
+func TestLoadTable(t *testing.T) {
+	srv := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	srv.ExecT(t, "CREATE DATABASE s",
+		`CREATE TABLE s.parent (id INT UNSIGNED NOT NULL, code VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL,
+			note VARCHAR(100) CHARACTER SET latin1 NULL, seen DATETIME(3), raw VARBINARY(16),
+			doubled INT AS (id * 2) STORED, tripled INT AS (id * 3) VIRTUAL,
+			PRIMARY KEY (id), UNIQUE KEY code (code), UNIQUE KEY pfx (note(5), raw), KEY n (note))`,
+		`CREATE TABLE s.child (id INT PRIMARY KEY, pid INT UNSIGNED, pcode VARCHAR(20) COLLATE utf8mb4_general_ci,
+			CONSTRAINT by_id FOREIGN KEY (pid) REFERENCES s.parent (id) ON DELETE CASCADE,
+			CONSTRAINT by_code FOREIGN KEY (pcode) REFERENCES s.parent (code) ON UPDATE SET NULL)`,
+		`CREATE TABLE s.pair (a INT, b INT, PRIMARY KEY (a, b), KEY ba (b, a))`,
+		`CREATE TABLE s.pair_child (id INT PRIMARY KEY, x INT, y INT,
+			CONSTRAINT two FOREIGN KEY (y, x) REFERENCES s.pair (b, a))`,
+		"CREATE TABLE s.logged (id INT PRIMARY KEY)",
+		"CREATE TRIGGER s.logged_bi BEFORE INSERT ON s.logged FOR EACH ROW SET NEW.id = NEW.id")
+	cache := schema.NewCache(srv.OpenT(t, ""))
+	ctx := context.Background()
+	get := func(name string) *schema.Table {
+		t.Helper()
+		tbl, err := cache.Get(ctx, "s", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+
+	p := get("parent")
+	type col struct {
+		name, dataType, charset, collation string
+		nullable, unsigned, generated      bool
+		fsp                                int
+		maxBytes                           int64
+	}
+	var cols []col
+	for _, c := range p.Columns {
+		cols = append(cols, col{c.Name, c.DataType, c.Charset, c.Collation, c.Nullable, c.Unsigned, c.Generated, c.DatetimePrecision, c.MaxBytes})
+	}
+	wantCols := []col{
+		{"id", "int", "", "", false, true, false, 0, 0},
+		{"code", "varchar", "utf8mb4", "utf8mb4_general_ci", false, false, false, 0, 80},
+		{"note", "varchar", "latin1", "latin1_swedish_ci", true, false, false, 0, 100},
+		{"seen", "datetime", "", "", true, false, false, 3, 0},
+		{"raw", "varbinary", "", "", true, false, false, 0, 16},
+		{"doubled", "int", "", "", true, false, true, 0, 0},
+		{"tripled", "int", "", "", true, false, true, 0, 0},
+	}
+	if !reflect.DeepEqual(cols, wantCols) {
+		t.Errorf("columns:\n got %+v\nwant %+v", cols, wantCols)
+	}
+	if i, ok := p.Column("CODE"); !ok || i != 1 {
+		t.Errorf("Column(CODE) = %d, %v: names are case-insensitive", i, ok)
+	}
+	if p.PrimaryKey == nil || !reflect.DeepEqual(*p.PrimaryKey, schema.Index{Name: "PRIMARY", Columns: []int{0}, Prefix: []int{0}}) {
+		t.Errorf("primary key %+v", p.PrimaryKey)
+	}
+	wantUnique := []schema.Index{
+		{Name: "code", Columns: []int{1}, Prefix: []int{0}},
+		{Name: "pfx", Columns: []int{2, 4}, Prefix: []int{5, 0}, Nullable: true},
+	}
+	if !reflect.DeepEqual(p.UniqueKeys, wantUnique) {
+		t.Errorf("unique keys (the plain key n must not be listed):\n got %+v\nwant %+v", p.UniqueKeys, wantUnique)
+	}
+	if k := p.UsableKey(); k != p.PrimaryKey {
+		t.Errorf("usable key %+v, want the primary key", k)
+	}
+	if len(p.ForeignKeys) != 0 || len(p.ReferencedBy) != 2 || p.HasTriggers {
+		t.Errorf("parent: foreign keys %+v, referenced by %+v, triggers %v", p.ForeignKeys, p.ReferencedBy, p.HasTriggers)
+	}
+
+	c := get("child")
+	wantFKs := []schema.ForeignKey{
+		{Name: "by_code", ChildSchema: "s", ChildTable: "child", ChildColumns: []string{"pcode"}, ParentSchema: "s",
+			ParentTable: "parent", ParentColumns: []string{"code"}, OnDelete: "RESTRICT", OnUpdate: "SET NULL"},
+		{Name: "by_id", ChildSchema: "s", ChildTable: "child", ChildColumns: []string{"pid"}, ParentSchema: "s",
+			ParentTable: "parent", ParentColumns: []string{"id"}, OnDelete: "CASCADE", OnUpdate: "RESTRICT"},
+	}
+	if !reflect.DeepEqual(c.ForeignKeys, wantFKs) {
+		t.Errorf("child foreign keys:\n got %+v\nwant %+v", c.ForeignKeys, wantFKs)
+	}
+	if !reflect.DeepEqual(p.ReferencedBy, wantFKs) {
+		t.Errorf("parent referenced by:\n got %+v\nwant %+v", p.ReferencedBy, wantFKs)
+	}
+	for _, fk := range wantFKs {
+		if !fk.Cascades() {
+			t.Errorf("%s: Cascades() = false", fk.Name)
+		}
+	}
+	pc := get("pair_child")
+	if len(pc.ForeignKeys) != 1 || !reflect.DeepEqual(pc.ForeignKeys[0].ChildColumns, []string{"y", "x"}) ||
+		!reflect.DeepEqual(pc.ForeignKeys[0].ParentColumns, []string{"b", "a"}) || pc.ForeignKeys[0].Cascades() {
+		t.Errorf("two-column foreign key: %+v", pc.ForeignKeys)
+	}
+	if !get("logged").HasTriggers {
+		t.Error("trigger not seen")
+	}
+	if get("absent") != nil {
+		t.Error("a missing table must load as nil")
+	}
+
+	// The cache returns the same definition until invalidated; then a
+	// reload sees the change (with a new version), and so do the tables
+	// linked by foreign keys.
+	if get("parent") != p {
+		t.Error("cached definition reloaded")
+	}
+	srv.ExecT(t, "ALTER TABLE s.parent ADD COLUMN extra INT")
+	cache.Invalidate("s", "parent")
+	p2 := get("parent")
+	if p2 == p || p2.Version == p.Version || len(p2.Columns) != len(p.Columns)+1 {
+		t.Errorf("after Invalidate: same definition (version %d -> %d, %d columns)", p.Version, p2.Version, len(p2.Columns))
+	}
+	if get("child") == c {
+		t.Error("invalidating the parent must drop the child's definition too")
+	}
+}

@@ -1,0 +1,17 @@
+// Package wire is binlane's own minimal MySQL/MariaDB client protocol, just
+// enough for a replication connection: packet framing (including payloads of
+// 16 MiB and more), the v10 handshake with optional TLS, the authentication
+// plugins binlane supports (mysql_native_password, caching_sha2_password,
+// client_ed25519, and mysql_clear_password over TLS), COM_QUERY with text
+// result sets, and the replication commands COM_REGISTER_SLAVE,
+// COM_BINLOG_DUMP and COM_BINLOG_DUMP_GTID.
+//
+// The package owns bytes on the socket only. It must never panic on bytes
+// from the network (every length is checked before use), never send a
+// cleartext password over an unencrypted connection, never ask for protocol
+// compression, and never interpret binlog events: it hands their bytes to
+// the caller in a freshly allocated buffer per event.
+//
+// A Conn is not safe for concurrent use, except that Close may be called
+// from any goroutine to interrupt a blocked read.
+package wire

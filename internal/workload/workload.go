@@ -1,0 +1,280 @@
+// Package workload generates randomized, conflict-heavy write traffic on a
+// source server: hot rows, unique-key value swaps, primary-key changes,
+// foreign-key cascades two levels deep, case- and accent-variant values in
+// case-insensitive collations, NULLs in unique keys, a table without a
+// key, every column type, large transactions and DDL in the middle. Tests,
+// the demo and the crash suite replicate it and then compare both sides.
+//
+// The package only writes to the server it is given (schema Schema); it
+// must never be pointed at a target.
+package workload
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Schema is the database the workload writes to.
+const Schema = "wl"
+
+// Config shapes a run.
+type Config struct {
+	Seed int64
+	// Sessions write concurrently (more sessions: more group commits and
+	// more real conflicts).
+	Sessions int
+	// Transactions in total across sessions (0: until ctx ends).
+	Transactions int
+	// Duration bounds the run (0: until Transactions are done).
+	Duration time.Duration
+	// DDL mixes schema changes into the stream.
+	DDL bool
+	// BigTxnRows, when > 0, adds one transaction inserting that many rows.
+	BigTxnRows int
+	Logger     *slog.Logger
+}
+
+// Stats count what a run did.
+type Stats struct {
+	Committed atomic.Int64
+	Failed    atomic.Int64 // rolled back by the source (deadlocks, duplicates): not in the binlog
+}
+
+// schemaDDL creates the workload's tables.
+var schemaDDL = []string{
+	"CREATE DATABASE IF NOT EXISTS " + Schema,
+	`CREATE TABLE IF NOT EXISTS wl.accounts (
+		id INT PRIMARY KEY,
+		email VARCHAR(64) COLLATE utf8mb4_general_ci NULL UNIQUE,
+		handle VARCHAR(32) COLLATE utf8mb4_unicode_ci NOT NULL,
+		balance DECIMAL(14,2) NOT NULL DEFAULT 0,
+		status ENUM('new','active','closed') NOT NULL DEFAULT 'new',
+		flags SET('a','b','c','d') NOT NULL DEFAULT '',
+		updated DATETIME(6) NULL,
+		note TEXT NULL,
+		UNIQUE KEY handle_u (handle)
+	) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS wl.orders (
+		id BIGINT PRIMARY KEY,
+		account_id INT NOT NULL,
+		amount DECIMAL(12,3) NOT NULL,
+		created TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+		payload BLOB NULL,
+		CONSTRAINT orders_account FOREIGN KEY (account_id) REFERENCES wl.accounts(id) ON DELETE CASCADE ON UPDATE CASCADE
+	) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS wl.items (
+		order_id BIGINT NOT NULL,
+		line SMALLINT UNSIGNED NOT NULL,
+		sku CHAR(8) NOT NULL,
+		qty MEDIUMINT NOT NULL,
+		PRIMARY KEY (order_id, line),
+		CONSTRAINT items_order FOREIGN KEY (order_id) REFERENCES wl.orders(id) ON DELETE CASCADE
+	) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS wl.kv (
+		k VARCHAR(40) COLLATE utf8mb4_general_ci PRIMARY KEY,
+		v JSON NULL,
+		f FLOAT NULL, d DOUBLE NULL, t TIME(3) NULL, y YEAR NULL, b BIT(12) NULL,
+		bin BINARY(8) NULL, vb VARBINARY(300) NULL, tiny TINYINT NULL, small SMALLINT UNSIGNED NULL,
+		big BIGINT UNSIGNED NULL, day DATE NULL, ts TIMESTAMP NULL, ch CHAR(10) CHARACTER SET latin1 NULL,
+		u VARCHAR(20) NULL UNIQUE
+	) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS wl.hot (id INT PRIMARY KEY, counter BIGINT NOT NULL, touched DATETIME(6) NULL) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS wl.log (a INT NULL, b VARCHAR(20) NULL, c DOUBLE NULL) ENGINE=InnoDB`,
+}
+
+// Setup creates the schema and seed rows.
+func Setup(ctx context.Context, db *sql.DB) error {
+	for _, q := range schemaDDL {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("workload setup: %w", err)
+		}
+	}
+	seed := []string{
+		"INSERT IGNORE INTO wl.accounts (id, email, handle, balance) SELECT seq, CONCAT('user', seq, '@example.com'), CONCAT('h', seq), seq FROM wl.seq_1_to_200",
+		"INSERT IGNORE INTO wl.hot VALUES (1,0,NULL),(2,0,NULL),(3,0,NULL)",
+		"INSERT IGNORE INTO wl.orders (id, account_id, amount) SELECT seq, 1 + seq % 200, seq / 7 FROM wl.seq_1_to_300",
+		"INSERT IGNORE INTO wl.items SELECT 1 + seq % 300, seq, CONCAT('SKU', seq % 97), seq % 13 FROM wl.seq_1_to_600",
+	}
+	for _, q := range seed {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("workload seed: %w", err)
+		}
+	}
+	return nil
+}
+
+// Run writes transactions until the configured count or duration is
+// reached or ctx ends. Source-side failures (deadlocks, duplicates from
+// racing sessions) are rolled back and counted: they never reach the
+// binlog.
+func Run(ctx context.Context, db *sql.DB, cfg Config) (*Stats, error) {
+	if cfg.Sessions <= 0 {
+		cfg.Sessions = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		defer cancel()
+	}
+	st := &Stats{}
+	var budget atomic.Int64
+	budget.Store(int64(cfg.Transactions))
+	var wg sync.WaitGroup
+	errs := make(chan error, cfg.Sessions)
+	for i := 0; i < cfg.Sessions; i++ {
+		s := &session{db: db, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i))), id: i, cfg: cfg, st: st}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.loop(ctx, &budget)
+		}()
+	}
+	if cfg.BigTxnRows > 0 {
+		if err := bigTransaction(ctx, db, cfg.BigTxnRows); err != nil {
+			return st, err
+		}
+		st.Committed.Add(1)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+type session struct {
+	db  *sql.DB
+	rng *rand.Rand
+	id  int
+	cfg Config
+	st  *Stats
+	n   int
+}
+
+func (s *session) loop(ctx context.Context, budget *atomic.Int64) error {
+	var conn *sql.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	for ctx.Err() == nil {
+		if conn == nil {
+			var err error
+			if conn, err = s.connect(ctx); err != nil {
+				return err
+			}
+		}
+		if s.cfg.Transactions > 0 && budget.Add(-1) < 0 {
+			return nil
+		}
+		s.n++
+		stmts := s.transaction()
+		if err := runTxn(ctx, conn, stmts); err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case lostConnection(err):
+				// The source restarted (a test does that on purpose): the
+				// transaction did not commit; carry on with a new session.
+				conn.Close()
+				conn = nil
+			case !expected(err):
+				return fmt.Errorf("session %d: %v: %w", s.id, stmts, err)
+			}
+			s.st.Failed.Add(1)
+			continue
+		}
+		s.st.Committed.Add(1)
+	}
+	return nil
+}
+
+// connect opens a session, waiting out a source restart.
+func (s *session) connect(ctx context.Context) (*sql.Conn, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		conn, err := s.db.Conn(ctx)
+		if err == nil {
+			if _, err = conn.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout=5"); err == nil {
+				return conn, nil
+			}
+			conn.Close()
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func lostConnection(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1053 || me.Number == 1927
+	}
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne)
+}
+
+func runTxn(ctx context.Context, conn *sql.Conn, stmts []string) error {
+	if len(stmts) == 1 && isDDL(stmts[0]) {
+		_, err := conn.ExecContext(ctx, stmts[0])
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		return err
+	}
+	for _, q := range stmts {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+			return err
+		}
+	}
+	_, err := conn.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+func isDDL(q string) bool {
+	return strings.HasPrefix(q, "ALTER") || strings.HasPrefix(q, "CREATE") || strings.HasPrefix(q, "DROP")
+}
+
+// expected lists the errors racing sessions produce on the source.
+func expected(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1062, 1213, 1205, 1451, 1452, 1048, 1060, 1091, 1050, 1051, 1054, 1146, 1072:
+		return true
+	}
+	return false
+}
+
+// bigTransaction inserts rows rows into wl.log in one transaction.
+func bigTransaction(ctx context.Context, db *sql.DB, rows int) error {
+	q := fmt.Sprintf("INSERT INTO wl.log (a, b, c) SELECT seq, CONCAT('big', seq), seq / 3 FROM wl.seq_1_to_%d", rows)
+	_, err := db.ExecContext(ctx, q)
+	return err
+}

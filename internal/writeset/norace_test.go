@@ -1,0 +1,5 @@
+//go:build !race
+
+package writeset_test
+
+const raceEnabled = false

@@ -1,0 +1,212 @@
+// Package writeset computes, for a transaction, the set of keys it writes:
+// one hash per primary and unique key value of every row image it touches,
+// one per parent row its foreign keys reference, and table-level accesses
+// where rows cannot be named with certainty. Two transactions whose sets
+// intersect must apply in source order; two whose sets are disjoint may
+// apply at the same time.
+//
+// A worked example. Table u(id PK, email UNIQUE utf8mb4_general_ci):
+//
+//	T1: UPDATE u SET email='x@a' WHERE id=1   keys {pk(1), email(X@A), email(old1)}
+//	T2: INSERT u VALUES (2,'X@A')             keys {pk(2), email(X@A)}  -> conflicts with T1
+//	T3: UPDATE u SET email='z' WHERE id=3     keys {pk(3), email(Z), email(old3)} -> independent
+//
+// T2 must wait for T1 (it claims the e-mail T1 just took, in another case),
+// T3 may run beside both. Keys are coarser than the target's equality (case
+// folded, trailing spaces trimmed) but never finer: where a value cannot be
+// normalized with certainty the change takes the whole table instead.
+//
+// The package is pure computation: it must never talk to a server and
+// never allocate per row beyond the key slice.
+package writeset
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// Set is what a transaction (or a merged group of transactions) writes.
+type Set struct {
+	// Keys are row-level keys.
+	Keys []uint64
+	// Tables are table-level accesses: every table touched (shared), and
+	// whole tables taken exclusively where rows could not be named.
+	Tables []TableAccess
+	// Barrier, when set, says why the transaction must run alone.
+	Barrier string
+}
+
+// TableAccess is a table-level access.
+type TableAccess struct {
+	Table     uint64
+	Exclusive bool
+}
+
+// Reset empties the set, keeping its memory.
+func (s *Set) Reset() {
+	s.Keys, s.Tables, s.Barrier = s.Keys[:0], s.Tables[:0], ""
+}
+
+// addTable records a table access; exclusive wins over shared.
+func (s *Set) addTable(h uint64, exclusive bool) {
+	for i := range s.Tables {
+		if s.Tables[i].Table == h {
+			s.Tables[i].Exclusive = s.Tables[i].Exclusive || exclusive
+			return
+		}
+	}
+	s.Tables = append(s.Tables, TableAccess{Table: h, Exclusive: exclusive})
+}
+
+// Merge adds o's keys and accesses to s.
+func (s *Set) Merge(o *Set) {
+	s.Keys = append(s.Keys, o.Keys...)
+	for _, t := range o.Tables {
+		s.addTable(t.Table, t.Exclusive)
+	}
+	if s.Barrier == "" {
+		s.Barrier = o.Barrier
+	}
+}
+
+// Builder hashes row changes. It reuses its buffers; it is not safe for
+// concurrent use.
+type Builder struct {
+	d       xxhash.Digest
+	scratch [16]byte
+	buf     []byte
+}
+
+// AddChange adds the keys of one row change of the table planned by p.
+func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
+	// Rows of a table without a usable key cannot be named: take the table.
+	s.addTable(p.TableHash, p.RowKey == nil)
+	if p.Serialize != "" && s.Barrier == "" {
+		s.Barrier = p.Serialize
+	}
+	for i := range p.Keys {
+		k := &p.Keys[i]
+		b.addKey(s, p, k.Seed, c.Before, k.Cols, k.Prefix, nil, p.TableHash)
+		b.addKey(s, p, k.Seed, c.After, k.Cols, k.Prefix, nil, p.TableHash)
+	}
+	for i := range p.Parents {
+		ref := &p.Parents[i]
+		if !hasNonNull(c.Before, ref.Cols) && !hasNonNull(c.After, ref.Cols) {
+			continue // no parent row referenced
+		}
+		if ref.TableLevel {
+			s.addTable(ref.ParentTable, true)
+			continue
+		}
+		// The reference touches the parent table too (shared): a change of
+		// the parent whose key could not be normalized takes that table
+		// exclusively, and an equal value here (say 'e' for its 'é') must
+		// then wait for it. Likewise a reference that cannot be normalized
+		// takes the parent table, not this one.
+		s.addTable(ref.ParentTable, false)
+		b.addKey(s, p, ref.Seed, c.Before, ref.Cols, nil, ref.Colls, ref.ParentTable)
+		b.addKey(s, p, ref.Seed, c.After, ref.Cols, nil, ref.Colls, ref.ParentTable)
+	}
+	if c.Kind != binlog.RowsInsert {
+		for _, h := range p.CascadeTables {
+			s.addTable(h, true)
+		}
+	}
+}
+
+func hasNonNull(row []binlog.Value, cols []int) bool {
+	if row == nil {
+		return false
+	}
+	for _, c := range cols {
+		if row[c].Kind == binlog.KindNull {
+			return false
+		}
+	}
+	return true
+}
+
+// addKey hashes one key of one row image. A NULL in any column means no
+// key: unique keys admit several NULLs and a NULL reference has no parent.
+// colls overrides the columns' own collations (for parent keys). When a
+// value cannot be normalized, the table the key belongs to (fallback) is
+// taken exclusively instead.
+func (b *Builder) addKey(s *Set, p *plan.Table, seed uint64, row []binlog.Value, cols, prefix []int,
+	colls []schema.Collation, fallback uint64) {
+	if row == nil {
+		return
+	}
+	b.d.Reset()
+	binary.LittleEndian.PutUint64(b.scratch[:8], seed)
+	b.d.Write(b.scratch[:8])
+	for i, c := range cols {
+		v := &row[c]
+		if v.Kind == binlog.KindNull {
+			return
+		}
+		coll := p.Cols[c].Coll
+		if colls != nil {
+			coll = colls[i]
+		}
+		n := 0
+		if prefix != nil {
+			n = prefix[i]
+		}
+		if !b.writeValue(v, coll, n) {
+			s.addTable(fallback, true)
+			return
+		}
+	}
+	h := b.d.Sum64()
+	if k := len(s.Keys); k > 0 && s.Keys[k-1] == h {
+		return // an update that keeps the key: one key is enough
+	}
+	s.Keys = append(s.Keys, h)
+}
+
+// writeValue feeds a value's canonical bytes to the digest; false when the
+// value cannot be normalized with certainty.
+func (b *Builder) writeValue(v *binlog.Value, coll schema.Collation, prefix int) bool {
+	sc := b.scratch[:]
+	switch v.Kind {
+	case binlog.KindString:
+		norm, ok := Normalize(b.buf[:0], v.B, coll, prefix)
+		if !ok {
+			return false
+		}
+		b.buf = norm
+		binary.LittleEndian.PutUint32(sc, uint32(len(norm)))
+		b.d.Write(sc[:4])
+		b.d.Write(norm)
+		return true
+	case binlog.KindDecimal, binlog.KindJSON, binlog.KindGeometry:
+		binary.LittleEndian.PutUint32(sc, uint32(len(v.B)))
+		b.d.Write(sc[:4])
+		b.d.Write(v.B)
+		return true
+	case binlog.KindFloat, binlog.KindDouble:
+		f := v.Float()
+		if f == 0 {
+			f = 0 // -0 equals 0
+		}
+		binary.LittleEndian.PutUint64(sc, math.Float64bits(f))
+	default:
+		binary.LittleEndian.PutUint64(sc, uint64(v.N))
+	}
+	binary.LittleEndian.PutUint32(sc[8:], v.Micro)
+	sc[12] = byte(v.Kind)
+	if v.Neg {
+		sc[13] = 1
+	} else {
+		sc[13] = 0
+	}
+	b.d.Write(sc[:14])
+	return true
+}
