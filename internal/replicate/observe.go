@@ -51,26 +51,34 @@ func lag(s apply.Snapshot, now time.Time) time.Duration {
 }
 
 // report writes the reading into the stream's row every period, so that
-// `binlane status` shows lag and worker load of a running stream.
+// `binlane status` shows lag and worker load of a running stream, and once
+// more when ctx ends, so that a stopped stream shows its whole run.
 func (o *Observer) report(ctx context.Context, db *sql.DB, stream string, period time.Duration, log *slog.Logger) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			o.writeReport(final, db, stream, log)
 			return
 		case <-t.C:
+			o.writeReport(ctx, db, stream, log)
 		}
-		r, ok := o.Read()
-		if !ok {
-			continue
-		}
-		b, err := json.Marshal(r.Snapshot)
-		if err != nil {
-			continue
-		}
-		if err := position.Report(ctx, db, stream, r.Lag, string(b)); err != nil && ctx.Err() == nil {
-			log.Debug("status report failed", "error", err)
-		}
+	}
+}
+
+func (o *Observer) writeReport(ctx context.Context, db *sql.DB, stream string, log *slog.Logger) {
+	r, ok := o.Read()
+	if !ok {
+		return
+	}
+	b, err := json.Marshal(r.Snapshot)
+	if err != nil {
+		return
+	}
+	if err := position.Report(ctx, db, stream, r.Lag, string(b)); err != nil {
+		log.Debug("status report failed", "error", err)
 	}
 }

@@ -101,8 +101,13 @@ func Run(ctx context.Context, cfg Config) error {
 	defer meta.Close()
 	meta.SetMaxOpenConns(4)
 	reportCtx, stopReport := context.WithCancel(ctx)
-	defer stopReport()
-	go cfg.Observer.report(reportCtx, meta, cfg.Stream, cfg.ReportPeriod, log)
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		cfg.Observer.report(reportCtx, meta, cfg.Stream, cfg.ReportPeriod, log)
+	}()
+	// The last report is written before meta closes.
+	defer func() { stopReport(); <-reported }()
 	wait := cfg.RetryMin
 	for {
 		err := runOnce(ctx, &cfg, meta, log)

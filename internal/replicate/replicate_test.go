@@ -3,6 +3,7 @@ package replicate
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"strings"
@@ -129,13 +130,25 @@ func TestReplicateToStopPosition(t *testing.T) {
 	e.workload(t, ctx, workload.Config{Seed: 7, Sessions: 6, Transactions: 1500, DDL: true, BigTxnRows: 30000})
 	cfg := e.config(t, 4)
 	cfg.StopAtGTID = gtidPos(t, e.src)
-	cfg.MaxTxnBytes = 1 << 20 // the big transaction streams
+	cfg.MaxTxnBytes = 1 << 20    // the big transaction streams
+	cfg.ReportPeriod = time.Hour // only the report at the stop can be there
 	if err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	st := streamState(t, e.dst.OpenT(t, ""))
 	if st.GTID != cfg.StopAtGTID || st.State != position.StateStopped {
 		t.Fatalf("stream at %q state %q, want %q stopped", st.GTID, st.State, cfg.StopAtGTID)
+	}
+	var snap apply.Snapshot
+	if err := json.Unmarshal([]byte(st.Stats), &snap); err != nil {
+		t.Fatalf("stats after the stop: %v (%q)", err, st.Stats)
+	}
+	var txns uint64
+	for _, w := range snap.Workers {
+		txns += w.Txns
+	}
+	if len(snap.Workers) != 4 || txns < 1500 {
+		t.Errorf("final report: %d workers, %d transactions; want 4 workers, at least 1500", len(snap.Workers), txns)
 	}
 	e.verifyEqual(t)
 }
