@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"strings"
@@ -147,8 +148,13 @@ func TestReplicateToStopPosition(t *testing.T) {
 	for _, w := range snap.Workers {
 		txns += w.Txns
 	}
-	if len(snap.Workers) != 4 || txns < 1500 {
-		t.Errorf("final report: %d workers, %d transactions; want 4 workers, at least 1500", len(snap.Workers), txns)
+	from, err1 := gtid.Parse(e.start)
+	to, err2 := gtid.Parse(cfg.StopAtGTID)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	if want := to.Seq - from.Seq; len(snap.Workers) != 4 || txns != want {
+		t.Errorf("final report: %d workers, %d transactions; want 4 workers, %d", len(snap.Workers), txns, want)
 	}
 	e.verifyEqual(t)
 }
