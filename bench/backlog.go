@@ -24,7 +24,31 @@ type scenarioSpec struct {
 	title    string
 	workload string // sysbench test
 	threads  int    // 0: the --threads flag
+	tables   int    // 0: the --tables flag
+	rows     int    // rows per table; 0: the --table-size flag
 	durable  bool
+}
+
+// shape returns the scenario's tables, rows per table and client threads.
+func (s scenarioSpec) shape(c config) (tables, rows, threads int) {
+	tables, rows, threads = c.tables, c.tableSize, c.threads
+	if s.tables > 0 {
+		tables = s.tables
+	}
+	if s.rows > 0 {
+		rows = s.rows
+	}
+	if s.threads > 0 {
+		threads = s.threads
+	}
+	return tables, rows, threads
+}
+
+// backlogKey names the backlog a scenario replays: scenarios with the same
+// workload and shape share one.
+func (s scenarioSpec) backlogKey(c config) string {
+	tables, rows, threads := s.shape(c)
+	return fmt.Sprintf("%s/%d/%d/%d", s.workload, tables, rows, threads)
 }
 
 var scenarioSpecs = map[string]scenarioSpec{
@@ -34,6 +58,11 @@ var scenarioSpecs = map[string]scenarioSpec{
 		title: "oltp_write_only, non-durable target (innodb_flush_log_at_trx_commit=2, sync_binlog=0)"},
 	"worstcase": {name: "worstcase", workload: "oltp_update_index", threads: 1, durable: true,
 		title: "single-threaded oltp_update_index, durable target"},
+	// Every transaction updates one of 16 rows: nearly every transaction
+	// conflicts with one just before it, so writesets find little to run at
+	// once. More workers must then cost next to nothing.
+	"hotrows": {name: "hotrows", workload: "oltp_update_index", tables: 1, rows: 16, durable: true,
+		title: "hot rows: oltp_update_index on 1 table of 16 rows, durable target"},
 }
 
 // backlog is a source holding a generated backlog, and the data directory
@@ -79,8 +108,9 @@ func makeBacklog(ctx context.Context, c config, spec scenarioSpec, log *slog.Log
 	if err := b.src.Exec(ctx, "CREATE DATABASE sbtest"); err != nil {
 		return nil, err
 	}
-	log.Info("preparing sysbench tables", "tables", c.tables, "rows", c.tableSize)
-	if err := sysbench(ctx, b.src, spec.workload, "prepare", c.tables, c.tableSize, 4, 0); err != nil {
+	tables, rows, threads := spec.shape(c)
+	log.Info("preparing sysbench tables", "tables", tables, "rows", rows)
+	if err := sysbench(ctx, b.src, spec.workload, "prepare", tables, rows, 4, 0); err != nil {
 		return nil, err
 	}
 	if b.start, err = gtidPos(ctx, b.src); err != nil {
@@ -100,13 +130,9 @@ func makeBacklog(ctx context.Context, c config, spec scenarioSpec, log *slog.Log
 	if err := b.src.Start(ctx); err != nil {
 		return nil, err
 	}
-	threads := c.threads
-	if spec.threads > 0 {
-		threads = spec.threads
-	}
 	log.Info("generating the backlog", "workload", spec.workload, "transactions", c.transactions, "threads", threads)
 	t0 := time.Now()
-	if err := sysbench(ctx, b.src, spec.workload, "run", c.tables, c.tableSize, threads, c.transactions); err != nil {
+	if err := sysbench(ctx, b.src, spec.workload, "run", tables, rows, threads, c.transactions); err != nil {
 		return nil, err
 	}
 	if b.end, err = gtidPos(ctx, b.src); err != nil {

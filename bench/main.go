@@ -54,7 +54,7 @@ func main() {
 	flag.IntVar(&c.tables, "tables", 8, "sysbench tables")
 	flag.IntVar(&c.tableSize, "table-size", 100000, "rows per sysbench table")
 	flag.IntVar(&c.threads, "threads", 16, "sysbench client threads generating the backlog")
-	flag.StringVar(&scenarios, "scenarios", "durable,nondurable,worstcase", "durable, nondurable, worstcase (single-threaded oltp_update_index, durable)")
+	flag.StringVar(&scenarios, "scenarios", "durable,nondurable,worstcase,hotrows", "durable, nondurable, worstcase (single-threaded oltp_update_index, durable), hotrows (oltp_update_index on 16 rows, durable)")
 	flag.StringVar(&workers, "workers", "1,2,4,8,16", "binlane worker counts")
 	flag.StringVar(&native, "native", "serial,optimistic:4,optimistic:8,optimistic:16", "MariaDB replica configurations: serial, or mode:threads")
 	flag.StringVar(&c.out, "out", "bench/results", "folder for the results")
@@ -114,12 +114,12 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		if !ok {
 			return fmt.Errorf("unknown scenario %q", sc)
 		}
-		b := backlogs[spec.workload]
+		b := backlogs[spec.backlogKey(c)]
 		if b == nil {
 			if b, err = makeBacklog(ctx, c, spec, log); err != nil {
 				return err
 			}
-			backlogs[spec.workload] = b
+			backlogs[spec.backlogKey(c)] = b
 		}
 		res, err := runScenario(ctx, c, spec, b, bin, log)
 		if err != nil {

@@ -4,7 +4,8 @@
 // source's commit-order metadata), so a later independent transaction starts
 // at once even when an earlier one is still waiting — no head-of-line
 // blocking. Ready transactions are handed out in contiguous runs (batches)
-// that a worker applies as one target transaction.
+// that a worker applies as one target transaction; under a backlog, short
+// runs wait to grow rather than fragment the stream (see worthDispatching).
 //
 // Commits happen strictly in source order (the applier enforces it), which
 // the graph exploits: "committed" for a unit implies every earlier unit is
@@ -111,6 +112,9 @@ type Scheduler struct {
 	tableExcl map[uint64]*Unit
 	order     commitOrder
 	batchID   uint64
+	// ready counts pending units that wait for nothing, so that Next can
+	// stop scanning a long window of waiting units early.
+	ready int
 }
 
 // New returns a scheduler whose first unit will have Seq first.
@@ -168,6 +172,9 @@ func (s *Scheduler) Add(u *Unit) {
 	s.inflight++
 	s.bytes += u.Bytes
 	s.pending = append(s.pending, u)
+	if u.waiting == 0 {
+		s.ready++
+	}
 }
 
 func (s *Scheduler) addWriteset(u *Unit) {
