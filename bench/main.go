@@ -114,12 +114,13 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		if !ok {
 			return fmt.Errorf("unknown scenario %q", sc)
 		}
-		b := backlogs[spec.backlogKey(c)]
+		key := spec.backlogKey(c)
+		b := backlogs[key]
 		if b == nil {
 			if b, err = makeBacklog(ctx, c, spec, log); err != nil {
 				return err
 			}
-			backlogs[spec.backlogKey(c)] = b
+			backlogs[key] = b
 		}
 		res, err := runScenario(ctx, c, spec, b, bin, log)
 		if err != nil {

@@ -60,8 +60,8 @@ func (o *Observer) report(ctx context.Context, db *sql.DB, stream string, period
 		select {
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
 			o.writeReport(final, db, stream, log)
+			cancel()
 			return
 		case <-t.C:
 			o.writeReport(ctx, db, stream, log)

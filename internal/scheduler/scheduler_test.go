@@ -95,7 +95,7 @@ func TestSchedulerScenarios(t *testing.T) {
 			}
 			var dispatched [][]*Unit
 			for i, st := range c.steps {
-				checkReady(s)
+				checkReady(t, s)
 				switch st.op {
 				case "next":
 					b := s.Next()

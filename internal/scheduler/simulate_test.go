@@ -10,13 +10,13 @@ import (
 // arrival, as the applier's coordinator does) and commits one batch, the
 // oldest, per round. It returns the source transactions per commit and the
 // mean number of batches in flight.
-func simulate(workers, rows, keysPerUnit, arrivalsPerCommit, total int) (perCommit, inFlight float64) {
+func simulate(t testing.TB, workers, rows, keysPerUnit, arrivalsPerCommit, total int) (perCommit, inFlight float64) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := New(Config{MaxUnits: workers * 128 * 4, MaxBatch: 128, MaxBatchBytes: 4 << 20}, 1)
 	next := uint64(1)
 	var running [][]*Unit
 	fill := func() {
-		checkReady(s)
+		checkReady(t, s)
 		for len(running) < workers {
 			b := s.Next()
 			if b == nil {
@@ -58,9 +58,9 @@ func simulate(workers, rows, keysPerUnit, arrivalsPerCommit, total int) (perComm
 // TestMergingSurvivesHotRows: with close conflicts, more workers must not
 // split the stream into small batches that each pay a commit.
 func TestMergingSurvivesHotRows(t *testing.T) {
-	serial, _ := simulate(1, 16, 1, 40, 50000)
+	serial, _ := simulate(t, 1, 16, 1, 40, 50000)
 	for _, w := range []int{2, 4, 8, 16} {
-		got, _ := simulate(w, 16, 1, 40, 50000)
+		got, _ := simulate(t, w, 16, 1, 40, 50000)
 		if got < 0.9*serial {
 			t.Errorf("hot rows, %d workers: %.1f transactions per commit, 1 worker %.1f", w, got, serial)
 		}
@@ -70,14 +70,15 @@ func TestMergingSurvivesHotRows(t *testing.T) {
 // TestParallelismWithoutConflicts: independent transactions still keep
 // several batches in flight under a backlog.
 func TestParallelismWithoutConflicts(t *testing.T) {
-	perCommit, inFlight := simulate(4, 800000, 4, 200, 50000)
+	perCommit, inFlight := simulate(t, 4, 800000, 4, 200, 50000)
 	if inFlight < 2 || perCommit < 32 {
 		t.Errorf("independent rows, 4 workers: %.1f batches in flight, %.1f transactions per commit", inFlight, perCommit)
 	}
 }
 
-// checkReady panics when the scheduler's count of ready units is off.
-func checkReady(s *Scheduler) {
+// checkReady fails the test when the scheduler's count of ready units is off.
+func checkReady(t testing.TB, s *Scheduler) {
+	t.Helper()
 	n := 0
 	for _, u := range s.pending {
 		if u.waiting == 0 {
@@ -85,6 +86,6 @@ func checkReady(s *Scheduler) {
 		}
 	}
 	if n != s.ready {
-		panic(fmt.Sprintf("ready count %d, pending units waiting for nothing: %d", s.ready, n))
+		t.Fatalf("ready count %d, pending units waiting for nothing: %d", s.ready, n)
 	}
 }
