@@ -86,14 +86,14 @@ func runDump(ctx context.Context, out, errOut io.Writer, o dumpOptions) error {
 	}
 	defer s.Close()
 	for {
-		ev, err := s.Next(ctx)
+		m, err := s.Next(ctx)
 		switch {
 		case errors.Is(err, io.EOF), ctx.Err() != nil:
 			return nil
 		case err != nil:
 			return err
 		}
-		if err := p.Print(ev); err != nil {
+		if err := p.PrintMessage(m); err != nil {
 			return err
 		}
 		// Streaming: show each event as it comes.

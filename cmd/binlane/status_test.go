@@ -231,7 +231,11 @@ func TestReplicateStatusMetrics(t *testing.T) {
 	}
 
 	// A failed stream shows its error; --json carries the whole row.
-	if err := position.SetState(ctx, dstDB, "m", position.StateError, "transaction 0-1-9: boom\nsecond line"); err != nil {
+	st, _, err := position.Load(ctx, dstDB, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := position.SetState(ctx, dstDB, "m", st.Owner.Token, position.StateError, "transaction 0-1-9: boom\nsecond line"); err != nil {
 		t.Fatal(err)
 	}
 	out, _ = runStatusCmd(t, "--target", dst.URL(), "--stream", "m")

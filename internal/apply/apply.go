@@ -1,25 +1,28 @@
 // Package apply writes source transactions into the target with N
 // workers: the coordinator analyses each transaction (table plans,
 // writeset), feeds the scheduler's dependency graph and hands ready batches
-// to workers; each worker applies a batch on its own connection as one
-// target transaction and commits it strictly in source order, with the
-// stream's position updated in that same transaction.
+// to workers; each worker renders a batch (rowsql) and applies it on its own
+// connection as one target transaction, committed strictly in source order
+// with the stream's position in that same transaction (the commit protocol:
+// committer). Statements (DDL) and transactions too large to hold run
+// alone, the latter in parts relayed by the coordinator as they arrive.
 //
 // Goroutines and teardown: Run starts the workers and the lock-wait
-// monitor, then loops in the coordinator. When the input channel closes
-// (graceful stop) it dispatches what it holds, waits for every batch to
-// commit and returns nil; when a batch fails for good it stops
-// dispatching, makes every worker roll back what has not committed, and
-// returns the first error; a transaction that cannot even be planned (a
-// table missing on the target) stops intake instead, and the error is
-// returned once the transactions before it committed. The saved position
-// never moves past the last ordered commit.
+// monitor, then loops in the coordinator, the only goroutine that touches
+// the scheduler. When the input closes (graceful stop) it dispatches what it
+// holds, waits for every batch to commit and returns nil; when a batch fails
+// for good it stops dispatching, makes every worker roll back what has not
+// committed, and returns the first error; a transaction that cannot even be
+// planned (a table missing on the target) stops intake instead, and the
+// error is returned once the transactions before it committed. The saved
+// position never moves past the last ordered commit.
 //
 // The package must never commit out of order, never skip a transaction,
 // and never apply one twice.
 package apply
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -28,9 +31,13 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
 )
@@ -41,8 +48,10 @@ type Config struct {
 	// Owner is this run's token in binlane.streams.owner; position updates
 	// fail once another run took the stream over.
 	Owner string
-	// Target is the target's connection configuration.
+	// Target is the target's connection configuration; Flavor the target's
+	// server flavor (error codes differ).
 	Target  *mysql.Config
+	Flavor  sqlerr.Flavor
 	Workers int
 	Mode    scheduler.Mode
 	// MaxBatch bounds how many source transactions one target transaction
@@ -59,17 +68,31 @@ type Config struct {
 	// sessions (seconds): a backstop behind the lock-wait monitor.
 	LockWaitTimeout int
 	// LockProbe is how long a statement may run before the monitor asks
-	// the target who blocks it.
-	LockProbe time.Duration
-	// MaxRetries bounds how often a batch is rolled back and re-run.
+	// the target who blocks it; BlindAfter how long the batch next in
+	// commit order may run before later ones are rolled back when the
+	// monitor cannot ask (no PROCESS privilege).
+	LockProbe  time.Duration
+	BlindAfter time.Duration
+	// MaxRetries bounds how often a batch that failed while nothing earlier
+	// was in flight (so the failure is its own) is re-run.
 	MaxRetries int
 	// IdleSave is how often the position of skipped (empty) transactions is
 	// written when nothing else commits.
 	IdleSave time.Duration
-	// RecoveredDDL is the GTID of a statement that was running when the
-	// previous run stopped: if it fails as "already done", it was.
-	RecoveredDDL string
-	Logger       *slog.Logger
+	// RecoveredDDL is the statement mark the previous run left: a
+	// statement that was running when it stopped (see statements.go).
+	RecoveredDDL position.DDLMark
+	// Source tells which source tables are transactional, for transactions
+	// with ROLLBACK TO SAVEPOINT (nil: such transactions are an error).
+	Source SourceTables
+	Logger *slog.Logger
+}
+
+// SourceTables describes the source's tables.
+type SourceTables interface {
+	// Transactional reports whether a table's engine can roll back on the
+	// source.
+	Transactional(ctx context.Context, tm *binlog.TableMap) (bool, error)
 }
 
 func (c *Config) defaults() {
@@ -86,13 +109,16 @@ func (c *Config) defaults() {
 		c.Window = max(64, c.Workers*c.MaxBatch*4)
 	}
 	if c.WindowBytes <= 0 {
-		c.WindowBytes = 256 << 20
+		c.WindowBytes = 128 << 20
 	}
 	if c.LockWaitTimeout <= 0 {
 		c.LockWaitTimeout = 20
 	}
 	if c.LockProbe <= 0 {
 		c.LockProbe = 50 * time.Millisecond
+	}
+	if c.BlindAfter <= 0 {
+		c.BlindAfter = time.Second
 	}
 	if c.MaxRetries <= 0 {
 		c.MaxRetries = 20
@@ -116,20 +142,17 @@ type Start struct {
 
 // Applier applies transactions. Create it with New, run it once.
 type Applier struct {
-	cfg     Config
-	plans   *plan.Builder
-	meta    *sql.DB // metadata reads, idle position saves, state
-	stats   *Stats
-	log     *slog.Logger
-	collaps bool
+	cfg   Config
+	plans *plan.Builder
+	meta  *sql.DB // metadata reads, idle position saves, state
+	stats *Stats
 }
 
 // New returns an applier; plans reads target metadata, meta is a pool for
 // the coordinator's own statements.
 func New(cfg Config, plans *plan.Builder, meta *sql.DB) *Applier {
 	cfg.defaults()
-	return &Applier{cfg: cfg, plans: plans, meta: meta, stats: newStats(cfg.Workers), log: cfg.Logger,
-		collaps: cfg.MaxBatch > 1}
+	return &Applier{cfg: cfg, plans: plans, meta: meta, stats: newStats(cfg.Workers)}
 }
 
 // Stats returns the live counters.
@@ -138,12 +161,16 @@ func (a *Applier) Stats() *Stats { return a.stats }
 // work is one transaction with what the coordinator worked out about it.
 type work struct {
 	t     *txn.Txn
-	plans []*plan.Table // per item; nil for statements
-	set   writeset.Set
-	unit  scheduler.Unit
-	ddl   bool // holds intake until committed (statements, streamed)
+	body  txn.Body       // the whole transaction, or its first part
+	plans []*plan.Table  // per item of body; nil for items that are not rows
+	parts chan txn.Part  // the later parts of a transaction sent in parts
+	set   writeset.Set   // what it writes
+	unit  scheduler.Unit // its node in the dependency graph
+	alone bool           // runs by itself: statements, sent in parts, savepoints
+	// statements is set when the body has statements (DDL, deferred).
+	statements bool
 	added time.Time
-	tries int
+	tries int // failures of its own while first in line (coordinator only)
 }
 
 // batch is what one worker applies as one target transaction.
@@ -152,7 +179,6 @@ type batch struct {
 	works []*work
 	first uint64
 	last  uint64
-	tries int
 	// abort is closed by the lock-wait monitor when this batch blocks an
 	// earlier one; the worker then rolls back and the batch is re-run.
 	abort     chan struct{}
@@ -163,23 +189,51 @@ type batch struct {
 type result struct {
 	b      *batch
 	err    error
-	retry  bool
+	retry  retryKind
 	worker int
 }
+
+// retryKind says why a batch is re-run.
+type retryKind uint8
+
+const (
+	noRetry retryKind = iota
+	// retryAborted: rolled back on purpose to let an earlier batch through.
+	retryAborted
+	// retryDependent: failed while earlier batches were still in flight,
+	// which may have caused the failure; re-run once they committed. Not
+	// counted against MaxRetries.
+	retryDependent
+	// retryTransient: lost a deadlock or lock-wait race on its own.
+	retryTransient
+)
 
 // errAborted marks a batch rolled back on purpose (lock-wait monitor).
 var errAborted = errors.New("rolled back to let an earlier transaction through")
 
+// ErrSchemaChanged reports that a target table's definition changed under
+// the stream: the transactions in flight were planned for the old one, so
+// the stream restarts from its saved position.
+var ErrSchemaChanged = errors.New("a target table's definition changed while replicating")
+
 func (b *batch) describe() string {
 	if len(b.works) == 1 {
-		return "transaction " + describeTxn(b.works[0].t)
+		return "transaction " + rowsql.DescribeTxn(b.works[0].t)
 	}
-	return fmt.Sprintf("transactions %s .. %s", describeTxn(b.works[0].t), describeTxn(b.works[len(b.works)-1].t))
+	return fmt.Sprintf("transactions %s .. %s", rowsql.DescribeTxn(b.works[0].t), rowsql.DescribeTxn(b.works[len(b.works)-1].t))
 }
 
-func describeTxn(t *txn.Txn) string {
-	if t.GTID.Flavor != 0 {
-		return fmt.Sprintf("%s (source %s:%d)", t.GTID, t.File, t.EndPos)
+// tables returns the plans the batch's transactions use.
+func (b *batch) tables() []*plan.Table {
+	seen := map[*plan.Table]bool{}
+	var out []*plan.Table
+	for _, w := range b.works {
+		for _, p := range w.plans {
+			if p != nil && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
 	}
-	return fmt.Sprintf("at source %s:%d", t.File, t.EndPos)
+	return out
 }

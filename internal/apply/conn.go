@@ -116,26 +116,3 @@ func (c *targetConn) rollback(ctx context.Context) error {
 	return err
 }
 
-// serverCode returns the server error number of err, or 0.
-func serverCode(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
-}
-
-// Server errors that say "try again", not "this cannot be applied".
-const (
-	errLockWaitTimeout  = 1205
-	errDeadlock         = 1213
-	errQueryInterrupted = 1317
-)
-
-func transient(err error) bool {
-	switch serverCode(err) {
-	case errLockWaitTimeout, errDeadlock, errQueryInterrupted:
-		return true
-	}
-	return false
-}

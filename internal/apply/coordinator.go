@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
@@ -24,58 +26,64 @@ type coordinator struct {
 	abortAll chan struct{}
 	ws       writeset.Builder
 	busy     int // batches handed to workers without a result yet
-	ddl      int // statement or streamed transactions in flight: intake waits
-	firstErr error
+	alone    int // statement or streamed transactions in flight: intake waits
+	// streaming is the transaction whose parts are arriving; part is a part
+	// of it received and not yet handed to its worker.
+	streaming *work
+	part      *txn.Part
+	firstErr  error
 	// addErr is a transaction that could not even be analysed (no plan for
 	// a table): intake stops there, but the transactions before it are
 	// sound and still commit, so the stream stops right before it.
 	addErr error
+	// inflight lists the source commit times of the transactions added and
+	// not committed, oldest first: what lag is measured from.
+	inflight []inflightTxn
 }
 
-// Run applies the transactions received on in until in is closed (then it
-// finishes what it holds and returns nil) or a transaction fails (then it
-// rolls back everything not committed and returns the error). ctx ends
+type inflightTxn struct {
+	seq uint64
+	t   *txn.Txn
+}
+
+// Run applies the transactions received from in until it is closed (then
+// it finishes what it holds and returns nil) or a transaction fails (then
+// it rolls back everything not committed and returns the error). ctx ends
 // everything at once.
-func (a *Applier) Run(ctx context.Context, in <-chan *txn.Txn, start Start) error {
+func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	pool, err := OpenPool(a.cfg.Target, a.cfg.Workers+2)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	seq := newSequencer(start.FirstSeq-1, start.GTID, start.File, start.Pos)
+	c := &coordinator{a: a, seq: seq,
+		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
+			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes}, start.FirstSeq),
+		jobs: make(chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
+		abortAll: make(chan struct{})}
 	workers := make([]*worker, a.cfg.Workers)
 	for i := range workers {
-		if workers[i], err = a.newWorker(ctx, i, pool, seq); err != nil {
+		if workers[i], err = newWorker(ctx, a.workerConfig(i, pool, seq, c.abortAll)); err != nil {
 			for _, w := range workers[:i] {
 				w.dropConn()
 			}
 			return err
 		}
 	}
-	c := &coordinator{a: a, seq: seq,
-		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
-			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes}, start.FirstSeq),
-		jobs: make(chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
-		abortAll: make(chan struct{})}
 	var wg sync.WaitGroup
 	for _, w := range workers {
-		w.abortAll = c.abortAll
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer w.dropConn()
 			for b := range c.jobs {
 				c.results <- w.apply(ctx, b)
 			}
-		}()
+		})
 	}
 	monCtx, stopMonitor := context.WithCancel(ctx)
-	mon := newLockMonitor(a, pool, workers)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		mon.run(monCtx)
-	}()
+	mon := newLockMonitor(monitorConfig{pool: pool, workers: workers, seq: seq, probe: a.cfg.LockProbe,
+		blindAfter: a.cfg.BlindAfter, stats: a.stats, log: a.cfg.Logger})
+	wg.Go(func() { mon.run(monCtx) })
 	err = c.loop(ctx, in)
 	close(c.jobs)
 	stopMonitor()
@@ -84,7 +92,7 @@ func (a *Applier) Run(ctx context.Context, in <-chan *txn.Txn, start Start) erro
 }
 
 // loop is the coordinator's event loop.
-func (c *coordinator) loop(ctx context.Context, in <-chan *txn.Txn) error {
+func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 	ticker := time.NewTicker(c.a.cfg.IdleSave)
 	defer ticker.Stop()
 	inClosed := false
@@ -94,7 +102,7 @@ func (c *coordinator) loop(ctx context.Context, in <-chan *txn.Txn) error {
 		c.a.stats.InFlight.Store(int64(units))
 		c.a.stats.Pending.Store(int64(pending))
 		if c.busy == 0 && (c.firstErr != nil || (inClosed || c.addErr != nil) && units == 0) {
-			if c.firstErr != nil && !errors.Is(c.firstErr, errStopped) {
+			if c.firstErr != nil {
 				return c.firstErr
 			}
 			if err := c.saveIdle(ctx, true); err != nil || c.addErr == nil {
@@ -102,22 +110,32 @@ func (c *coordinator) loop(ctx context.Context, in <-chan *txn.Txn) error {
 			}
 			return c.addErr
 		}
-		var intake <-chan *txn.Txn
-		if !inClosed && c.firstErr == nil && c.addErr == nil && c.ddl == 0 && !c.sched.Full() {
-			intake = in
+		var intake <-chan txn.Part
+		if !inClosed && c.firstErr == nil && c.addErr == nil && c.part == nil &&
+			(c.streaming != nil || c.alone == 0 && !c.sched.Full()) {
+			intake = in.C()
+		}
+		var relay chan<- txn.Part
+		var next txn.Part
+		if c.part != nil {
+			relay, next = c.streaming.parts, *c.part
 		}
 		select {
-		case t, ok := <-intake:
+		case p, ok := <-intake:
 			if !ok {
 				inClosed = true
 				continue
 			}
-			if err := c.add(ctx, t); err != nil {
-				c.addErr = err
+			in.Taken(&p)
+			c.receive(ctx, p)
+		case relay <- next:
+			if next.Last {
+				c.streaming = nil
 			}
+			c.part = nil
 		case r := <-c.results:
 			c.busy--
-			c.handle(r, inClosed)
+			c.handle(r)
 		case <-ticker.C:
 			if c.busy == 0 && c.firstErr == nil {
 				if err := c.saveIdle(ctx, false); err != nil {
@@ -130,6 +148,24 @@ func (c *coordinator) loop(ctx context.Context, in <-chan *txn.Txn) error {
 	}
 }
 
+// receive takes one part from the source: a whole transaction, the first
+// part of one sent in parts, or a later part of it (relayed to the worker
+// applying it).
+func (c *coordinator) receive(ctx context.Context, p txn.Part) {
+	switch {
+	case c.streaming != nil && p.Txn == c.streaming.t && !p.First:
+		c.part = &p
+	case c.streaming == nil && p.First && p.Abort == nil:
+		if err := c.add(ctx, p); err != nil {
+			c.addErr = err
+		}
+	default:
+		// The assembler sends a transaction's parts in order, the first
+		// one first: anything else would apply a transaction in part.
+		c.fail(fmt.Errorf("transaction %s: part out of order (first %v, last %v, abort %v)", p.Txn.GTID, p.First, p.Last, p.Abort))
+	}
+}
+
 func (c *coordinator) fail(err error) {
 	if c.firstErr == nil {
 		c.firstErr = err
@@ -137,31 +173,59 @@ func (c *coordinator) fail(err error) {
 	}
 }
 
+// Reasons why a transaction runs alone (short stable codes: they label
+// metrics; the plan and the writeset add theirs).
+const (
+	AloneDDL       = "ddl"        // statements: DDL, deferred trigger DDL
+	AloneTooLarge  = "too_large"  // sent in parts
+	AloneSavepoint = "savepoints" // ROLLBACK TO SAVEPOINT or ROLLBACK over non-transactional changes
+)
+
 // add analyses a transaction and puts it into the scheduler.
-func (c *coordinator) add(ctx context.Context, t *txn.Txn) error {
-	w := &work{t: t, added: time.Now()}
+func (c *coordinator) add(ctx context.Context, p txn.Part) error {
+	t := p.Txn
+	w := &work{t: t, body: p.Body, added: time.Now()}
 	u := &w.unit
-	u.Seq, u.Payload, u.Bytes = t.Seq, w, t.Bytes+256
+	u.Seq, u.Payload, u.Bytes = t.Seq, w, p.Bytes+256
 	u.Domain, u.CommitID, u.File = t.GTID.Domain, t.CommitID, t.File
 	u.LastCommitted, u.SequenceNumber = t.LastCommitted, t.SequenceNumber
+	reason := ""
 	switch {
-	case t.More != nil:
-		u.Barrier, w.ddl = true, true
-		c.a.stats.addSerialized("transaction too large to hold in memory")
-	case t.HasStatements():
-		u.Barrier, w.ddl = true, true
-		c.a.stats.addSerialized("statement (DDL)")
-	default:
+	case !p.Last:
+		// Sent in parts: its end (position, whether it rolls back) is not
+		// known yet; it runs alone as its parts come.
+		w.parts = make(chan txn.Part, 1)
+		c.streaming = w
+		reason = AloneTooLarge
+	case t.Savepoints || t.RolledBack:
+		items, err := c.resolve(ctx, t, p.Body)
+		if err != nil {
+			return err
+		}
+		w.body.Items = items
+		reason = AloneSavepoint
+	}
+	if reason == "" && w.body.HasStatements() {
+		reason, w.statements = AloneDDL, true
+	}
+	if reason != "" {
+		w.alone, u.Barrier = true, true
+		c.a.stats.addSerialized(reason)
+		c.alone++
+	}
+	if !w.alone || reason == AloneSavepoint {
 		if err := c.analyse(ctx, w); err != nil {
 			return err
 		}
-		if w.set.Barrier != "" {
+		if w.set.Barrier != "" && !u.Barrier {
 			u.Barrier = true
 			c.a.stats.addSerialized(w.set.Barrier)
 		}
 		u.Set = &w.set
 	}
 	c.sched.Add(u)
+	c.inflight = append(c.inflight, inflightTxn{seq: t.Seq, t: t})
+	c.updateNextTS()
 	if u.Blocked() && !u.Barrier {
 		for _, p := range w.plans {
 			if p != nil {
@@ -170,20 +234,55 @@ func (c *coordinator) add(ctx context.Context, t *txn.Txn) error {
 			}
 		}
 	}
-	if w.ddl {
-		c.ddl++
-	}
 	return nil
+}
+
+// updateNextTS publishes the commit time of the oldest transaction in
+// flight. A transaction sent in parts learns its time only at its end (the
+// coordinator reads it after its last part arrived, and not before).
+func (c *coordinator) updateNextTS() {
+	for _, x := range c.inflight {
+		if x.t == c.streamingTxn() {
+			continue
+		}
+		if x.t.Timestamp != 0 {
+			c.a.stats.NextTS.Store(int64(x.t.Timestamp))
+			return
+		}
+	}
+	c.a.stats.NextTS.Store(0)
+}
+
+func (c *coordinator) streamingTxn() *txn.Txn {
+	if c.streaming == nil {
+		return nil
+	}
+	return c.streaming.t
+}
+
+// resolve turns a transaction with savepoint rollbacks into what the source
+// kept of it.
+func (c *coordinator) resolve(ctx context.Context, t *txn.Txn, body txn.Body) ([]txn.Item, error) {
+	src := c.a.cfg.Source
+	if src == nil {
+		return nil, fmt.Errorf("transaction %s rolls back to a savepoint (or ends in ROLLBACK) over changes to tables that "+
+			"are not transactional on the source: binlane needs to read the source's table engines to apply it", t.GTID)
+	}
+	return txn.ResolveRollbacks(t, body, func(tm *binlog.TableMap) (bool, error) { return src.Transactional(ctx, tm) })
 }
 
 // analyse builds the table plans and the writeset of a transaction.
 func (c *coordinator) analyse(ctx context.Context, w *work) error {
 	t := w.t
-	w.plans = make([]*plan.Table, len(t.Items))
-	for i := range t.Items {
-		p, err := c.a.plans.Get(ctx, t.Items[i].Rows.Table)
+	w.plans = make([]*plan.Table, len(w.body.Items))
+	for i := range w.body.Items {
+		it := &w.body.Items[i]
+		if it.Kind != txn.ItemRows {
+			continue
+		}
+		p, err := c.a.plans.Get(ctx, it.Rows.Table)
 		if err != nil {
-			return fmt.Errorf("%s: %w", "transaction "+describeTxn(t), err)
+			return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(t), err)
 		}
 		w.plans[i] = p
 		if c.a.cfg.Mode != scheduler.ModeWriteset {
@@ -192,9 +291,8 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 			}
 			continue
 		}
-		it := &t.Items[i]
 		for j := it.First; j < it.Last; j++ {
-			c.ws.AddChange(&w.set, p, &t.Changes[j])
+			c.ws.AddChange(&w.set, p, &w.body.Changes[j])
 		}
 	}
 	return nil
@@ -212,7 +310,6 @@ func (c *coordinator) dispatch() {
 		for _, u := range units {
 			w := u.Payload.(*work)
 			b.works = append(b.works, w)
-			b.tries = max(b.tries, w.tries)
 			c.a.stats.DependencyWait.Add(int64(now.Sub(w.added)))
 		}
 		c.jobs <- b
@@ -221,47 +318,51 @@ func (c *coordinator) dispatch() {
 }
 
 // handle processes a worker's report.
-func (c *coordinator) handle(r result, inClosed bool) {
+func (c *coordinator) handle(r result) {
 	b := r.b
 	switch {
 	case r.err == nil:
 		c.sched.Committed(b.units)
+		i := 0
+		for i < len(c.inflight) && c.inflight[i].seq <= b.last {
+			i++
+		}
+		c.inflight = append(c.inflight[:0], c.inflight[i:]...)
+		c.updateNextTS()
 		for _, w := range b.works {
-			if w.ddl {
-				c.ddl--
+			if w.alone {
+				c.alone--
 			}
+		}
+		for _, w := range b.works {
+			w.body, w.plans, w.set = txn.Body{}, nil, writeset.Set{} // let the rows go before the unit leaves the window
 		}
 	case c.firstErr != nil:
 		// Stopping: whatever this batch did was rolled back.
-	case r.retry:
-		b.tries++
-		c.a.stats.Workers[r.worker].Retries.Add(1)
-		if b.tries > c.a.cfg.MaxRetries {
-			c.fail(fmt.Errorf("%s: still failing after %d retries: %w", b.describe(), c.a.cfg.MaxRetries, r.err))
-			return
-		}
-		c.a.log.Debug("re-running batch", "batch", b.describe(), "try", b.tries, "reason", r.err)
-		for _, w := range b.works {
-			w.tries = b.tries
-		}
-		c.sched.Requeue(b.units)
-	case errors.Is(r.err, errStreamAborted) && inClosed:
-		// The source stopped in the middle of a streamed transaction while
-		// we were shutting down: it was rolled back and will be re-read.
-		for _, w := range b.works {
-			if w.ddl {
-				c.ddl--
-			}
-		}
-		c.fail(errStopped)
+	case r.retry != noRetry:
+		c.retry(b, r)
 	default:
 		c.fail(r.err)
 	}
 }
 
-// errStopped ends a graceful stop that had to roll back a streamed
-// transaction; Run reports it as a clean stop.
-var errStopped = errors.New("stopped")
+// retry puts a rolled-back batch back into the graph; it runs again once
+// every earlier transaction committed. Failures of its own (a lost lock race
+// while it was first in line) are bounded by MaxRetries.
+func (c *coordinator) retry(b *batch, r result) {
+	stats := &c.a.stats.Workers[r.worker]
+	stats.Retries.Add(1)
+	if r.retry == retryTransient {
+		w := b.works[0]
+		w.tries++
+		if w.tries > c.a.cfg.MaxRetries {
+			c.fail(fmt.Errorf("%s: still failing after %d retries: %w", b.describe(), c.a.cfg.MaxRetries, r.err))
+			return
+		}
+	}
+	c.a.cfg.Logger.Debug("re-running batch", "batch", b.describe(), "reason", r.err)
+	c.sched.Requeue(b.units)
+}
 
 // saveIdle writes the position of transactions committed in memory only
 // (empty ones) when nothing else has written it for a while, or at the end.
@@ -272,13 +373,12 @@ func (c *coordinator) saveIdle(ctx context.Context, final bool) error {
 	}
 	save := position.Save{GTID: s.pos.String(), File: s.file, Pos: s.filePos, LastGTID: s.lastGTID,
 		SourceTS: s.sourceTS, Applied: s.unsaved}
-	q := position.AppendUpdate(nil, c.a.cfg.Stream, save, c.a.cfg.Owner, "")
-	if _, err := c.a.meta.ExecContext(ctx, string(q)); err != nil {
-		if position.IsNotOwner(err) {
-			return position.ErrNotOwner
-		}
-		return fmt.Errorf("save position %s: %w", save.GTID, err)
+	if err := position.SaveIdle(ctx, c.a.meta, c.a.cfg.Stream, c.a.cfg.Owner, save); err != nil {
+		return err
 	}
 	s.unsaved, s.lastSave = 0, time.Now()
 	return nil
 }
+
+// errStopping: another batch failed; this one was rolled back.
+var errStopping = errors.New("stopping after an error elsewhere")

@@ -21,9 +21,11 @@ import (
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -45,18 +47,18 @@ func newFileSource(t *testing.T, s *sandbox.Server) *fileSource {
 	return &fileSource{files: files[:len(files)-1]} // the last one is empty and still open
 }
 
-func (f *fileSource) Next(ctx context.Context) (*binlog.Event, error) {
+func (f *fileSource) Next(ctx context.Context) (replica.Message, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return replica.Message{}, err
 		}
 		if f.r == nil {
 			if len(f.files) == 0 {
-				return nil, io.EOF
+				return replica.Message{}, io.EOF
 			}
 			r, err := binlog.OpenFile(f.files[0])
 			if err != nil {
-				return nil, err
+				return replica.Message{}, err
 			}
 			f.r, f.files = r, f.files[1:]
 		}
@@ -66,7 +68,7 @@ func (f *fileSource) Next(ctx context.Context) (*binlog.Event, error) {
 			f.r = nil
 			continue
 		}
-		return ev, err
+		return replica.Message{Event: ev}, err
 	}
 }
 
@@ -89,7 +91,12 @@ type runOpts struct {
 	rules    filter.Rules
 	start    gtid.Set
 	maxTxn   int
+	// allowTriggers and source: see Config.
+	allowTriggers bool
+	source        SourceTables
 }
+
+const testOwner = "test/1/0"
 
 // replay applies the source's whole binlog (from start) to the target.
 func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
@@ -112,6 +119,9 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	} else if err := position.Create(ctx, meta, position.State{Name: "test", GTID: start.String()}); err != nil {
 		t.Fatal(err)
 	}
+	if err := position.TakeOver(ctx, meta, "test", testOwner); err != nil {
+		t.Fatal(err)
+	}
 	cfgDSN, err := mysql.ParseDSN(p.dst.DSN(""))
 	if err != nil {
 		t.Fatal(err)
@@ -120,19 +130,26 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	builder := plan.NewBuilder(schema.NewCache(meta), colls)
-	a := New(Config{Stream: "test", Target: cfgDSN, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
-		BinlogApplied: true, Logger: testLogger(t)}, builder, meta)
+	cache, err := schema.NewCache(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builder := plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: o.allowTriggers})
+	a := New(Config{Stream: "test", Owner: testOwner, Target: cfgDSN, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
+		BinlogApplied: true, Logger: testLogger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
 	src := &skipSource{inner: newFileSource(t, p.src), skip: start}
 	asm := txn.NewAssembler(src, txn.Config{Rules: o.rules, MaxTxnBytes: o.maxTxn})
-	ch := make(chan *txn.Txn, 64)
+	pipe := txn.NewPipe(0)
 	asmErr := make(chan error, 1)
 	go func() {
-		err := asm.Run(ctx, ch)
-		close(ch)
+		err := asm.Run(ctx, pipe)
+		pipe.Close()
 		asmErr <- err
 	}()
-	err = a.Run(ctx, ch, Start{GTID: start, FirstSeq: 1})
+	err = a.Run(ctx, pipe, Start{GTID: start, FirstSeq: 1})
+	for p := range pipe.C() {
+		pipe.Taken(&p)
+	}
 	if aerr := <-asmErr; err == nil && !errors.Is(aerr, io.EOF) {
 		err = aerr
 	}
@@ -165,21 +182,22 @@ type skipSource struct {
 	skipping bool
 }
 
-func (s *skipSource) Next(ctx context.Context) (*binlog.Event, error) {
+func (s *skipSource) Next(ctx context.Context) (replica.Message, error) {
 	for {
-		ev, err := s.inner.Next(ctx)
-		if err != nil {
-			return nil, err
+		m, err := s.inner.Next(ctx)
+		if err != nil || m.Event == nil {
+			return m, err
 		}
+		ev := m.Event
 		if g, ok := ev.Data.(*binlog.MariaGTIDEvent); ok {
 			s.skipping = s.skip.Contains(g.GTID)
 		}
 		if !s.skipping {
-			return ev, nil
+			return m, nil
 		}
 		switch ev.Data.(type) {
 		case *binlog.FormatDescriptionEvent, *binlog.RotateEvent, *binlog.TableMap:
-			return ev, nil
+			return m, nil
 		}
 	}
 }

@@ -3,27 +3,45 @@ package apply
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"time"
+
+	"github.com/binlane/binlane/internal/sqlerr"
 )
 
 // lockMonitor breaks the deadlock InnoDB cannot see under ordered commit:
 // an earlier transaction waiting for a row lock held by a later one, which
-// itself waits for the earlier one's commit turn. When one of our
-// statements has run longer than the probe time, it asks the target who
-// waits for whom; every later batch an earlier one waits for (directly or
-// through a chain of waits) is rolled back and re-run after, so the earlier
-// one goes through. Such a cycle always contains a wait from an earlier
-// batch on a later one (commit turns only point backwards), so this finds
-// every one. A blocker outside binlane is left alone: we wait for it.
+// itself waits for the earlier one's commit turn. Such a cycle always
+// contains a wait from an earlier batch on a later one (commit turns only
+// point backwards), so rolling back later batches that an earlier one waits
+// for, and re-running them after, resolves every one.
+//
+// With the PROCESS privilege, when one of our statements has run longer
+// than the probe time, the monitor asks the target who waits for whom and
+// rolls back exactly the later batches an earlier one waits for (directly or
+// through a chain of waits); a blocker outside binlane is left alone: we
+// wait for it. Without it (information_schema's lock tables are then
+// empty or refused) the monitor works blind: when the batch next in commit
+// order has run a statement for longer than BlindAfter, every later batch
+// that holds its locks while waiting for its commit turn is rolled back and
+// re-run. That costs re-running them when the first batch was merely slow,
+// so the precise mode is preferred; both are counted.
 type lockMonitor struct {
-	a       *Applier
-	pool    *sql.DB
-	workers []*worker
+	monitorConfig
+	blind bool
 }
 
-func newLockMonitor(a *Applier, pool *sql.DB, workers []*worker) *lockMonitor {
-	return &lockMonitor{a: a, pool: pool, workers: workers}
+type monitorConfig struct {
+	pool       *sql.DB
+	workers    []*worker
+	seq        *sequencer
+	probe      time.Duration
+	blindAfter time.Duration
+	stats      *Stats
+	log        *slog.Logger
 }
+
+func newLockMonitor(cfg monitorConfig) *lockMonitor { return &lockMonitor{monitorConfig: cfg} }
 
 const lockWaitQuery = `SELECT rt.trx_mysql_thread_id, bt.trx_mysql_thread_id
 	FROM information_schema.INNODB_LOCK_WAITS w
@@ -41,9 +59,14 @@ func (m *lockMonitor) run(ctx context.Context) {
 	if len(m.workers) < 2 {
 		return // one connection cannot block itself
 	}
+	m.blind = !m.canSee(ctx)
 	// InnoDB refreshes its information_schema lock tables only when they
 	// were not read for 100 ms: polling faster would read a frozen picture.
-	tick := time.NewTicker(max(m.a.cfg.LockProbe, 150*time.Millisecond))
+	period := max(m.probe, 150*time.Millisecond)
+	if m.blind {
+		period = max(m.blindAfter/4, 50*time.Millisecond)
+	}
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
@@ -51,26 +74,82 @@ func (m *lockMonitor) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if !m.someoneSlow() {
+		if m.blind {
+			m.releaseBlind()
 			continue
 		}
-		if err := m.probe(ctx); err != nil && ctx.Err() == nil {
-			m.a.log.Debug("lock-wait probe failed", "error", err)
+		if !m.someoneSlow(m.probe) {
+			continue
+		}
+		if err := m.probeServer(ctx); err != nil && ctx.Err() == nil {
+			m.log.Warn("lock-wait probe failed; resolving lock waits blind from now on", "error", err)
+			m.blind = true
 		}
 	}
 }
 
-func (m *lockMonitor) someoneSlow() bool {
-	limit := time.Now().Add(-m.a.cfg.LockProbe).UnixNano()
+// canSee reports whether the target lets us read who waits for whom; it
+// says so once when it does not.
+func (m *lockMonitor) canSee(ctx context.Context) bool {
+	var n int
+	err := m.pool.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX").Scan(&n)
+	if err == nil {
+		var granted int
+		// Without PROCESS, MariaDB returns an empty table instead of an error.
+		err = m.pool.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES
+			WHERE PRIVILEGE_TYPE = 'PROCESS'`).Scan(&granted)
+		if err == nil && granted > 0 {
+			return true
+		}
+	}
+	if ctx.Err() == nil {
+		reason := "the target user lacks the PROCESS privilege"
+		if err != nil && !sqlerr.PrivilegeMissing(err) {
+			reason = err.Error()
+		}
+		m.log.Warn("cannot see the target's lock waits ("+reason+"): a lock wait between binlane's own transactions "+
+			"is resolved after "+m.blindAfter.String()+" instead of at once; GRANT PROCESS to the target user to make it precise",
+			"workers", len(m.workers))
+	}
+	return false
+}
+
+func (m *lockMonitor) someoneSlow(limit time.Duration) bool {
+	before := time.Now().Add(-limit).UnixNano()
 	for _, w := range m.workers {
-		if s := w.execStart.Load(); s != 0 && s < limit {
+		if s := w.execStart.Load(); s != 0 && s < before {
 			return true
 		}
 	}
 	return false
 }
 
-func (m *lockMonitor) probe(ctx context.Context) error {
+// releaseBlind rolls back the later batches waiting for their turn when the
+// batch next in commit order has been running a statement too long.
+func (m *lockMonitor) releaseBlind() {
+	next := m.seq.committedSeq() + 1
+	before := time.Now().Add(-m.blindAfter).UnixNano()
+	var head *batch
+	for _, w := range m.workers {
+		if b := w.cur.Load(); b != nil && b.first == next {
+			if s := w.execStart.Load(); s != 0 && s < before {
+				head = b
+			}
+		}
+	}
+	if head == nil {
+		return
+	}
+	for _, w := range m.workers {
+		if b := w.cur.Load(); b != nil && b.first > head.first && w.waitingTurn.Load() && w.abortBatch(b) {
+			m.stats.BlindLockWaitKills.Add(1)
+			m.log.Debug("rolling back a later batch: the batch next in line is slow and may wait on its locks",
+				"next", head.first, "rolled_back", b.first)
+		}
+	}
+}
+
+func (m *lockMonitor) probeServer(ctx context.Context) error {
 	byConn := make(map[int64]*worker, len(m.workers))
 	for _, w := range m.workers {
 		if id := w.connID.Load(); id != 0 {
@@ -122,7 +201,7 @@ func (m *lockMonitor) unexplained(ctx context.Context, blockers map[int64][]int6
 			return err
 		}
 		ww := byConn[conn]
-		if ww == nil || len(blockers[conn]) > 0 || time.Duration(waitedMicros)*time.Microsecond < 4*m.a.cfg.LockProbe {
+		if ww == nil || len(blockers[conn]) > 0 || time.Duration(waitedMicros)*time.Microsecond < 4*m.probe {
 			continue
 		}
 		wb := ww.cur.Load()
@@ -131,8 +210,8 @@ func (m *lockMonitor) unexplained(ctx context.Context, blockers map[int64][]int6
 		}
 		for _, w := range m.workers {
 			if b := w.cur.Load(); b != nil && b.first > wb.first && w.waitingTurn.Load() && w.abortBatch(b) {
-				m.a.stats.LockWaitKills.Add(1)
-				m.a.log.Debug("rolling back a later batch: an earlier one waits on an unnamed lock", "blocked", wb.first, "rolled_back", b.first)
+				m.stats.LockWaitKills.Add(1)
+				m.log.Debug("rolling back a later batch: an earlier one waits on an unnamed lock", "blocked", wb.first, "rolled_back", b.first)
 			}
 		}
 	}
@@ -162,8 +241,8 @@ func (m *lockMonitor) release(wb *batch, conn int64, blockers map[int64][]int64,
 			}
 			if bb := bw.cur.Load(); bb != nil && bb.first > wb.first {
 				if bw.abortBatch(bb) {
-					m.a.stats.LockWaitKills.Add(1)
-					m.a.log.Debug("rolling back a later batch that blocks an earlier one", "blocked", wb.first, "blocker", bb.first)
+					m.stats.LockWaitKills.Add(1)
+					m.log.Debug("rolling back a later batch that blocks an earlier one", "blocked", wb.first, "blocker", bb.first)
 				}
 			}
 			queue = append(queue, b)

@@ -13,7 +13,7 @@ type WorkerStats struct {
 	Batches    atomic.Uint64 // target transactions committed
 	Rows       atomic.Uint64 // row changes applied
 	Retries    atomic.Uint64 // batches rolled back and re-run
-	Busy       atomic.Int64  // ns applying statements
+	Busy       atomic.Int64  // ns applying statements (not waiting for the turn, not committing)
 	CommitWait atomic.Int64  // ns waiting for the commit turn
 	Commit     atomic.Int64  // ns committing
 }
@@ -28,7 +28,13 @@ type Stats struct {
 	InFlight       atomic.Int64  // transactions in the scheduler
 	Pending        atomic.Int64  // of those, not yet dispatched
 	LockWaitKills  atomic.Uint64 // later transactions rolled back to let an earlier one through
+	// BlindLockWaitKills are those rolled back without seeing the target's
+	// lock waits (no PROCESS privilege).
+	BlindLockWaitKills atomic.Uint64
 	LastCommitTS   atomic.Int64  // source timestamp (unix s) of the last committed transaction
+	// NextTS is the source commit time (unix s) of the oldest transaction
+	// received and not committed; 0 when none is in flight.
+	NextTS atomic.Int64
 	LastCommitAt   atomic.Int64  // unix ns of the last commit
 
 	Started time.Time
@@ -68,15 +74,6 @@ func (s *Stats) Serialized() map[string]uint64 {
 	return maps.Clone(s.serialized)
 }
 
-// Lag is how far the last commit is behind the source's commit time.
-func (s *Stats) Lag(now time.Time) time.Duration {
-	ts := s.LastCommitTS.Load()
-	if ts == 0 {
-		return 0
-	}
-	return now.Sub(time.Unix(ts, 0))
-}
-
 // Snapshot is a consistent-enough copy of the counters for display.
 type Snapshot struct {
 	At             time.Time         `json:"at"`
@@ -85,8 +82,10 @@ type Snapshot struct {
 	InFlight       int64             `json:"in_flight"`
 	Pending        int64             `json:"pending"`
 	LockWaitKills  uint64            `json:"lock_wait_kills"`
+	BlindKills     uint64            `json:"blind_lock_wait_kills"`
 	DependencyWait time.Duration     `json:"dependency_wait_ns"`
 	LastCommitTS   int64             `json:"last_commit_source_ts"`
+	NextTS         int64             `json:"next_source_ts"`
 	Workers        []WorkerSnapshot  `json:"workers"`
 	Conflicts      map[string]uint64 `json:"conflicts_by_table"`
 	Serialized     map[string]uint64 `json:"serialized_by_reason"`
@@ -106,8 +105,8 @@ type WorkerSnapshot struct {
 // Snapshot copies the counters.
 func (s *Stats) Snapshot() Snapshot {
 	snap := Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
-		LockWaitKills: s.LockWaitKills.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
-		LastCommitTS: s.LastCommitTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
+		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
+		LastCommitTS: s.LastCommitTS.Load(), NextTS: s.NextTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
 	for i := range s.Workers {
 		w := &s.Workers[i]
 		snap.Workers = append(snap.Workers, WorkerSnapshot{Txns: w.Txns.Load(), Batches: w.Batches.Load(), Rows: w.Rows.Load(),

@@ -5,29 +5,55 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/rowsql"
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 )
 
-// worker applies batches on its own target connection.
-type worker struct {
+// workerConfig is everything a worker uses, passed explicitly.
+type workerConfig struct {
 	id       int
-	a        *Applier
 	pool     *sql.DB
-	conn     *targetConn
-	seq      *sequencer
+	meta     *sql.DB
+	plans    *plan.Builder
+	commit   *committer
 	abortAll <-chan struct{}
-	stats    *WorkerStats
-	w        orderedWriter
-	sw       sqlWriter
-	col      collapser
-	ctx      context.Context // of the batch being applied, for flush
-	rows     int
+	stats    *Stats
+	log      *slog.Logger
+	// From the applier's Config.
+	collapse      bool
+	binlogApplied bool
+	lockWait      int
+	maxRetries    int
+	flavor        sqlerr.Flavor
+	recoveredDDL  position.DDLMark
+}
+
+func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-chan struct{}) workerConfig {
+	return workerConfig{id: id, pool: pool, meta: a.meta, plans: a.plans,
+		commit:   &committer{seq: seq, stream: a.cfg.Stream, owner: a.cfg.Owner, idleSave: a.cfg.IdleSave, stats: a.stats},
+		abortAll: abortAll, stats: a.stats, log: a.cfg.Logger,
+		collapse: a.cfg.MaxBatch > 1, binlogApplied: a.cfg.BinlogApplied, lockWait: a.cfg.LockWaitTimeout,
+		maxRetries: a.cfg.MaxRetries, flavor: a.cfg.Flavor, recoveredDDL: a.cfg.RecoveredDDL}
+}
+
+// worker applies batches on its own target connection. It owns the
+// connection's life cycle and runs what rowsql renders; what it publishes
+// for the lock-wait monitor is in the atomic fields.
+type worker struct {
+	workerConfig
+	conn  *targetConn
+	sql   *rowsql.Writer
+	ws    *WorkerStats
+	ctx   context.Context // of the batch being applied, for Send
+	batch *batch          // being applied (owned by the worker goroutine)
 
 	// Published for the lock-wait monitor.
 	cur         atomic.Pointer[batch]
@@ -37,72 +63,118 @@ type worker struct {
 	abortMu     sync.Mutex
 }
 
-// errStreamAborted: the source stopped before the end of a streamed
-// transaction, which was rolled back.
-var errStreamAborted = errors.New("the source stopped in the middle of a streamed transaction")
-
-// errStopping: another batch failed; this one was rolled back.
-var errStopping = errors.New("stopping after an error elsewhere")
-
-func (a *Applier) newWorker(ctx context.Context, id int, pool *sql.DB, seq *sequencer) (*worker, error) {
-	w := &worker{id: id, a: a, pool: pool, seq: seq, stats: &a.stats.Workers[id]}
-	w.w.sqlWriter = &w.sw
-	w.sw.flush = w.flush
+func newWorker(ctx context.Context, cfg workerConfig) (*worker, error) {
+	w := &worker{workerConfig: cfg, ws: &cfg.stats.Workers[cfg.id]}
+	w.sql = rowsql.NewWriter(w)
 	if err := w.ensureConn(ctx); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-// apply applies one batch and reports how it went.
+// apply applies one batch and reports how it went. Failures are sorted by
+// what can heal them: a batch rolled back for an earlier one, or one that
+// failed while earlier batches were in flight (they may be the cause), runs
+// again once they committed; a lost deadlock or lock-wait race runs again a
+// bounded number of times; anything else stops the stream with the
+// transaction, table and row named.
 func (w *worker) apply(ctx context.Context, b *batch) result {
 	w.cur.Store(b)
 	defer w.cur.Store(nil)
-	w.ctx = ctx
-	if err := w.ensureConn(ctx); err != nil {
-		return result{b: b, err: err, worker: w.id}
+	w.ctx, w.batch = ctx, b
+	res := result{b: b, worker: w.id}
+	if res.err = w.ensureConn(ctx); res.err != nil {
+		return res
 	}
 	if b.units[0].HeadOnly() {
-		if err := w.waitTurn(ctx, b); err != nil {
-			return result{b: b, err: err, retry: errors.Is(err, errAborted), worker: w.id}
+		if res.err = w.commit.waitTurn(ctx, w, b); res.err != nil {
+			if errors.Is(res.err, errAborted) {
+				res.retry = retryAborted
+			}
+			return res
 		}
 	}
-	headAtStart := w.seq.atHead(b.first)
+	headAtStart := w.commit.seq.atHead(b.first)
 	start := time.Now()
+	wait0, commit0 := w.ws.CommitWait.Load(), w.ws.Commit.Load()
 	err := w.run(ctx, b)
-	w.stats.Busy.Add(int64(time.Since(start)))
-	w.a.log.Debug("batch done", "worker", w.id, "conn", w.connID.Load(), "first", b.first, "last", b.last, "err", err)
+	// Busy is the time spent applying, without waiting for the commit turn
+	// or committing (counted on their own).
+	w.ws.Busy.Add(int64(time.Since(start)) - (w.ws.CommitWait.Load() - wait0) - (w.ws.Commit.Load() - commit0))
+	w.log.Debug("batch done", "worker", w.id, "conn", w.connID.Load(), "first", b.first, "last", b.last, "err", err)
 	if err == nil {
-		return result{b: b, worker: w.id}
+		return res
 	}
 	w.rollback(ctx)
+	res.err = err
 	switch {
-	case errors.Is(err, errAborted), transient(err):
-		return result{b: b, err: err, retry: true, worker: w.id}
-	case errors.Is(err, errStopping), errors.Is(err, errStreamAborted), ctx.Err() != nil:
-		return result{b: b, err: err, worker: w.id}
-	case position.IsNotOwner(err) && w.lostStream(ctx):
-		return result{b: b, err: position.ErrNotOwner, worker: w.id}
-	case !headAtStart && (serverCode(err) != 0 || errors.Is(err, errRowCount)):
-		// An earlier transaction was still in flight: it may be the cause.
-		return result{b: b, err: err, retry: true, worker: w.id}
-	case serverCode(err) != 0 || errors.Is(err, errRowCount):
-		if derr := w.diagnose(ctx, b, err); derr != nil {
-			return result{b: b, err: derr, worker: w.id}
+	case errors.Is(err, errAborted):
+		res.retry = retryAborted
+	case errors.Is(err, errStopping), errors.Is(err, txn.ErrStreamBroken), ctx.Err() != nil:
+	case position.IsNotOwner(err):
+		res.err = w.notOwner(ctx, b, err)
+	case sqlerr.ConnectionLost(err, w.flavor):
+		w.dropConn()
+	case b.works[0].alone:
+		// Statements and transactions sent in parts cannot be re-run from
+		// here; their errors name what failed already.
+	case !headAtStart && (sqlerr.Code(err) != 0 || errors.Is(err, rowsql.ErrRowCount)):
+		res.retry = retryDependent
+	case sqlerr.Transient(err):
+		res.retry = retryTransient
+		if w.finalTry(b) {
+			res.err, res.retry = w.diagnose(ctx, b, err), noRetry
 		}
-		return result{b: b, err: err, retry: true, worker: w.id}
+	case sqlerr.Code(err) != 0 || errors.Is(err, rowsql.ErrRowCount):
+		res.err = w.recover(ctx, b, err)
+	default:
+		res.err = fmt.Errorf("%s: %w", b.describe(), err)
 	}
-	return result{b: b, err: fmt.Errorf("%s: %w", b.describe(), err), worker: w.id}
+	return res
+}
+
+// finalTry reports whether a transient failure is the batch's last allowed
+// one (the coordinator counts; the worker only reads the count of a batch
+// it holds).
+func (w *worker) finalTry(b *batch) bool { return b.works[0].tries+1 > w.maxRetries }
+
+// recover handles a server error or row-count mismatch of a batch that was
+// first in line: if the target's definition of a table changed, the
+// stream restarts from its saved position with fresh plans; otherwise the
+// batch is applied again one statement at a time in source order, which
+// either commits (a merged statement may fail where the source's order of
+// statements does not) or names the transaction, table and row that
+// cannot be applied.
+func (w *worker) recover(ctx context.Context, b *batch, orig error) error {
+	changed, err := w.plans.Reload(ctx, b.tables())
+	if err != nil {
+		return fmt.Errorf("%s: %w (and reading the target's definitions failed: %v)", b.describe(), orig, err)
+	}
+	if changed {
+		return fmt.Errorf("%s: %w: %w", b.describe(), ErrSchemaChanged, orig)
+	}
+	return w.diagnose(ctx, b, orig)
+}
+
+// notOwner turns a refused position update into the error that names the
+// process that owns the stream now.
+func (w *worker) notOwner(ctx context.Context, b *batch, err error) error {
+	if oerr := position.CheckOwner(ctx, w.meta, w.commit.stream, w.commit.owner); oerr != nil {
+		return oerr
+	}
+	// Still ours: the guard failed instead (a row count); diagnosis names it.
+	return w.diagnose(ctx, b, err)
 }
 
 // rollback ends the open transaction; a connection that cannot even roll
 // back is dropped and replaced on the next batch.
 func (w *worker) rollback(ctx context.Context) {
+	w.sql.Discard()
 	if w.conn == nil {
 		return
 	}
 	if err := w.conn.rollback(context.WithoutCancel(ctx)); err != nil {
-		w.a.log.Warn("rollback failed; replacing the connection", "worker", w.id, "conn", w.connID.Load(), "error", err)
+		w.log.Warn("rollback failed; replacing the connection", "worker", w.id, "conn", w.connID.Load(), "error", err)
 		w.dropConn()
 	}
 }
@@ -113,19 +185,12 @@ func (w *worker) dropConn() {
 	w.connID.Store(0)
 }
 
-// lostStream reports whether another process owns the stream now.
-func (w *worker) lostStream(ctx context.Context) bool {
-	var owner string
-	err := w.a.meta.QueryRowContext(ctx, "SELECT owner FROM "+position.Table+" WHERE name = ?", w.a.cfg.Stream).Scan(&owner)
-	return err == nil && owner != w.a.cfg.Owner
-}
-
 // ensureConn replaces a connection that broke on an earlier batch.
 func (w *worker) ensureConn(ctx context.Context) error {
 	if w.conn != nil {
 		return nil
 	}
-	c, err := openConn(ctx, w.pool, w.a.cfg.BinlogApplied, w.a.cfg.LockWaitTimeout)
+	c, err := openConn(ctx, w.pool, w.binlogApplied, w.lockWait)
 	if err != nil {
 		return err
 	}
@@ -136,145 +201,39 @@ func (w *worker) ensureConn(ctx context.Context) error {
 
 // run writes and commits a batch.
 func (w *worker) run(ctx context.Context, b *batch) error {
-	if len(b.works) == 1 && b.works[0].ddl {
+	if wk := b.works[0]; wk.parts != nil || wk.statements {
 		return w.runAlone(ctx, b)
 	}
-	w.sw.reset()
-	w.rows = 0
-	if err := w.sw.beginTxn(); err != nil {
+	w.sql.Collapse, w.sql.OneByOne = w.collapse, false
+	return w.write(ctx, b)
+}
+
+// write renders every transaction of the batch and commits it.
+func (w *worker) write(ctx context.Context, b *batch) error {
+	if err := w.sql.Begin(); err != nil {
 		return err
 	}
-	collapse := w.a.collaps
-	w.col.reset()
+	rows := 0
 	for _, wk := range b.works {
-		if err := w.writeBody(ctx, wk.t, &wk.t.Body, wk.plans, collapse); err != nil {
+		if err := w.sql.Body(wk.t, &wk.body, wk.plans); err != nil {
 			return err
 		}
+		rows += countRows(&wk.body)
 	}
-	if err := w.finishStatements(collapse); err != nil {
+	if err := w.sql.Finish(); err != nil {
 		return err
 	}
-	return w.commit(ctx, b, false)
+	return w.commit.commit(ctx, w, b, commitOpts{rows: rows})
 }
 
-// writeBody writes the row changes of one transaction body. plans may be
-// nil (streamed and statement transactions): they are then looked up now,
-// after any statement before them ran.
-func (w *worker) writeBody(ctx context.Context, t *txn.Txn, body *txn.Body, plans []*plan.Table, collapse bool) error {
+func countRows(body *txn.Body) int {
+	n := 0
 	for i := range body.Items {
-		it := &body.Items[i]
-		var p *plan.Table
-		if plans != nil {
-			p = plans[i]
-		} else {
-			var err error
-			if p, err = w.a.plans.Get(ctx, it.Rows.Table); err != nil {
-				return err
-			}
-		}
-		for j := it.First; j < it.Last; j++ {
-			c := &body.Changes[j]
-			if collapse && p.Collapsible {
-				w.col.add(t, p, c)
-				continue
-			}
-			if err := w.w.change(t, p, c); err != nil {
-				return err
-			}
-		}
-		w.rows += it.Last - it.First
-	}
-	return nil
-}
-
-// finishStatements closes open statements and writes collapsed rows.
-func (w *worker) finishStatements(collapse bool) error {
-	if err := w.w.close(); err != nil {
-		return err
-	}
-	if collapse {
-		if err := w.col.write(&w.w); err != nil {
-			return err
+		if it := &body.Items[i]; it.Kind == txn.ItemRows {
+			n += it.Last - it.First
 		}
 	}
-	return w.sw.restoreSession()
-}
-
-// commit waits for the batch's turn, then writes the position and commits.
-// When the batch is already at the head, the position update and COMMIT
-// ride in the last round trip of statements.
-func (w *worker) commit(ctx context.Context, b *batch, force bool) error {
-	onlyBegin := w.sw.dml == 0
-	if !w.seq.atHead(b.first) {
-		if !onlyBegin {
-			if err := w.sw.send(); err != nil {
-				return err
-			}
-		}
-		if err := w.waitTurn(ctx, b); err != nil {
-			return err
-		}
-	}
-	pos, save := w.seq.next(b.works)
-	if onlyBegin && !force && time.Since(w.seq.lastSave) < w.a.cfg.IdleSave {
-		// Only skipped transactions: no round trip; the position is written
-		// with the next commit or by the coordinator when idle.
-		w.sw.reset()
-		w.seq.commit(pos, save, false)
-		w.done(b)
-		return nil
-	}
-	start := time.Now()
-	w.sw.begin()
-	w.sw.buf = position.AppendUpdate(w.sw.buf, w.a.cfg.Stream, save, w.a.cfg.Owner, guardVar)
-	if err := w.sw.end(stmtInfo{expect: 1, what: "position update"}); err != nil {
-		return err
-	}
-	if err := w.sw.raw("COMMIT"); err != nil {
-		return err
-	}
-	if err := w.sw.send(); err != nil {
-		return err
-	}
-	w.stats.Commit.Add(int64(time.Since(start)))
-	w.seq.commit(pos, save, true)
-	w.done(b)
-	return nil
-}
-
-// done passes the turn on and counts the batch.
-func (w *worker) done(b *batch) {
-	w.seq.advance(b.last)
-	w.stats.Batches.Add(1)
-	w.stats.Txns.Add(uint64(len(b.works)))
-	w.stats.Rows.Add(uint64(w.rows))
-	st := w.a.stats
-	st.Committed.Add(uint64(len(b.works)))
-	st.LastCommitAt.Store(time.Now().UnixNano())
-	if ts := b.works[len(b.works)-1].t.Timestamp; ts != 0 {
-		st.LastCommitTS.Store(int64(ts))
-	}
-}
-
-// waitTurn blocks until every earlier batch committed, or the batch must
-// give way.
-func (w *worker) waitTurn(ctx context.Context, b *batch) error {
-	start := time.Now()
-	w.waitingTurn.Store(true)
-	defer func() {
-		w.waitingTurn.Store(false)
-		w.stats.CommitWait.Add(int64(time.Since(start)))
-	}()
-	select {
-	case <-w.seq.turn(b.first):
-		return nil
-	case <-b.abort:
-		return errAborted
-	case <-w.abortAll:
-		return errStopping
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return n
 }
 
 // abortBatch closes b's abort channel once, if b is still the worker's;
@@ -290,18 +249,15 @@ func (w *worker) abortBatch(b *batch) bool {
 	return true
 }
 
-// errRowCount reports a statement that did not affect the rows it should
-// have (a row missing on the target, or there twice).
-var errRowCount = errors.New("row count mismatch")
-
-// flush sends one round trip and checks every statement's row count.
-func (w *worker) flush(sqlText []byte, stmts []stmtInfo) error {
+// Send runs one round trip (the rowsql.Sink of the worker's writer) and
+// checks every statement's row count.
+func (w *worker) Send(sqlText []byte, stmts []rowsql.Stmt) error {
 	select {
 	case <-w.abortAll:
 		return errStopping
 	default:
 	}
-	if b := w.cur.Load(); b != nil {
+	if b := w.batch; b != nil {
 		select {
 		case <-b.abort:
 			return errAborted
@@ -312,29 +268,7 @@ func (w *worker) flush(sqlText []byte, stmts []stmtInfo) error {
 	counts, err := w.conn.exec(w.ctx, sqlText)
 	w.execStart.Store(0)
 	if err != nil {
-		// A round trip of one row statement (diagnosis sends them so, each
-		// with its row-count check) failed in that statement.
-		if n := len(stmts); stmts[0].txn != nil && (n == 1 || n == 2 && stmts[1].what == rowCountCheck) {
-			return &stmtError{info: stmts[0], err: err}
-		}
-		return err
+		return rowsql.Blame(stmts, err)
 	}
-	for i, st := range stmts {
-		if st.expect < 0 || i >= len(counts) || counts[i] == st.expect {
-			continue
-		}
-		return &rowCountError{info: st, got: counts[i]}
-	}
-	return nil
+	return rowsql.Check(stmts, counts)
 }
-
-type rowCountError struct {
-	info stmtInfo
-	got  int64
-}
-
-func (e *rowCountError) Error() string {
-	return fmt.Sprintf("%s affected %d rows on the target, expected %d", e.info.what, e.got, e.info.expect)
-}
-
-func (e *rowCountError) Unwrap() error { return errRowCount }

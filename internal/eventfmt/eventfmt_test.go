@@ -41,18 +41,18 @@ func TestValueText(t *testing.T) {
 }
 
 func TestRestartAndHeartbeat(t *testing.T) {
-	evs := []*binlog.Event{
-		{Data: &replica.Restart{Reason: "connection lost: EOF"}},
-		{File: "binlog.000002", Pos: 0, Header: binlog.Header{Type: binlog.EventHeartbeat, LogPos: 900},
-			Data: &binlog.HeartbeatEvent{File: "binlog.000002", Pos: 900}},
+	msgs := []replica.Message{
+		{Restart: &replica.Restart{Reason: "connection lost: EOF"}},
+		{Event: &binlog.Event{File: "binlog.000002", Pos: 0, Header: binlog.Header{Type: binlog.EventHeartbeat, LogPos: 900},
+			Data: &binlog.HeartbeatEvent{File: "binlog.000002", Pos: 900}}},
 	}
 	var text, js bytes.Buffer
 	tp, jp := NewText(&text), NewJSON(&js)
-	for _, ev := range evs {
-		if err := tp.Print(ev); err != nil {
+	for _, m := range msgs {
+		if err := tp.PrintMessage(m); err != nil {
 			t.Fatal(err)
 		}
-		if err := jp.Print(ev); err != nil {
+		if err := jp.PrintMessage(m); err != nil {
 			t.Fatal(err)
 		}
 	}

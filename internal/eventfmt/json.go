@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/binlane/binlane/internal/binlog"
-	"github.com/binlane/binlane/internal/replica"
 )
 
 // object appends the members of a JSON object in the order given.
@@ -43,11 +42,6 @@ func (o *object) raw(k string, v []byte) {
 
 func (p *Printer) appendJSON(b []byte, ev *binlog.Event) []byte {
 	o := &object{b: append(b, '{')}
-	if r, ok := ev.Data.(*replica.Restart); ok {
-		o.add("type", "Restart")
-		o.add("reason", r.Reason)
-		return append(o.b, "}\n"...)
-	}
 	h := &ev.Header
 	o.add("file", ev.File)
 	o.add("pos", ev.Pos)

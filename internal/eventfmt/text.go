@@ -38,10 +38,26 @@ func (p *Printer) Print(ev *binlog.Event) error {
 	return err
 }
 
-func (p *Printer) appendText(b []byte, ev *binlog.Event) []byte {
-	if r, ok := ev.Data.(*replica.Restart); ok {
-		return fmt.Appendf(b, "# reconnected (%s): a partial transaction above is sent again below\n", r.Reason)
+// PrintMessage writes what a replication stream returned: an event, or
+// the notice that the stream reconnected.
+func (p *Printer) PrintMessage(m replica.Message) error {
+	if m.Restart == nil {
+		return p.Print(m.Event)
 	}
+	p.buf = p.buf[:0]
+	if p.json {
+		o := &object{b: append(p.buf, '{')}
+		o.add("type", "Restart")
+		o.add("reason", m.Restart.Reason)
+		p.buf = append(o.b, "}\n"...)
+	} else {
+		p.buf = fmt.Appendf(p.buf, "# reconnected (%s): a partial transaction above is sent again below\n", m.Restart.Reason)
+	}
+	_, err := p.w.Write(p.buf)
+	return err
+}
+
+func (p *Printer) appendText(b []byte, ev *binlog.Event) []byte {
 	h := &ev.Header
 	b = fmt.Appendf(b, "# at %d in %s\n", ev.Pos, ev.File)
 	ts := "0"

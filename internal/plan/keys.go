@@ -32,7 +32,7 @@ func (b *Builder) mapKeys(p *Table) error {
 		if !ok {
 			return fmt.Errorf("table %s: a primary key column of the target is not in the source table", p.Name)
 		}
-		p.Keys = append(p.Keys, Key{Seed: IndexSeed(t.Schema, t.Name, "PRIMARY"), Cols: cols, Prefix: t.PrimaryKey.Prefix, Primary: true})
+		p.Keys = append(p.Keys, Key{Seed: IndexSeed(b.cache.Ident(t.Schema, t.Name), "PRIMARY"), Cols: cols, Prefix: t.PrimaryKey.Prefix, Primary: true})
 	}
 	for i := range t.UniqueKeys {
 		ix := &t.UniqueKeys[i]
@@ -40,10 +40,10 @@ func (b *Builder) mapKeys(p *Table) error {
 		if !ok {
 			// A unique key over a column the source does not send: nothing to
 			// hash, so serialize the table instead of guessing.
-			p.Serialize = fmt.Sprintf("unique key %s uses a column the source table does not have", ix.Name)
+			p.Serialize = SerializeUniqueNotInSource
 			continue
 		}
-		p.Keys = append(p.Keys, Key{Seed: IndexSeed(t.Schema, t.Name, ix.Name), Cols: cols, Prefix: ix.Prefix})
+		p.Keys = append(p.Keys, Key{Seed: IndexSeed(b.cache.Ident(t.Schema, t.Name), ix.Name), Cols: cols, Prefix: ix.Prefix})
 	}
 	if rk := t.UsableKey(); rk != nil {
 		p.RowKey, _ = toSource(rk)
@@ -60,7 +60,7 @@ func (b *Builder) mapForeignKeys(ctx context.Context, p *Table) error {
 		if err != nil {
 			return fmt.Errorf("table %s: foreign key %s: %w", p.Name, fk.Name, err)
 		}
-		ref := Parent{ParentTable: TableSeed(fk.ParentSchema, fk.ParentTable)}
+		ref := Parent{ParentTable: TableSeed(b.cache.Ident(fk.ParentSchema, fk.ParentTable))}
 		for _, name := range fk.ChildColumns {
 			c := -1
 			for i := range p.Cols {
@@ -78,7 +78,7 @@ func (b *Builder) mapForeignKeys(ctx context.Context, p *Table) error {
 		} else if ix := matchingUnique(parent, fk.ParentColumns); ix == nil {
 			ref.TableLevel = true
 		} else {
-			ref.Seed = IndexSeed(parent.Schema, parent.Name, ix.Name)
+			ref.Seed = IndexSeed(b.cache.Ident(parent.Schema, parent.Name), ix.Name)
 			// Order the child columns as the parent index lists them, so the
 			// hashes agree.
 			ref.Cols = reorder(ref.Cols, fk.ParentColumns, parent, ix)
@@ -104,7 +104,7 @@ func (b *Builder) cascades(ctx context.Context, t *schema.Table, seen map[uint64
 		if !fk.Cascades() {
 			continue
 		}
-		h := TableSeed(fk.ChildSchema, fk.ChildTable)
+		h := TableSeed(b.cache.Ident(fk.ChildSchema, fk.ChildTable))
 		if seen[h] {
 			continue
 		}

@@ -93,17 +93,27 @@ type Parent struct {
 }
 
 // TableSeed returns the identity of a table for table-level conflicts.
-func TableSeed(schemaName, table string) uint64 {
-	return xxhash.Sum64String(schemaName + "." + table)
+func TableSeed(id schema.Ident) uint64 {
+	return xxhash.Sum64String(id.Schema + "." + id.Table)
 }
 
-// IndexSeed returns the identity of one index of a table.
-func IndexSeed(schemaName, table, index string) uint64 {
-	return xxhash.Sum64String(schemaName + "." + table + "/" + strings.ToLower(index))
+// IndexSeed returns the identity of one index of a table (index names
+// compare case-insensitively).
+func IndexSeed(id schema.Ident, index string) uint64 {
+	return xxhash.Sum64String(id.Schema + "." + id.Table + "/" + strings.ToLower(index))
+}
+
+// Options change how plans are built.
+type Options struct {
+	// AllowTriggers lets tables with triggers on the target be replicated
+	// (their transactions then run alone); otherwise such a table is an
+	// error, because its triggers would apply their effects a second time.
+	AllowTriggers bool
 }
 
 // Builder computes and caches plans. It is safe for concurrent use.
 type Builder struct {
+	opts       Options
 	cache      *schema.Cache
 	collations schema.Collations
 	byName     map[string]schema.Collation
@@ -112,8 +122,8 @@ type Builder struct {
 }
 
 // NewBuilder returns a builder reading target metadata through cache.
-func NewBuilder(cache *schema.Cache, collations schema.Collations) *Builder {
-	b := &Builder{cache: cache, collations: collations, byName: map[string]schema.Collation{},
+func NewBuilder(cache *schema.Cache, collations schema.Collations, opts Options) *Builder {
+	b := &Builder{opts: opts, cache: cache, collations: collations, byName: map[string]schema.Collation{},
 		plans: map[*binlog.TableMap]*Table{}}
 	for _, c := range collations {
 		b.byName[strings.ToLower(c.Name)] = c
@@ -121,12 +131,36 @@ func NewBuilder(cache *schema.Cache, collations schema.Collations) *Builder {
 	return b
 }
 
-// Invalidate drops every plan (after DDL) and the schema cache entries of
-// the named tables.
+// Invalidate drops every plan and every cached definition (after DDL).
 func (b *Builder) Invalidate() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	clear(b.plans)
+	b.cache.InvalidateAll()
+}
+
+// Reload reads the definitions of the given tables again and reports
+// whether any differs from the one its plans were built from; plans built
+// from a changed definition are dropped.
+func (b *Builder) Reload(ctx context.Context, tables []*Table) (changed bool, err error) {
+	for _, p := range tables {
+		b.cache.Invalidate(p.Target.Schema, p.Target.Name)
+	}
+	for _, p := range tables {
+		t, err := b.cache.Get(ctx, p.Target.Schema, p.Target.Name)
+		if err != nil {
+			return false, err
+		}
+		if t == nil || t.Signature != p.Target.Signature {
+			changed = true
+		}
+	}
+	if changed {
+		b.mu.Lock()
+		clear(b.plans)
+		b.mu.Unlock()
+	}
+	return changed, nil
 }
 
 // Schema returns the schema cache.
@@ -164,7 +198,14 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 	if t == nil {
 		return nil, fmt.Errorf("table %s does not exist on the target", tm.QualifiedName())
 	}
-	p := &Table{Source: tm, Target: t, Name: t.QualifiedName(), TableHash: TableSeed(t.Schema, t.Name)}
+	if !t.Transactional {
+		return nil, fmt.Errorf("table %s on the target uses the %s engine, which cannot roll back: binlane's retries and "+
+			"crash recovery need a transactional engine (ALTER TABLE %s ENGINE=InnoDB on the target)", t.QualifiedName(), t.Engine, t.QualifiedName())
+	}
+	if t.HasTriggers && !b.opts.AllowTriggers {
+		return nil, &TriggerError{Table: t.QualifiedName()}
+	}
+	p := &Table{Source: tm, Target: t, Name: t.QualifiedName(), TableHash: TableSeed(b.cache.Ident(t.Schema, t.Name))}
 	if err := b.mapColumns(p); err != nil {
 		return nil, err
 	}
@@ -177,7 +218,24 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 	p.Collapsible = len(t.UniqueKeys) == 0 && t.PrimaryKey != nil && len(t.ForeignKeys) == 0 &&
 		len(t.ReferencedBy) == 0 && !t.HasTriggers
 	if t.HasTriggers {
-		p.Serialize = "table has triggers on the target"
+		p.Serialize = SerializeTriggers
 	}
 	return p, nil
+}
+
+// Reasons why every transaction touching a table runs alone (short stable
+// codes: they label metrics).
+const (
+	SerializeTriggers          = "triggers"                 // allowed triggers on the target
+	SerializeUniqueNotInSource = "unique_key_not_in_source" // a target unique key over a column the source lacks
+)
+
+// TriggerError refuses a table with triggers on the target.
+type TriggerError struct{ Table string }
+
+func (e *TriggerError) Error() string {
+	return fmt.Sprintf("table %s has triggers on the target: they would fire for every replicated row and apply their "+
+		"effects a second time (the source's trigger effects are already in its binlog as rows). Drop them on the target "+
+		"while it is a replica (binlane keeps the trigger DDL it reads from the source for cut-over: see binlane status), "+
+		"or pass --allow-target-triggers if they only write outside the replicated tables and may run twice", e.Table)
 }

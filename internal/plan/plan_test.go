@@ -117,7 +117,11 @@ func setup(t *testing.T) (map[string]*binlog.TableMap, *plan.Builder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return maps, plan.NewBuilder(schema.NewCache(meta), colls)
+	cache, err := schema.NewCache(context.Background(), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return maps, plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: true})
 }
 
 func TestPlan(t *testing.T) {
@@ -138,8 +142,8 @@ func TestPlan(t *testing.T) {
 		}
 		return p
 	}
-	seed := func(table, index string) uint64 { return plan.IndexSeed("p", table, index) }
-	tbl := func(table string) uint64 { return plan.TableSeed("p", table) }
+	seed := func(table, index string) uint64 { return plan.IndexSeed(schema.Ident{Schema: "p", Table: table}, index) }
+	tbl := func(table string) uint64 { return plan.TableSeed(schema.Ident{Schema: "p", Table: table}) }
 
 	t.Run("keys", func(t *testing.T) {
 		p := get("parent")

@@ -1,28 +1,36 @@
 // Package position keeps a stream's state in the target itself, in
 // binlane.streams: the source position the target has applied up to, the
-// stream's state and last error. The position row is updated in the same
-// target transaction as the rows it covers, so a crash can neither lose an
-// applied transaction nor apply one twice.
+// stream's state and last error, who runs it, and the statement (DDL) in
+// progress. The position row is updated in the same target transaction as
+// the rows it covers, so a crash can neither lose an applied transaction
+// nor apply one twice. Statements binlane keeps instead of running (trigger
+// DDL) are recorded in binlane.deferred, in the same transaction too.
 //
-// The package owns the binlane schema and the SQL that reads and writes it;
-// it must never touch any other table.
+// Every write is made on behalf of the stream's owner (the run that took it
+// over) and does nothing for a process that lost the stream: a second
+// process, or a killed one whose connection the server is still finishing,
+// can never change the stream.
+//
+// The package owns the binlane schema and every statement on it; it must
+// never touch any other table.
 package position
 
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/binlane/binlane/internal/sqlerr"
 )
 
 // Schema and Table name where the state lives.
 const (
-	Schema = "binlane"
-	Table  = "`binlane`.`streams`"
+	Schema        = "binlane"
+	Table         = "`binlane`.`streams`"
+	DeferredTable = "`binlane`.`deferred`"
 )
 
 // Stream states.
@@ -32,10 +40,19 @@ const (
 	StateError   = "error"
 )
 
+// DDL states: a statement that cannot roll back (DDL) is marked running
+// before it starts; a run that finds the mark after a crash decides from
+// the target's schema whether it was applied. A statement that failed is
+// marked failed: it was not applied and runs again.
+const (
+	DDLRunning = "running"
+	DDLFailed  = "failed"
+)
+
 // State is one stream's row.
 type State struct {
 	Name     string
-	SourceID string // server uuid or server_id@address of the source
+	SourceID string // server uuid or server_id of the source
 	Flavor   string
 	GTID     string // position: the source GTIDs applied (MariaDB per domain, MySQL set)
 	File     string // binlog file and position after the last applied transaction
@@ -45,8 +62,9 @@ type State struct {
 	Applied  uint64    // transactions applied since the stream was created
 	State    string
 	Message  string
-	// DDLGTID is set while a statement that cannot roll back (DDL) runs.
-	DDLGTID   string
+	// DDL is the statement in progress or failed (empty GTID: none).
+	DDL       DDLMark
+	Owner     Owner
 	UpdatedAt time.Time
 	// Reported by the running process every few seconds: lag (-1 when
 	// unknown), and a JSON snapshot of the applier's counters.
@@ -55,7 +73,28 @@ type State struct {
 	ReportedAt time.Time
 }
 
-// Ensure creates the schema and table if they do not exist.
+// DDLMark records a statement that cannot roll back while it runs.
+type DDLMark struct {
+	GTID  string
+	State string // DDLRunning or DDLFailed
+	// Fingerprint is the target's definition of what the statement changes,
+	// taken before it ran.
+	Fingerprint string
+	// Conn is the connection that ran it, to wait for after a crash.
+	Conn int64
+}
+
+// columns and the migrations that add the ones a table created by an older
+// binlane lacks.
+var migrations = []struct{ column, def string }{
+	{"ddl_state", "VARCHAR(16) NOT NULL DEFAULT ''"},
+	{"ddl_fingerprint", "VARCHAR(64) NOT NULL DEFAULT ''"},
+	{"ddl_conn", "BIGINT NOT NULL DEFAULT 0"},
+	{"owner_since", "TIMESTAMP(6) NULL DEFAULT NULL"},
+}
+
+// Ensure creates the schema and tables if they do not exist, and adds the
+// columns an older version's table lacks.
 func Ensure(ctx context.Context, db *sql.DB) error {
 	stmts := []string{
 		"CREATE DATABASE IF NOT EXISTS `" + Schema + "`",
@@ -72,11 +111,25 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 			state VARCHAR(16) NOT NULL DEFAULT 'stopped',
 			message TEXT NOT NULL,
 			ddl_gtid VARCHAR(255) NOT NULL DEFAULT '',
-			owner VARCHAR(64) NOT NULL DEFAULT '',
+			ddl_state VARCHAR(16) NOT NULL DEFAULT '',
+			ddl_fingerprint VARCHAR(64) NOT NULL DEFAULT '',
+			ddl_conn BIGINT NOT NULL DEFAULT 0,
+			owner VARCHAR(128) NOT NULL DEFAULT '',
+			owner_since TIMESTAMP(6) NULL DEFAULT NULL,
 			lag_ms BIGINT NULL,
 			stats MEDIUMTEXT NULL,
 			reported_at TIMESTAMP(6) NULL DEFAULT NULL,
 			updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6)
+		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+		`CREATE TABLE IF NOT EXISTS ` + DeferredTable + ` (
+			id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+			stream VARCHAR(64) NOT NULL,
+			gtid VARCHAR(255) NOT NULL DEFAULT '',
+			schema_name VARCHAR(64) NOT NULL DEFAULT '',
+			reason VARCHAR(64) NOT NULL DEFAULT '',
+			statement MEDIUMTEXT NOT NULL,
+			recorded_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+			KEY (stream, id)
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 	}
 	for _, q := range stmts {
@@ -84,26 +137,68 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("create %s: %w", Table, err)
 		}
 	}
+	return migrate(ctx, db)
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0) FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'streams'`, Schema)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", Table, err)
+	}
+	have := map[string]int64{}
+	for rows.Next() {
+		var c string
+		var n int64
+		if err := rows.Scan(&c, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		have[strings.ToLower(c)] = max(n, 1)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, m := range migrations {
+		if have[m.column] > 0 {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, "ALTER TABLE "+Table+" ADD COLUMN "+m.column+" "+m.def); err != nil {
+			return fmt.Errorf("upgrade %s: %w", Table, err)
+		}
+	}
+	if have["owner"] < 128 {
+		if _, err := db.ExecContext(ctx, "ALTER TABLE "+Table+" MODIFY owner VARCHAR(128) NOT NULL DEFAULT ''"); err != nil {
+			return fmt.Errorf("upgrade %s: %w", Table, err)
+		}
+	}
 	return nil
 }
 
 const columns = `name, source_id, flavor, COALESCE(gtid_pos, ''), binlog_file, binlog_pos, last_gtid,
-	COALESCE(UNIX_TIMESTAMP(source_ts), 0), applied_trx, state, message, ddl_gtid, UNIX_TIMESTAMP(updated_at),
-	COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0)`
+	COALESCE(UNIX_TIMESTAMP(source_ts), 0), applied_trx, state, message,
+	ddl_gtid, ddl_state, ddl_fingerprint, ddl_conn, owner, COALESCE(UNIX_TIMESTAMP(owner_since), 0),
+	UNIX_TIMESTAMP(updated_at), COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0)`
 
 func scan(row interface{ Scan(...any) error }) (State, error) {
 	var s State
-	var srcTS, upd, rep float64
+	var srcTS, since, upd, rep float64
+	var owner string
 	err := row.Scan(&s.Name, &s.SourceID, &s.Flavor, &s.GTID, &s.File, &s.Pos, &s.LastGTID, &srcTS, &s.Applied,
-		&s.State, &s.Message, &s.DDLGTID, &upd, &s.LagMillis, &s.Stats, &rep)
-	if srcTS > 0 {
-		s.SourceTS = time.Unix(0, int64(srcTS*1e9))
-	}
-	if rep > 0 {
-		s.ReportedAt = time.Unix(0, int64(rep*1e9))
-	}
-	s.UpdatedAt = time.Unix(0, int64(upd*1e9))
+		&s.State, &s.Message, &s.DDL.GTID, &s.DDL.State, &s.DDL.Fingerprint, &s.DDL.Conn, &owner, &since,
+		&upd, &s.LagMillis, &s.Stats, &rep)
+	s.SourceTS, s.ReportedAt, s.UpdatedAt = unix(srcTS), unix(rep), unix(upd)
+	s.Owner = ParseOwner(owner)
+	s.Owner.Since = unix(since)
 	return s, err
+}
+
+func unix(f float64) time.Time {
+	if f <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(f*1e9))
 }
 
 // Load reads one stream; ok is false when it does not exist (or the table
@@ -140,9 +235,7 @@ func List(ctx context.Context, db *sql.DB) ([]State, error) {
 	return out, rows.Err()
 }
 
-func isNoTable(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "Error 1146") || strings.Contains(err.Error(), "Error 1049"))
-}
+func isNoTable(err error) bool { return sqlerr.Is(err, sqlerr.NoSuchTable, sqlerr.UnknownDB) }
 
 // Create inserts the stream's row if it does not exist.
 func Create(ctx context.Context, db *sql.DB, s State) error {
@@ -154,12 +247,55 @@ func Create(ctx context.Context, db *sql.DB, s State) error {
 	return nil
 }
 
+// execer is a pool, a connection or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// ownedUpdate runs an UPDATE of the stream's row whose WHERE clause ends in
+// "name = ? AND owner = ?" (the last two args). When it changes nothing it
+// tells a row that needed no change from a stream another process owns.
+func ownedUpdate(ctx context.Context, db execer, name, owner, query string, args ...any) error {
+	res, err := db.ExecContext(ctx, query, append(args, name, owner)...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
+	}
+	return checkOwner(ctx, db, name, owner)
+}
+
+// CheckOwner returns a *TakenOverError when owner no longer owns the stream.
+func CheckOwner(ctx context.Context, db *sql.DB, name, owner string) error {
+	return checkOwner(ctx, db, name, owner)
+}
+
+func checkOwner(ctx context.Context, db execer, name, owner string) error {
+	var cur string
+	var since float64
+	err := db.QueryRowContext(ctx, "SELECT owner, COALESCE(UNIX_TIMESTAMP(owner_since), 0) FROM "+Table+" WHERE name = ?", name).Scan(&cur, &since)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("stream %q: no such stream", name)
+	}
+	if err != nil {
+		return err
+	}
+	if cur != owner {
+		o := ParseOwner(cur)
+		o.Since = unix(since)
+		return &TakenOverError{Stream: name, By: o}
+	}
+	return nil
+}
+
 // SetState records the stream's state and message (a last error, or "").
-func SetState(ctx context.Context, db *sql.DB, name, state, message string) error {
+func SetState(ctx context.Context, db *sql.DB, name, owner, state, message string) error {
 	if len(message) > 60000 {
 		message = message[:60000]
 	}
-	_, err := db.ExecContext(ctx, "UPDATE "+Table+" SET state = ?, message = ? WHERE name = ?", state, message, name)
+	err := ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+" SET state = ?, message = ? WHERE name = ? AND owner = ?", state, message)
 	if err != nil {
 		return fmt.Errorf("record state of stream %q: %w", name, err)
 	}
@@ -167,95 +303,31 @@ func SetState(ctx context.Context, db *sql.DB, name, state, message string) erro
 }
 
 // Report records the running process's view: lag and counters.
-func Report(ctx context.Context, db *sql.DB, name string, lag time.Duration, stats string) error {
-	_, err := db.ExecContext(ctx, "UPDATE "+Table+" SET lag_ms = ?, stats = ?, reported_at = NOW(6) WHERE name = ?",
-		lag.Milliseconds(), stats, name)
-	return err
+func Report(ctx context.Context, db *sql.DB, name, owner string, lag time.Duration, stats string) error {
+	return ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+" SET lag_ms = ?, stats = ?, reported_at = NOW(6) WHERE name = ? AND owner = ?",
+		lag.Milliseconds(), stats)
 }
 
-// Save is the position written with a transaction.
-type Save struct {
-	GTID     string
-	File     string
-	Pos      uint64
-	LastGTID string
-	SourceTS uint32 // seconds; 0 leaves the column as it is
-	Applied  int    // transactions covered by this save
-}
-
-// AppendUpdate appends the statement that moves the stream's position, for
-// the caller to send inside the transaction it covers. It fails (the
-// position would become NULL, which the column refuses) unless the stream
-// still belongs to owner and, when guard names a user variable, that
-// variable is 0 — so a COMMIT sent after it in the same multi-statement
-// round trip never runs for a process that lost the stream, or after a
-// statement that did not do what it should have.
-func AppendUpdate(buf []byte, name string, s Save, owner, guard string) []byte {
-	buf = append(buf, "UPDATE "+Table+" SET gtid_pos=IF(owner="...)
-	buf = appendQuoted(buf, owner)
-	if guard != "" {
-		buf = append(buf, " AND "+guard+"=0"...)
-	}
-	buf = append(buf, ',')
-	buf = appendQuoted(buf, s.GTID)
-	buf = append(buf, ",NULL)"...)
-	buf = append(buf, ",binlog_file="...)
-	buf = appendQuoted(buf, s.File)
-	buf = append(buf, ",binlog_pos="...)
-	buf = strconv.AppendUint(buf, s.Pos, 10)
-	buf = append(buf, ",last_gtid="...)
-	buf = appendQuoted(buf, s.LastGTID)
-	if s.SourceTS != 0 {
-		buf = append(buf, ",source_ts=FROM_UNIXTIME("...)
-		buf = strconv.AppendUint(buf, uint64(s.SourceTS), 10)
-		buf = append(buf, ')')
-	}
-	buf = append(buf, ",applied_trx=applied_trx+"...)
-	buf = strconv.AppendInt(buf, int64(s.Applied), 10)
-	buf = append(buf, " WHERE name="...)
-	return appendQuoted(buf, name)
-}
-
-// ErrNotOwner reports that another process took the stream over.
-var ErrNotOwner = errors.New("another binlane process took over this stream")
-
-// IsNotOwner recognizes the server's refusal of a position update by a
-// process that lost the stream (the NULL position of AppendUpdate).
-func IsNotOwner(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "Error 1048") && strings.Contains(err.Error(), "gtid_pos")
-}
-
-// TakeOver makes owner the stream's owner. It waits for any transaction of
-// a previous owner that still holds the stream's row (a process killed
-// during its commit: the server finishes that commit), so the position read
-// after it includes everything the previous owner committed, and whatever
-// that owner still tries to commit afterwards fails.
-func TakeOver(ctx context.Context, db *sql.DB, name, owner string) error {
-	res, err := db.ExecContext(ctx, "UPDATE "+Table+" SET owner = ? WHERE name = ?", owner, name)
+// RecordSource notes which source the stream reads and where it starts, and
+// marks it running.
+func RecordSource(ctx context.Context, db *sql.DB, name, owner, sourceID, flavor, start string) error {
+	err := ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+` SET gtid_pos = ?, source_id = ?, flavor = ?, state = ?, message = ''
+		WHERE name = ? AND owner = ?`, start, sourceID, flavor, StateRunning)
 	if err != nil {
-		return fmt.Errorf("take over stream %q: %w", name, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("take over stream %q: no such stream", name)
+		return fmt.Errorf("record stream %q: %w", name, err)
 	}
 	return nil
 }
 
-// MarkDDL records (gtid != "") or clears the statement in progress.
-func MarkDDL(ctx context.Context, db interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, name, gtid string) error {
-	_, err := db.ExecContext(ctx, "UPDATE "+Table+" SET ddl_gtid = ? WHERE name = ?", gtid, name)
-	return err
+// MarkDDL records, on the connection about to run it, that a statement
+// which cannot roll back starts. It fails for a process that lost the
+// stream, so such a process never runs the statement.
+func MarkDDL(ctx context.Context, conn execer, name, owner string, m DDLMark) error {
+	return ownedUpdate(ctx, conn, name, owner, "UPDATE "+Table+` SET ddl_gtid = ?, ddl_state = ?, ddl_fingerprint = ?, ddl_conn = ?
+		WHERE name = ? AND owner = ?`, m.GTID, DDLRunning, m.Fingerprint, m.Conn)
 }
 
-// appendQuoted writes a string literal as hex, which reads the same under
-// every sql_mode (NO_BACKSLASH_ESCAPES included) and needs no escaping.
-func appendQuoted(buf []byte, s string) []byte {
-	if s == "" {
-		return append(buf, "''"...)
-	}
-	buf = append(buf, "_utf8mb4 X'"...)
-	buf = hex.AppendEncode(buf, []byte(s))
-	return append(buf, '\'')
+// FailDDL records that the marked statement failed: it was not applied.
+func FailDDL(ctx context.Context, db *sql.DB, name, owner string) error {
+	return ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+" SET ddl_state = ? WHERE name = ? AND owner = ? AND ddl_gtid <> ''", DDLFailed)
 }

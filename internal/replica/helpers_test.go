@@ -71,7 +71,7 @@ func newConsumer(t testing.TB, s *Stream) *consumer {
 }
 
 // next reads one event, failing the test on error.
-func (c *consumer) next() *binlog.Event {
+func (c *consumer) next() Message {
 	c.t.Helper()
 	ev, err := c.tryNext(30 * time.Second)
 	if err != nil {
@@ -84,20 +84,24 @@ func (c *consumer) next() *binlog.Event {
 	return ev
 }
 
-func (c *consumer) tryNext(wait time.Duration) (*binlog.Event, error) {
+func (c *consumer) tryNext(wait time.Duration) (Message, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	ev, err := c.s.Next(ctx)
+	m, err := c.s.Next(ctx)
 	if err != nil {
-		return nil, err
+		return m, err
 	}
 	c.events++
-	switch d := ev.Data.(type) {
-	case *Restart:
-		c.restarts = append(c.restarts, d)
+	if m.Restart != nil {
+		c.restarts = append(c.restarts, m.Restart)
 		if c.tr.InGroup() {
 			c.partial++
 		}
+		c.tr.Discard()
+		return m, nil
+	}
+	ev := m.Event
+	switch d := ev.Data.(type) {
 	case *binlog.HeartbeatEvent:
 		c.heartbeats = append(c.heartbeats, d)
 	case *binlog.RotateEvent:
@@ -108,11 +112,11 @@ func (c *consumer) tryNext(wait time.Duration) (*binlog.Event, error) {
 	if c.tr.Observe(ev) && !c.tr.LastGTID().IsZero() {
 		c.gtids = append(c.gtids, c.tr.LastGTID())
 	}
-	return ev, nil
+	return m, nil
 }
 
 // until reads events until cond holds.
-func (c *consumer) until(what string, cond func(ev *binlog.Event) bool) {
+func (c *consumer) until(what string, cond func(m Message) bool) {
 	c.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -126,7 +130,7 @@ func (c *consumer) until(what string, cond func(ev *binlog.Event) bool) {
 // untilGTID reads until the transaction with sequence number seq completed.
 func (c *consumer) untilGTID(seq uint64) {
 	c.t.Helper()
-	c.until(fmt.Sprintf("GTID seq %d", seq), func(*binlog.Event) bool {
+	c.until(fmt.Sprintf("GTID seq %d", seq), func(Message) bool {
 		return len(c.gtids) > 0 && c.gtids[len(c.gtids)-1].Seq >= seq
 	})
 }

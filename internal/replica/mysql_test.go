@@ -119,7 +119,11 @@ func TestMySQLStreamResumesByGTIDSet(t *testing.T) {
 	}
 	c := newConsumer(t, s)
 	var names []string
-	c.until("transaction 4", func(ev *binlog.Event) bool {
+	c.until("transaction 4", func(m Message) bool {
+		ev := m.Event
+		if ev == nil {
+			return false
+		}
 		if r, ok := ev.Data.(*binlog.RowsEvent); ok {
 			vals, err := r.AppendRows(nil)
 			if err != nil {

@@ -3,22 +3,20 @@ package replica
 import (
 	"context"
 	"sync"
-
-	"github.com/binlane/binlane/internal/binlog"
 )
 
 // eventOverhead is added to an event's raw size in queue accounting, so a
 // flood of tiny events is bounded too.
 const eventOverhead = 256
 
-// queue carries decoded events from the reader goroutine to Next. It is
+// queue carries decoded events (and restarts) from the reader goroutine to Next. It is
 // bounded in bytes rather than events: one 1 GiB row event and a million
 // small ones must both fit in memory. It has exactly one producer and one
 // consumer.
 type queue struct {
 	max      int
 	mu       sync.Mutex
-	items    []*binlog.Event // guarded by mu; head at index 0
+	items    []Message     // guarded by mu; head at index 0
 	sizes    []int           // guarded by mu; parallel to items
 	bytes    int             // guarded by mu; sum of sizes
 	err      error           // guarded by mu; set once by close
@@ -40,7 +38,7 @@ func signal(ch chan struct{}) {
 
 // push adds ev, waiting while the queue is over its bound. An event larger
 // than the bound is let in when the queue is empty.
-func (q *queue) push(ctx context.Context, ev *binlog.Event, size int) error {
+func (q *queue) push(ctx context.Context, m Message, size int) error {
 	size += eventOverhead
 	for {
 		q.mu.Lock()
@@ -49,7 +47,7 @@ func (q *queue) push(ctx context.Context, ev *binlog.Event, size int) error {
 			return q.err
 		}
 		if q.bytes == 0 || q.bytes+size <= q.max {
-			q.items = append(q.items, ev)
+			q.items = append(q.items, m)
 			q.sizes = append(q.sizes, size)
 			q.bytes += size
 			q.mu.Unlock()
@@ -68,13 +66,13 @@ func (q *queue) push(ctx context.Context, ev *binlog.Event, size int) error {
 
 // pop returns the oldest event; once the queue is closed and drained, the
 // error it was closed with.
-func (q *queue) pop(ctx context.Context) (*binlog.Event, error) {
+func (q *queue) pop(ctx context.Context) (Message, error) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 {
-			ev := q.items[0]
+			m := q.items[0]
 			q.bytes -= q.sizes[0]
-			q.items[0] = nil
+			q.items[0] = Message{}
 			q.items, q.sizes = q.items[1:], q.sizes[1:]
 			if len(q.items) == 0 {
 				// Let the backing arrays go rather than creep forward.
@@ -82,18 +80,18 @@ func (q *queue) pop(ctx context.Context) (*binlog.Event, error) {
 			}
 			q.mu.Unlock()
 			signal(q.notFull)
-			return ev, nil
+			return m, nil
 		}
 		err := q.err
 		q.mu.Unlock()
 		if err != nil {
-			return nil, err
+			return Message{}, err
 		}
 		select {
 		case <-q.notEmpty:
 		case <-q.done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return Message{}, ctx.Err()
 		}
 	}
 }

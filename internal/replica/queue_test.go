@@ -14,21 +14,22 @@ func TestQueueBoundsBytes(t *testing.T) {
 	q := newQueue(3 * (100 + eventOverhead))
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
-		if err := q.push(ctx, &binlog.Event{Pos: uint64(i)}, 100); err != nil {
+		if err := q.push(ctx, Message{Event: &binlog.Event{Pos: uint64(i)}}, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The fourth waits for room.
 	pushed := make(chan error, 1)
-	go func() { pushed <- q.push(ctx, &binlog.Event{Pos: 3}, 100) }()
+	go func() { pushed <- q.push(ctx, Message{Event: &binlog.Event{Pos: 3}}, 100) }()
 	select {
 	case err := <-pushed:
 		t.Fatalf("push over the bound returned %v", err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	for i := 0; i < 4; i++ {
-		ev, err := q.pop(ctx)
-		if err != nil || ev.Pos != uint64(i) {
+		m, err := q.pop(ctx)
+		if err != nil || m.Event.Pos != uint64(i) {
+			ev := m.Event
 			t.Fatalf("pop %d: %v %v", i, ev, err)
 		}
 	}
@@ -36,10 +37,10 @@ func TestQueueBoundsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An event larger than the bound passes when the queue is empty.
-	if err := q.push(ctx, &binlog.Event{Pos: 9}, 1<<20); err != nil {
+	if err := q.push(ctx, Message{Event: &binlog.Event{Pos: 9}}, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	if ev, _ := q.pop(ctx); ev.Pos != 9 {
+	if m, _ := q.pop(ctx); m.Event.Pos != 9 {
 		t.Fatal("big event lost")
 	}
 }
@@ -47,16 +48,16 @@ func TestQueueBoundsBytes(t *testing.T) {
 func TestQueueCloseDrainsThenFails(t *testing.T) {
 	q := newQueue(1 << 20)
 	ctx := context.Background()
-	q.push(ctx, &binlog.Event{Pos: 1}, 10)
+	q.push(ctx, Message{Event: &binlog.Event{Pos: 1}}, 10)
 	q.close(io.EOF)
 	q.close(errors.New("second close is ignored"))
-	if ev, err := q.pop(ctx); err != nil || ev.Pos != 1 {
+	if m, err := q.pop(ctx); err != nil || m.Event.Pos != 1 {
 		t.Fatalf("queued event lost: %v", err)
 	}
 	if _, err := q.pop(ctx); err != io.EOF {
 		t.Fatalf("after drain: %v", err)
 	}
-	if err := q.push(ctx, &binlog.Event{}, 1); err != io.EOF {
+	if err := q.push(ctx, Message{Event: &binlog.Event{}}, 1); err != io.EOF {
 		t.Fatalf("push after close: %v", err)
 	}
 	// A blocked pop wakes up on close and on cancellation.

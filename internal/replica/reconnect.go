@@ -2,9 +2,10 @@ package replica
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	cbackoff "github.com/cenkalti/backoff/v5"
 	"net"
 	"time"
 )
@@ -14,31 +15,28 @@ import (
 // and drops us at once must not be hammered.
 const stableSession = 10 * time.Second
 
-// backoff is the bounded exponential wait between reconnect attempts.
+// backoff is the bounded exponential wait between reconnect attempts, with
+// ±20% jitter so that many replicas of one source do not retry in lockstep.
 type backoff struct {
-	min, max time.Duration
-	next     time.Duration
+	exp *cbackoff.ExponentialBackOff
 }
 
 func newBackoff(cfg *Config) *backoff {
-	return &backoff{min: cfg.MinBackoff, max: cfg.MaxBackoff, next: cfg.MinBackoff}
+	b := &backoff{exp: &cbackoff.ExponentialBackOff{InitialInterval: cfg.MinBackoff, RandomizationFactor: 0.2,
+		Multiplier: 2, MaxInterval: cfg.MaxBackoff}}
+	b.exp.Reset()
+	return b
 }
 
 // sessionEnded resets the wait after a session that had been stable.
 func (b *backoff) sessionEnded(s *session) {
 	if time.Since(s.started) >= stableSession {
-		b.next = b.min
+		b.exp.Reset()
 	}
 }
 
-// wait returns the delay before the next attempt (±20% jitter, so that
-// many replicas of one source do not retry in lockstep) and doubles it.
-func (b *backoff) wait() time.Duration {
-	d := b.next
-	b.next = min(2*b.next, b.max)
-	jitter := time.Duration(rand.Int64N(int64(d)/5+1)) * 2
-	return d - d/5 + jitter
-}
+// wait returns the delay before the next attempt.
+func (b *backoff) wait() time.Duration { return b.exp.NextBackOff() }
 
 // reconnect connects again from pos, retrying while the failures are
 // retryable; it logs every attempt.

@@ -16,12 +16,18 @@ import (
 	"github.com/binlane/binlane/internal/wire"
 )
 
-// Restart is delivered as Event.Data (with a zero header) after the stream
-// reconnected and before the first event of the new connection: the
-// consumer must drop any partial transaction it holds, because the source
-// sends it again from its GTID event.
+// Restart is delivered after the stream reconnected and before the first
+// event of the new connection: the consumer must drop any partial
+// transaction it holds, because the source sends it again from its GTID
+// event.
 type Restart struct {
 	Reason string
+}
+
+// Message is what Next returns: a binlog event, or a restart.
+type Message struct {
+	Event   *binlog.Event
+	Restart *Restart
 }
 
 // Stream is one replication stream. Next must be called from one goroutine
@@ -68,21 +74,25 @@ func Open(ctx context.Context, cfg Config) (*Stream, error) {
 	return s, nil
 }
 
-// Next returns the next event: binlog events in stream order (heartbeats
+// Next returns the next message: binlog events in stream order (heartbeats
 // included: they carry the source's current file and offset), and a
-// *Restart after a reconnect. It returns io.EOF at the end of a
+// Restart after a reconnect. It returns io.EOF at the end of a
 // non-blocking stream, ErrClosed after Close, and otherwise the error that
 // ended the stream (a *PositionError, a *PreflightError, a decode error...).
 // Events stay valid after later calls: each has its own buffer.
-func (s *Stream) Next(ctx context.Context) (*binlog.Event, error) {
-	ev, err := s.q.pop(ctx)
+func (s *Stream) Next(ctx context.Context) (Message, error) {
+	m, err := s.q.pop(ctx)
 	if err != nil {
-		return nil, err
+		return Message{}, err
 	}
 	s.mu.Lock()
-	s.consumer.Observe(ev)
+	if m.Restart != nil {
+		s.consumer.Discard()
+	} else {
+		s.consumer.Observe(m.Event)
+	}
 	s.mu.Unlock()
-	return ev, nil
+	return m, nil
 }
 
 // Position returns the position after the last complete transaction Next
@@ -143,7 +153,7 @@ func (s *Stream) run(ctx context.Context, sess *session) error {
 		}
 		dec.Reset()
 		reader = NewTracker(sess.start)
-		if err := s.q.push(ctx, &binlog.Event{Data: &Restart{Reason: reason}}, 0); err != nil {
+		if err := s.q.push(ctx, Message{Restart: &Restart{Reason: reason}}, 0); err != nil {
 			s.q.close(err)
 			return nil
 		}
@@ -188,7 +198,7 @@ func (s *Stream) pump(ctx context.Context, sess *session, dec *binlog.Decoder, t
 			return err
 		}
 		t.Observe(ev)
-		if err := s.q.push(ctx, ev, len(raw)); err != nil {
+		if err := s.q.push(ctx, Message{Event: ev}, len(raw)); err != nil {
 			return err
 		}
 	}

@@ -63,7 +63,11 @@ func TestLargeEventArrivesIntact(t *testing.T) {
 	cfg.QueueBytes = 1 << 20 // the big event must pass alone
 	c := newConsumer(t, openT(t, cfg))
 	var rows *binlog.RowsEvent
-	c.until("the rows event", func(ev *binlog.Event) bool {
+	c.until("the rows event", func(m Message) bool {
+		ev := m.Event
+		if ev == nil {
+			return false
+		}
 		rows, _ = ev.Data.(*binlog.RowsEvent)
 		return rows != nil
 	})

@@ -49,7 +49,7 @@ func (t *Tracker) InGroup() bool { return t.open }
 // anonymous).
 func (t *Tracker) LastGTID() gtid.GTID { return t.last }
 
-// Discard forgets a partial group, as after a *Restart: its events will be
+// Discard forgets a partial group, as after a Restart: its events will be
 // sent again.
 func (t *Tracker) Discard() { t.open = false }
 
@@ -57,8 +57,6 @@ func (t *Tracker) Discard() { t.open = false }
 // completed a group.
 func (t *Tracker) Observe(ev *binlog.Event) bool {
 	switch d := ev.Data.(type) {
-	case *Restart:
-		t.Discard()
 	case *binlog.RotateEvent:
 		t.rotate(ev, d)
 	case *binlog.GTIDListEvent:

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/position"
 )
 
@@ -46,7 +47,7 @@ func TestHugeTransactionStreams(t *testing.T) {
 	if !ok {
 		t.Fatal("no reading from the run")
 	}
-	if n := r.Snapshot.Serialized["transaction too large to hold in memory"]; n != 2 {
+	if n := r.Snapshot.Serialized[apply.AloneTooLarge]; n != 2 {
 		t.Errorf("%d transactions streamed, want 2 (serialized: %v)", n, r.Snapshot.Serialized)
 	}
 	if st := streamState(t, e.dst.OpenT(t, "")); samePos(t, st.GTID) != samePos(t, end) || st.State != position.StateStopped {

@@ -16,12 +16,13 @@ import (
 
 // Observer follows the stream's current run for metrics and status.
 type Observer struct {
-	mu      sync.Mutex
-	applier *apply.Applier
-	asm     *txn.Assembler
+	mu        sync.Mutex
+	applier   *apply.Applier
+	asm       *txn.Assembler
+	heartbeat time.Duration // the heartbeat period asked of the source
 }
 
-// Attach is meant as Config.Observe.
+// Attach is called by each run with its applier and assembler.
 func (o *Observer) Attach(a *apply.Applier, asm *txn.Assembler) {
 	o.mu.Lock()
 	o.applier, o.asm = a, asm
@@ -31,54 +32,76 @@ func (o *Observer) Attach(a *apply.Applier, asm *txn.Assembler) {
 // Read returns the current reading; false before the first run started.
 func (o *Observer) Read() (metrics.Reading, bool) {
 	o.mu.Lock()
-	a := o.applier
+	a, asm, hb := o.applier, o.asm, o.heartbeat
 	o.mu.Unlock()
 	if a == nil {
 		return metrics.Reading{}, false
 	}
 	snap := a.Stats().Snapshot()
-	return metrics.Reading{Snapshot: snap, Lag: lag(snap, time.Now())}, true
+	lastEvent, lastHeartbeat, eventTS := asm.Liveness()
+	return metrics.Reading{Snapshot: snap, Lag: lag(snap, lastEvent, lastHeartbeat, eventTS, hb, time.Now())}, true
 }
 
-// lag is how far behind the source the target is: zero when nothing waits
-// to be applied (an idle source is not lag), otherwise the age of the last
-// committed transaction's source commit time.
-func lag(s apply.Snapshot, now time.Time) time.Duration {
-	if s.InFlight == 0 || s.LastCommitTS == 0 {
-		return 0
+// lag is how far the target is behind the source, in source commit time:
+//   - transactions in flight: the age of the oldest one's commit time;
+//   - nothing in flight, and a heartbeat came after the last event (a
+//     source sends heartbeats only when it has nothing more to send) and
+//     recently: caught up, 0;
+//   - no word from the source for three heartbeat periods: stalled; the
+//     lag grows with the silence (it is at least that);
+//   - otherwise the reader is behind (the applier waits for it): the age of
+//     the last event read.
+func lag(s apply.Snapshot, lastEvent, lastHeartbeat, eventTS time.Time, hb time.Duration, now time.Time) time.Duration {
+	if s.NextTS != 0 {
+		return max(0, now.Sub(time.Unix(s.NextTS, 0)))
 	}
-	return max(0, now.Sub(time.Unix(s.LastCommitTS, 0)))
+	contact := lastEvent
+	if lastHeartbeat.After(contact) {
+		contact = lastHeartbeat
+	}
+	switch {
+	case contact.IsZero():
+		return 0 // nothing heard yet: unknown, not late
+	case now.Sub(contact) > 3*hb:
+		return now.Sub(contact)
+	case !lastHeartbeat.Before(lastEvent):
+		return 0
+	case !eventTS.IsZero():
+		return max(0, now.Sub(eventTS))
+	}
+	return 0
 }
 
 // report writes the reading into the stream's row every period, so that
 // `binlane status` shows lag and worker load of a running stream, and once
-// more when ctx ends, so that a stopped stream shows its whole run.
-func (o *Observer) report(ctx context.Context, db *sql.DB, stream string, period time.Duration, log *slog.Logger) {
+// more when ctx ends, so that a stopped stream shows its whole run. owner
+// returns the current run's token (empty before the stream was taken over).
+func (o *Observer) report(ctx context.Context, db *sql.DB, stream string, owner func() string, period time.Duration, log *slog.Logger) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			o.writeReport(final, db, stream, log)
+			o.writeReport(final, db, stream, owner(), log)
 			cancel()
 			return
 		case <-t.C:
-			o.writeReport(ctx, db, stream, log)
+			o.writeReport(ctx, db, stream, owner(), log)
 		}
 	}
 }
 
-func (o *Observer) writeReport(ctx context.Context, db *sql.DB, stream string, log *slog.Logger) {
+func (o *Observer) writeReport(ctx context.Context, db *sql.DB, stream, owner string, log *slog.Logger) {
 	r, ok := o.Read()
-	if !ok {
+	if !ok || owner == "" {
 		return
 	}
 	b, err := json.Marshal(r.Snapshot)
 	if err != nil {
 		return
 	}
-	if err := position.Report(ctx, db, stream, r.Lag, string(b)); err != nil {
+	if err := position.Report(ctx, db, stream, owner, r.Lag, string(b)); err != nil {
 		log.Debug("status report failed", "error", err)
 	}
 }

@@ -1,26 +1,29 @@
 // Package replicate runs one stream: it reads the source's binlog as a
 // replica, groups events into transactions and applies them to the target,
 // starting from the position saved in the target and restarting from it
-// after a lost target connection. It owns the stream's life cycle (start
-// position, state row, graceful stop, retries); the work itself happens in
-// replica, txn and apply.
+// after a lost connection. It owns the stream's life cycle (the lock that
+// keeps a second process out, start position, preflight checks of the
+// target, the state row, graceful stop, retries); the work itself happens
+// in replica, txn and apply.
 //
 // Goroutines: Run starts a reader (replica.Stream feeding txn.Assembler)
-// and the applier. A stop (ctx cancelled) ends the reader first; the
-// applier then commits what it holds, in order, and returns. A failure of
-// either side ends both; the saved position is always the last commit.
+// and the applier, plus a watcher of the target's triggers and of the
+// stream lock. A stop (ctx cancelled) ends the reader first; the applier
+// then commits what it holds, in order, and returns. A failure of either
+// side ends both; the saved position is always the last commit.
 package replicate
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"os"
+	"sync/atomic"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/dsn"
@@ -28,8 +31,8 @@ import (
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/replica"
-	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -46,19 +49,30 @@ type Config struct {
 	// from the stream name).
 	ServerID        uint32
 	HeartbeatPeriod time.Duration
-	// MaxTxnBytes is the size beyond which a transaction streams.
+	// MaxTxnBytes is the size beyond which a transaction streams;
+	// QueueBytes bounds the decoded events read ahead of the assembler, and
+	// PipeBytes the transactions between the assembler and the applier.
 	MaxTxnBytes int
+	QueueBytes  int
+	PipeBytes   int
 	Apply       apply.Config
+	// AllowTriggers lets the target's replicated tables have triggers.
+	AllowTriggers bool
 	// DrainTimeout bounds how long a stop waits for in-flight transactions.
 	DrainTimeout time.Duration
 	// RetryMin and RetryMax bound the wait before a restart after a lost
-	// target connection.
+	// connection; FirstTries bounds the attempts to make the very first
+	// connections of a run (a mistyped host must fail, not retry forever).
 	RetryMin, RetryMax time.Duration
+	FirstTries         int
 	Logger             *slog.Logger
 	// Observer, when set, follows each run (metrics); the stream's row gets
 	// a status report every ReportPeriod either way.
 	Observer     *Observer
 	ReportPeriod time.Duration
+	// WatchPeriod is how often the target's triggers and the stream lock
+	// are checked.
+	WatchPeriod time.Duration
 }
 
 func (c *Config) defaults() {
@@ -74,6 +88,9 @@ func (c *Config) defaults() {
 	if c.RetryMax <= 0 {
 		c.RetryMax = 30 * time.Second
 	}
+	if c.FirstTries <= 0 {
+		c.FirstTries = 3
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -83,72 +100,126 @@ func (c *Config) defaults() {
 	if c.ReportPeriod <= 0 {
 		c.ReportPeriod = 5 * time.Second
 	}
+	if c.WatchPeriod <= 0 {
+		c.WatchPeriod = 10 * time.Second
+	}
+	if c.PipeBytes <= 0 {
+		c.PipeBytes = 32 << 20
+	}
 	c.Apply.Stream = c.Stream
 	if c.Apply.Logger == nil {
 		c.Apply.Logger = c.Logger
 	}
+	c.Observer.heartbeat = c.HeartbeatPeriod
+	if c.Observer.heartbeat <= 0 {
+		c.Observer.heartbeat = replica.DefaultHeartbeatPeriod
+	}
+}
+
+// run is the state of a Run across its restarts.
+type run struct {
+	cfg  Config
+	log  *slog.Logger
+	meta *sql.DB
+	lock *position.Lock
+	// owner is the current attempt's token: each attempt takes the stream
+	// over anew, so that commits a broken connection of an earlier attempt
+	// still finishes on the server can never follow ours. (Read by the
+	// report goroutine.)
+	owner atomic.Pointer[string]
+	// started is set once an attempt got the stream going: from then on a
+	// lost connection is retried without bound.
+	started bool
 }
 
 // Run replicates until ctx ends (nil), the stop position is reached (nil),
 // or an error no restart can fix.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
-	log := cfg.Logger.With("stream", cfg.Stream)
-	meta, err := sql.Open("mysql", cfg.Target.DriverConfig("").FormatDSN())
+	r := &run{cfg: cfg, log: cfg.Logger.With("stream", cfg.Stream)}
+	meta, err := openTarget(cfg.Target, 4)
 	if err != nil {
 		return err
 	}
 	defer meta.Close()
-	meta.SetMaxOpenConns(4)
+	r.meta = meta
+	defer func() { r.lock.Release() }() // r.lock is set later
 	reportCtx, stopReport := context.WithCancel(ctx)
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
-		cfg.Observer.report(reportCtx, meta, cfg.Stream, cfg.ReportPeriod, log)
+		cfg.Observer.report(reportCtx, meta, cfg.Stream, r.currentOwner, cfg.ReportPeriod, r.log)
 	}()
 	// The last report is written before meta closes.
 	defer func() { stopReport(); <-reported }()
-	wait := cfg.RetryMin
+	bo := &backoff.ExponentialBackOff{InitialInterval: cfg.RetryMin, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: cfg.RetryMax}
+	bo.Reset()
+	tries := 0
 	for {
-		err := runOnce(ctx, &cfg, meta, log)
+		began := time.Now()
+		err := r.once(ctx)
 		switch {
 		case err == nil, errors.Is(err, txn.ErrStopped), ctx.Err() != nil:
-			saveState(meta, cfg.Stream, position.StateStopped, "", log)
+			r.saveState(position.StateStopped, "")
 			if errors.Is(err, txn.ErrStopped) {
-				log.Info("stop position reached", "stop_at", cfg.StopAtGTID)
+				r.log.Info("stop position reached", "stop_at", cfg.StopAtGTID)
 			}
 			return nil
-		case retryable(err):
-			log.Warn("connection lost; restarting from the saved position", "error", err, "retry_in", wait)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(wait):
-			}
-			wait = min(2*wait, cfg.RetryMax)
-		default:
-			saveState(meta, cfg.Stream, position.StateError, err.Error(), log)
+		case !retryable(err, r.cfg.Apply.Flavor):
+			r.saveState(position.StateError, redact.Text(err.Error()))
 			return err
+		}
+		tries++
+		if !r.started && tries >= cfg.FirstTries {
+			err = fmt.Errorf("giving up after %d attempts to start the stream (source %s, target %s): %w", tries, cfg.Source, cfg.Target, err)
+			r.saveState(position.StateError, redact.Text(err.Error()))
+			return err
+		}
+		if time.Since(began) > time.Minute {
+			bo.Reset() // the stream ran a while: start from the shortest wait again
+		}
+		wait := bo.NextBackOff()
+		r.log.Warn("connection lost; restarting from the saved position", "error", redact.Text(err.Error()), "retry_in", wait.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			r.saveState(position.StateStopped, "")
+			return nil
+		case <-time.After(wait):
 		}
 	}
 }
 
-func saveState(meta *sql.DB, stream, state, msg string, log *slog.Logger) {
+func (r *run) currentOwner() string {
+	if p := r.owner.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// saveState records the stream's state, on behalf of the current owner.
+func (r *run) saveState(state, msg string) {
+	if r.currentOwner() == "" {
+		return // never took the stream over: nothing of ours to record
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := position.SetState(ctx, meta, stream, state, msg); err != nil {
-		log.Warn("could not record the stream's state", "state", state, "error", err)
+	if err := position.SetState(ctx, r.meta, r.cfg.Stream, r.currentOwner(), state, msg); err != nil {
+		r.log.Warn("could not record the stream's state", "state", state, "error", err)
 	}
 }
 
-// runOnce runs the stream from the saved position until it stops or fails.
-func runOnce(ctx context.Context, cfg *Config, meta *sql.DB, log *slog.Logger) error {
-	if err := position.Ensure(ctx, meta); err != nil {
+// once runs the stream from the saved position until it stops or fails.
+func (r *run) once(ctx context.Context) error {
+	cfg := &r.cfg
+	if err := r.takeOver(ctx); err != nil {
 		return err
 	}
-	rcfg := replicaConfig(*cfg, log)
-	owner := newOwnerToken()
-	start, st, err := startPosition(ctx, *cfg, meta, rcfg, owner, log)
+	tgt, err := inspectTarget(ctx, r.meta, cfg)
+	if err != nil {
+		return err
+	}
+	rcfg := replicaConfig(*cfg, r.log)
+	start, st, err := startPosition(ctx, *cfg, r.meta, rcfg, r.log)
 	if err != nil {
 		return err
 	}
@@ -157,12 +228,8 @@ func runOnce(ctx context.Context, cfg *Config, meta *sql.DB, log *slog.Logger) e
 		return fmt.Errorf("--stop-at-gtid: %w", err)
 	}
 	if !stop.IsEmpty() && start.ContainsSet(stop) {
-		log.Info("already at or past the stop position", "position", start.String())
+		r.log.Info("already at or past the stop position", "position", start.String())
 		return txn.ErrStopped
-	}
-	colls, err := schema.LoadCollations(ctx, meta)
-	if err != nil {
-		return err
 	}
 	srcCtx, stopSource := context.WithCancel(ctx)
 	defer stopSource()
@@ -172,33 +239,77 @@ func runOnce(ctx context.Context, cfg *Config, meta *sql.DB, log *slog.Logger) e
 		return err
 	}
 	defer stream.Close()
-	if err := recordSource(ctx, meta, cfg.Stream, stream.Source(), start); err != nil {
+	src := stream.Source()
+	sourceID := src.ServerUUID
+	if sourceID == "" {
+		sourceID = fmt.Sprintf("server_id=%d", src.ServerID)
+	}
+	if err := position.RecordSource(ctx, r.meta, cfg.Stream, r.currentOwner(), sourceID, src.Flavor.String(), start.String()); err != nil {
 		return err
 	}
 	// --start-gtid is now the saved position; a restart resumes from what
 	// has been applied since, not from the option again.
 	cfg.StartGTID = ""
+	r.started = true
+	tables, err := newSourceTables(cfg.Source)
+	if err != nil {
+		return err
+	}
+	defer tables.close()
 	acfg := cfg.Apply
-	acfg.Target = cfg.Target.DriverConfig("")
-	acfg.RecoveredDDL = st.DDLGTID
-	acfg.Owner = owner
-	applier := apply.New(acfg, plan.NewBuilder(schema.NewCache(meta), colls), meta)
+	acfg.Target, acfg.Flavor, acfg.Owner, acfg.RecoveredDDL, acfg.Source = tgt.driver, tgt.flavor, r.currentOwner(), st.DDL, tables
+	applier := apply.New(acfg, plan.NewBuilder(tgt.cache, tgt.collations, plan.Options{AllowTriggers: cfg.AllowTriggers}), r.meta)
 	asm := txn.NewAssembler(stream, txn.Config{Rules: cfg.Rules, MaxTxnBytes: cfg.MaxTxnBytes, StopAt: stop,
-		Start: start, Logger: log})
+		Start: start, Logger: r.log})
 	cfg.Observer.Attach(applier, asm)
-	log.Info("replicating", "from", start.String(), "workers", acfg.Workers, "mode", acfg.Mode.String(),
+	r.log.Info("replicating", "from", start.String(), "workers", acfg.Workers, "mode", acfg.Mode.String(),
 		"source", cfg.Source.String(), "target", cfg.Target.String())
-	return pipe(ctx, *cfg, stopSource, asm, applier, start)
+	watchCtx, stopWatch := context.WithCancelCause(ctx)
+	defer stopWatch(nil)
+	go r.watch(watchCtx, stopWatch)
+	err = pipe(watchCtx, *cfg, stopSource, asm, applier, start)
+	if cause := context.Cause(watchCtx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause // the watcher stopped the run: that is the reason
+	}
+	return err
+}
+
+// takeOver acquires the stream's lock (once per process, again after it was
+// lost) and makes a new token of this attempt the stream's owner.
+func (r *run) takeOver(ctx context.Context) error {
+	if err := position.Ensure(ctx, r.meta); err != nil {
+		return err
+	}
+	if err := position.Create(ctx, r.meta, position.State{Name: r.cfg.Stream}); err != nil {
+		return err
+	}
+	if r.lock != nil && r.lock.Check(ctx) != nil {
+		r.lock.Release()
+		r.lock = nil
+	}
+	if r.lock == nil {
+		l, err := position.Acquire(ctx, r.meta, r.cfg.Stream)
+		if err != nil {
+			return err
+		}
+		r.lock = l
+	}
+	owner := position.NewOwnerToken()
+	if err := position.TakeOver(ctx, r.meta, r.cfg.Stream, owner); err != nil {
+		return err
+	}
+	r.owner.Store(&owner)
+	return nil
 }
 
 // pipe runs the assembler and the applier together (see the package doc
 // for the stop order).
 func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *txn.Assembler, a *apply.Applier, start gtid.Set) error {
-	ch := make(chan *txn.Txn, 256)
+	p := txn.NewPipe(cfg.PipeBytes)
 	srcErr := make(chan error, 1)
 	go func() {
-		err := asm.Run(ctx, ch)
-		close(ch)
+		err := asm.Run(ctx, p)
+		p.Close()
 		srcErr <- err
 	}()
 	applyCtx, cancelApply := context.WithCancel(context.WithoutCancel(ctx))
@@ -216,26 +327,19 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 		case <-applyCtx.Done():
 		}
 	}()
-	applyErr := a.Run(applyCtx, ch, apply.Start{GTID: start, FirstSeq: 1})
+	applyErr := a.Run(applyCtx, p, apply.Start{GTID: start, FirstSeq: 1})
 	stopSource()
-	for range ch { // let the assembler finish after an apply failure
+	for part := range p.C() { // let the assembler finish after an apply failure
+		p.Taken(&part)
 	}
 	sErr := <-srcErr
 	switch {
-	case applyErr != nil:
+	case applyErr != nil && !(ctx.Err() != nil && errors.Is(applyErr, txn.ErrStreamBroken)):
 		return applyErr
-	case sErr == nil, errors.Is(sErr, context.Canceled) && ctx.Err() != nil:
+	case sErr == nil, ctx.Err() != nil && (errors.Is(sErr, context.Canceled) || errors.Is(sErr, txn.ErrStreamBroken)):
 		return nil
 	}
 	return sErr
-}
-
-// newOwnerToken identifies one run of a stream in binlane.streams.owner.
-func newOwnerToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b)
 }
 
 func replicaConfig(cfg Config, log *slog.Logger) replica.Config {
@@ -246,19 +350,13 @@ func replicaConfig(cfg Config, log *slog.Logger) replica.Config {
 		id = 100000 + h.Sum32()%1000000000
 	}
 	return replica.Config{Addr: cfg.Source.Addr(), User: cfg.Source.User, Password: cfg.Source.Password,
-		ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, Logger: log}
+		ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, QueueBytes: cfg.QueueBytes, MaxRetries: 0, Logger: log}
 }
 
 // startPosition picks where to start: --start-gtid, else the saved
 // position, else the source's current position (the tables are assumed to
 // be in sync already).
-func startPosition(ctx context.Context, cfg Config, meta *sql.DB, rcfg replica.Config, owner string, log *slog.Logger) (gtid.Set, position.State, error) {
-	if err := position.Create(ctx, meta, position.State{Name: cfg.Stream}); err != nil {
-		return gtid.Set{}, position.State{}, err
-	}
-	if err := position.TakeOver(ctx, meta, cfg.Stream, owner); err != nil {
-		return gtid.Set{}, position.State{}, err
-	}
+func startPosition(ctx context.Context, cfg Config, meta *sql.DB, rcfg replica.Config, log *slog.Logger) (gtid.Set, position.State, error) {
 	st, ok, err := position.Load(ctx, meta, cfg.Stream)
 	if err != nil {
 		return gtid.Set{}, st, err
@@ -287,22 +385,4 @@ func startPosition(ctx context.Context, cfg Config, meta *sql.DB, rcfg replica.C
 	log.Warn("no saved position: starting from the source's current position, assuming the target is in sync",
 		"position", pos.GTIDs.String())
 	return pos.GTIDs, st, nil
-}
-
-// recordSource creates the stream's row (or checks it belongs to this
-// source) and marks it running.
-func recordSource(ctx context.Context, meta *sql.DB, stream string, src replica.SourceInfo, start gtid.Set) error {
-	id := src.ServerUUID
-	if id == "" {
-		id = fmt.Sprintf("server_id=%d", src.ServerID)
-	}
-	if err := position.Create(ctx, meta, position.State{Name: stream, SourceID: id, Flavor: src.Flavor.String(),
-		GTID: start.String()}); err != nil {
-		return err
-	}
-	if _, err := meta.ExecContext(ctx, "UPDATE "+position.Table+" SET gtid_pos = ?, source_id = ?, flavor = ? WHERE name = ?",
-		start.String(), id, src.Flavor.String(), stream); err != nil {
-		return fmt.Errorf("record stream %q: %w", stream, err)
-	}
-	return position.SetState(ctx, meta, stream, position.StateRunning, "")
 }

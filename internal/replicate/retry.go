@@ -1,30 +1,27 @@
 package replicate
 
 import (
-	"database/sql/driver"
 	"errors"
-	"io"
-	"net"
-	"syscall"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/txn"
 )
 
 // retryable reports errors a restart from the saved position can get past:
 // the target's connection was lost or refused (it restarts, or the network
-// hiccupped), or it is shutting down. The source side retries by itself
-// inside the replica stream.
-func retryable(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1053, 1927, 1040, 1203, 2006, 2013, 1152, 1158, 1159, 1160, 1161, 4031:
-			return true
-		}
+// hiccupped), the source broke off in the middle of a transaction sent in
+// parts, a target table changed under the stream, or the stream lock's
+// connection broke. The source side also retries by itself inside the
+// replica stream. A stream another process took over is never retried.
+func retryable(err error, f sqlerr.Flavor) bool {
+	var busy *position.BusyError
+	switch {
+	case errors.Is(err, position.ErrNotOwner), errors.As(err, &busy):
 		return false
+	case errors.Is(err, txn.ErrStreamBroken), errors.Is(err, apply.ErrSchemaChanged), errors.Is(err, errLockLost):
+		return true
 	}
-	var ne net.Error
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne)
+	return sqlerr.ConnectionLost(err, f)
 }

@@ -2,13 +2,33 @@ package schema
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"strings"
 )
 
 // load reads one table's definition; nil when the table does not exist.
 func load(ctx context.Context, db *sql.DB, schemaName, table string) (*Table, error) {
-	t := &Table{Schema: schemaName, Name: table, byName: map[string]int{}}
+	t := &Table{byName: map[string]int{}}
+	var engine sql.NullString
+	var tx sql.NullString
+	err := db.QueryRowContext(ctx, `SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.ENGINE, e.TRANSACTIONS
+		FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
+		WHERE t.TABLE_SCHEMA = ? AND t.TABLE_NAME = ?`, schemaName, table).Scan(&t.Schema, &t.Name, &engine, &tx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Views have no engine: writes go through to their base table, which
+	// decides. (ENGINES lists an engine's TRANSACTIONS; SEQUENCE tables
+	// report their underlying engine.)
+	t.Engine = engine.String
+	t.Transactional = !engine.Valid || strings.EqualFold(tx.String, "YES")
 	if err := loadColumns(ctx, db, t); err != nil {
 		return nil, err
 	}
@@ -18,20 +38,22 @@ func load(ctx context.Context, db *sql.DB, schemaName, table string) (*Table, er
 	if err := loadIndexes(ctx, db, t); err != nil {
 		return nil, err
 	}
-	var err error
-	if t.ForeignKeys, err = loadForeignKeys(ctx, db, "k.TABLE_SCHEMA = ? AND k.TABLE_NAME = ?", schemaName, table); err != nil {
+	if t.ForeignKeys, err = loadForeignKeys(ctx, db, "k.TABLE_SCHEMA = ? AND k.TABLE_NAME = ?", t.Schema, t.Name); err != nil {
 		return nil, err
 	}
-	if t.ReferencedBy, err = loadForeignKeys(ctx, db, "k.REFERENCED_TABLE_SCHEMA = ? AND k.REFERENCED_TABLE_NAME = ?", schemaName, table); err != nil {
+	if t.ReferencedBy, err = loadForeignKeys(ctx, db, "k.REFERENCED_TABLE_SCHEMA = ? AND k.REFERENCED_TABLE_NAME = ?", t.Schema, t.Name); err != nil {
 		return nil, err
 	}
 	var n int
 	err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TRIGGERS
-		WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ?`, schemaName, table).Scan(&n)
+		WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ?`, t.Schema, t.Name).Scan(&n)
 	if err != nil {
 		return nil, err
 	}
 	t.HasTriggers = n > 0
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%v|%v|%v|%v|%v|%v", t.Engine, t.Columns, t.PrimaryKey, t.UniqueKeys,
+		t.ForeignKeys, t.ReferencedBy, t.HasTriggers))
+	t.Signature = hex.EncodeToString(sum[:])
 	return t, nil
 }
 

@@ -16,7 +16,12 @@ import (
 
 // Table is a target table's definition.
 type Table struct {
+	// Schema and Name are the server's own spelling of the table's name
+	// (information_schema's), whatever spelling it was asked for.
 	Schema, Name string
+	// Engine is the storage engine; Transactional whether it can roll back.
+	Engine        string
+	Transactional bool
 	Columns      []Column
 	// PrimaryKey is nil for tables without one.
 	PrimaryKey *Index
@@ -30,6 +35,8 @@ type Table struct {
 	HasTriggers bool
 	// Version changes whenever the definition is reloaded.
 	Version uint64
+	// Signature digests the definition: equal signatures, equal tables.
+	Signature string
 	byName  map[string]int
 }
 
@@ -127,25 +134,51 @@ type Cache struct {
 	mu      sync.Mutex
 	tables  map[string]*Table
 	version uint64
+	// lowerCase is set when the server stores or compares table names in
+	// lower case (lower_case_table_names 1 or 2): names that differ only in
+	// case are then one table.
+	lowerCase bool
 }
 
-// NewCache returns a cache reading from db.
-func NewCache(db *sql.DB) *Cache {
-	return &Cache{db: db, tables: make(map[string]*Table)}
+// NewCache returns a cache reading from db; it asks the server how it
+// compares table names.
+func NewCache(ctx context.Context, db *sql.DB) (*Cache, error) {
+	var lctn int
+	if err := db.QueryRowContext(ctx, "SELECT @@lower_case_table_names").Scan(&lctn); err != nil {
+		return nil, fmt.Errorf("read @@lower_case_table_names: %w", err)
+	}
+	return &Cache{db: db, tables: make(map[string]*Table), lowerCase: lctn != 0}, nil
 }
 
-func key(schema, table string) string { return schema + "\x00" + table }
+// Ident is a table's identity: its schema and name as the server compares
+// them. Every identity of a table binlane derives (conflict keys, foreign
+// key references, caches) comes from Ident, so that the spellings of a
+// binlog table map, a foreign key definition and information_schema always
+// agree.
+type Ident struct{ Schema, Table string }
+
+// Ident normalizes a table name the way the server compares names.
+func (c *Cache) Ident(schemaName, table string) Ident {
+	if c.lowerCase {
+		return Ident{strings.ToLower(schemaName), strings.ToLower(table)}
+	}
+	return Ident{schemaName, table}
+}
+
+func (id Ident) key() string { return id.Schema + "\x00" + id.Table }
+
 
 // Get returns the definition of a table, loading it if needed. A table that
 // does not exist yields (nil, nil).
 func (c *Cache) Get(ctx context.Context, schemaName, table string) (*Table, error) {
+	id := c.Ident(schemaName, table)
 	c.mu.Lock()
-	t, ok := c.tables[key(schemaName, table)]
+	t, ok := c.tables[id.key()]
 	c.mu.Unlock()
 	if ok {
 		return t, nil
 	}
-	t, err := load(ctx, c.db, schemaName, table)
+	t, err := load(ctx, c.db, id.Schema, id.Table)
 	if err != nil {
 		return nil, fmt.Errorf("read definition of %s.%s: %w", QuoteName(schemaName), QuoteName(table), err)
 	}
@@ -155,7 +188,7 @@ func (c *Cache) Get(ctx context.Context, schemaName, table string) (*Table, erro
 		c.version++
 		t.Version = c.version
 	}
-	c.tables[key(schemaName, table)] = t
+	c.tables[id.key()] = t
 	return t, nil
 }
 
@@ -164,16 +197,17 @@ func (c *Cache) Get(ctx context.Context, schemaName, table string) (*Table, erro
 func (c *Cache) Invalidate(schemaName, table string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.tables[key(schemaName, table)]
-	delete(c.tables, key(schemaName, table))
+	k := c.Ident(schemaName, table).key()
+	t := c.tables[k]
+	delete(c.tables, k)
 	if t == nil {
 		return
 	}
 	for _, fk := range t.ForeignKeys {
-		delete(c.tables, key(fk.ParentSchema, fk.ParentTable))
+		delete(c.tables, c.Ident(fk.ParentSchema, fk.ParentTable).key())
 	}
 	for _, fk := range t.ReferencedBy {
-		delete(c.tables, key(fk.ChildSchema, fk.ChildTable))
+		delete(c.tables, c.Ident(fk.ChildSchema, fk.ChildTable).key())
 	}
 }
 

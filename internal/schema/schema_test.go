@@ -27,8 +27,11 @@ func TestLoadTable(t *testing.T) {
 			CONSTRAINT two FOREIGN KEY (y, x) REFERENCES s.pair (b, a))`,
 		"CREATE TABLE s.logged (id INT PRIMARY KEY)",
 		"CREATE TRIGGER s.logged_bi BEFORE INSERT ON s.logged FOR EACH ROW SET NEW.id = NEW.id")
-	cache := schema.NewCache(srv.OpenT(t, ""))
 	ctx := context.Background()
+	cache, err := schema.NewCache(ctx, srv.OpenT(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
 	get := func(name string) *schema.Table {
 		t.Helper()
 		tbl, err := cache.Get(ctx, "s", name)

@@ -11,19 +11,21 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/replica"
 )
 
-// Source yields decoded events in stream order (a replica.Stream, or a
-// file reader for replays and tests).
+// Source yields what the assembler consumes, in stream order: binlog
+// events, and a restart after the source connection was re-established (a
+// replica.Stream, or a file reader for replays and tests).
 type Source interface {
-	Next(ctx context.Context) (*binlog.Event, error)
+	Next(ctx context.Context) (replica.Message, error)
 }
 
 // Config tunes an Assembler.
 type Config struct {
 	Rules filter.Rules
-	// MaxTxnBytes is the size beyond which a transaction is streamed to the
+	// MaxTxnBytes is the size beyond which a transaction is sent to the
 	// applier in parts instead of being held whole (default 64 MiB).
 	MaxTxnBytes int
 	// StopAt ends the stream right after the transaction that makes the
@@ -37,6 +39,12 @@ type Config struct {
 // ErrStopped is returned by Run after the StopAt transaction was delivered.
 var ErrStopped = errors.New("stop position reached")
 
+// ErrStreamBroken is returned (wrapped) when the source connection broke in
+// the middle of a transaction whose first parts already went to the
+// applier: the applier rolls them back, and the stream must restart from
+// the saved position, where the source sends the transaction again.
+var ErrStreamBroken = errors.New("the source connection broke in the middle of a transaction sent in parts")
+
 // Assembler groups events into transactions.
 type Assembler struct {
 	src    Source
@@ -45,13 +53,13 @@ type Assembler struct {
 	seq    uint64
 	pos    gtid.Set // running position, to detect StopAt
 	cur    *Txn
-	body   *Body // where changes go: &cur.Body, or the part being filled
+	body   Body // the part being filled
+	sent   bool // the current transaction's first part went out
 	values []binlog.Value
-	bytes  int // held by the current part
-	out    chan<- *Txn
-	// selected caches the filter's verdict per table map.
+	bytes  int // held by the part being filled
+	out    *Pipe
+	// tableSel caches the filter's verdict per table map.
 	tableSel map[*binlog.TableMap]bool
-	inTrx    bool // BEGIN seen (or a transactional MariaDB GTID)
 	single   bool // standalone group: ends after its statement
 	// Source liveness, readable from other goroutines (metrics, status).
 	lastEvent     atomic.Int64 // unix nanos when the last event arrived
@@ -70,8 +78,10 @@ func NewAssembler(src Source, cfg Config) *Assembler {
 	return &Assembler{src: src, cfg: cfg, log: cfg.Logger, pos: cfg.Start.Clone(), tableSel: map[*binlog.TableMap]bool{}}
 }
 
-// Liveness reports when the last event and heartbeat arrived and the
-// source timestamp of the last real event (zero times when none).
+// Liveness reports when the last binlog event (sampled at the start of each
+// transaction) and the last heartbeat arrived, and the source timestamp of
+// that event (zero times when none). A source sends heartbeats only when it
+// has nothing else to send: one after the last event means caught up.
 func (a *Assembler) Liveness() (lastEvent, lastHeartbeat, sourceTS time.Time) {
 	conv := func(n int64) time.Time {
 		if n == 0 {
@@ -83,27 +93,27 @@ func (a *Assembler) Liveness() (lastEvent, lastHeartbeat, sourceTS time.Time) {
 }
 
 // Run reads events until ctx ends, the source fails, or StopAt is reached
-// (ErrStopped), sending each complete transaction to out in order.
-func (a *Assembler) Run(ctx context.Context, out chan<- *Txn) error {
+// (ErrStopped), sending each transaction to out in order, as parts. It does
+// not close out.
+func (a *Assembler) Run(ctx context.Context, out *Pipe) error {
 	a.out = out
 	for {
-		ev, err := a.src.Next(ctx)
+		m, err := a.src.Next(ctx)
 		if err != nil {
-			a.abortPart(err)
-			return err
+			return a.abort(ctx, err)
 		}
-		done, err := a.handle(ctx, ev)
+		if m.Restart != nil {
+			if err := a.restart(ctx, m.Restart); err != nil {
+				return err
+			}
+			continue
+		}
+		done, err := a.handle(ctx, m.Event)
 		if err != nil {
-			a.abortPart(err)
-			return err
+			return a.abort(ctx, err)
 		}
 		if done == nil {
 			continue
-		}
-		if done.More != nil {
-			close(done.More)
-		} else if err := send(ctx, out, done); err != nil {
-			return err
 		}
 		if done.GTID.Flavor != 0 {
 			a.pos.Add(done.GTID)
@@ -114,30 +124,54 @@ func (a *Assembler) Run(ctx context.Context, out chan<- *Txn) error {
 	}
 }
 
-func send[T any](ctx context.Context, ch chan<- T, v T) error {
-	select {
-	case ch <- v:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// sendPart hands the part being filled to the applier and starts a new one.
+// The transaction counts as started in the applier only once a part was
+// actually handed over.
+func (a *Assembler) sendPart(ctx context.Context, last bool, abort error) error {
+	p := Part{Txn: a.cur, Body: a.body, First: !a.sent, Last: last, Bytes: a.bytes, Abort: abort}
+	if err := a.out.Send(ctx, p); err != nil {
+		return err
 	}
+	a.sent = true
+	a.body = Body{}
+	a.values, a.bytes = nil, 0
+	return nil
 }
 
-// abortPart tells the applier of a streamed transaction that its rest will
-// not come.
-func (a *Assembler) abortPart(err error) {
-	if a.cur != nil && a.cur.More != nil {
-		select {
-		case a.cur.More <- Body{Err: err}:
-		default:
+// abort ends the stream with err. A transaction whose first parts the
+// applier already has gets a last part saying it will not be completed.
+func (a *Assembler) abort(ctx context.Context, err error) error {
+	if a.cur != nil && a.sent {
+		broken := fmt.Errorf("%w (transaction %s): %w", ErrStreamBroken, a.cur.GTID, err)
+		if serr := a.sendPart(context.WithoutCancel(ctx), true, broken); serr != nil {
+			return serr
 		}
-		close(a.cur.More)
+		err = broken
 	}
 	a.cur = nil
+	return err
 }
 
-// handle processes one event and returns a transaction when the event
-// completed one.
+// restart drops a partial transaction after the source reconnected: the
+// source sends it again from its start. One whose parts the applier already
+// has cannot be taken back here: the stream restarts from the saved
+// position.
+func (a *Assembler) restart(ctx context.Context, r *replica.Restart) error {
+	if a.cur == nil {
+		a.single = false
+		return nil
+	}
+	if a.sent {
+		return a.abort(ctx, errors.New(r.Reason))
+	}
+	a.log.Info("discarding partial transaction after reconnect", "gtid", a.cur.GTID.String(), "reason", r.Reason)
+	a.seq--
+	a.cur, a.single = nil, false
+	return nil
+}
+
+// handle processes one event and returns the transaction it completed
+// (after sending its last part), if any.
 func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) {
 	if ev.Header.Timestamp != 0 && a.cur == nil {
 		// Once per transaction (at its first event), not per event: a clock
@@ -146,19 +180,8 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 		a.lastSourceTS.Store(int64(ev.Header.Timestamp) * int64(time.Second))
 	}
 	switch d := ev.Data.(type) {
-	case *replica.Restart:
-		if a.cur != nil {
-			a.log.Info("discarding partial transaction after reconnect", "gtid", a.cur.GTID.String(), "reason", d.Reason)
-			if a.cur.More != nil {
-				return nil, fmt.Errorf("source connection lost in the middle of streamed transaction %s: %s", a.cur.GTID, d.Reason)
-			}
-		}
-		a.cur, a.inTrx, a.single = nil, false, false
-		return nil, nil
 	case *binlog.HeartbeatEvent:
-		now := time.Now().UnixNano()
-		a.lastHeartbeat.Store(now)
-		a.lastEvent.Store(now)
+		a.lastHeartbeat.Store(time.Now().UnixNano())
 		return nil, nil
 	case *binlog.MariaGTIDEvent:
 		return nil, a.startMaria(ev, d)
@@ -169,7 +192,7 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 	case *binlog.XIDEvent:
 		return a.end(ctx, ev)
 	case *binlog.XAPrepareEvent:
-		// Applied as a commit at prepare time; see Statement handling of XA.
+		// Applied as a commit at prepare time; see xa.
 		return a.end(ctx, ev)
 	case *binlog.RowsEvent:
 		return nil, a.rows(ctx, ev, d)
@@ -188,9 +211,9 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 	}
 	a.seq++
 	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File}
-	a.body = &a.cur.Body
+	a.body, a.sent = Body{}, false
 	a.values, a.bytes = nil, 0
-	a.inTrx, a.single = false, false
+	a.single = false
 	return nil
 }
 
@@ -214,22 +237,19 @@ func (a *Assembler) startMySQL(ev *binlog.Event, g *binlog.MySQLGTIDEvent) error
 	return nil
 }
 
-// end closes the current group at ev.
+// end closes the current group at ev and sends its last part.
 func (a *Assembler) end(ctx context.Context, ev *binlog.Event) (*Txn, error) {
 	t := a.cur
 	if t == nil {
 		return nil, fmt.Errorf("source binlog %s:%d: %s event outside a transaction", ev.File, ev.Pos, ev.Header.Type)
 	}
-	if t.More != nil && len(a.body.Items) > 0 {
-		// The last part; Run closes the channel after setting nothing more.
-		if err := send(ctx, t.More, *a.body); err != nil {
-			return nil, err
-		}
-	}
-	// For a streamed transaction the applier reads these after More is
-	// closed, which orders the writes before its reads.
+	// For a transaction sent in parts the applier reads these after it
+	// receives the last part, which orders the writes before its reads.
 	t.File, t.EndPos, t.Timestamp = ev.File, ev.NextPos(), ev.Header.Timestamp
-	a.cur, a.body = nil, nil
+	if err := a.sendPart(ctx, true, nil); err != nil {
+		return nil, err
+	}
+	a.cur = nil
 	return t, nil
 }
 
@@ -239,11 +259,10 @@ func (a *Assembler) payload(ctx context.Context, ev *binlog.Event, p *binlog.Tra
 	var done *Txn
 	for _, inner := range p.Events {
 		inner.File, inner.Pos = ev.File, ev.Pos
+		// With the envelope's size, NextPos of an inner event is the
+		// envelope's end: where a group that ends inside it ends.
 		inner.Header.EventSize = ev.Header.EventSize
 		t, err := a.handle(ctx, inner)
-		if t != nil && t.More == nil {
-			t.EndPos = ev.NextPos()
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -252,4 +271,9 @@ func (a *Assembler) payload(ctx context.Context, ev *binlog.Event, p *binlog.Tra
 		}
 	}
 	return done, nil
+}
+
+// logStatement logs a statement with its secrets hidden.
+func (a *Assembler) logStatement(level slog.Level, msg, query string) {
+	a.log.Log(context.Background(), level, msg, "gtid", a.curGTID(), "query", abbreviate(redact.Statement(query), 200))
 }

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -8,34 +9,114 @@ type stmtKind uint8
 
 const (
 	stmtDDL     stmtKind = iota
-	stmtDML              // statement-based row changes: refused
+	stmtDML              // statement-based row changes: refused for replicated tables
 	stmtAccount          // accounts, privileges, plugins, FLUSH: not replicated
+	stmtTrigger          // CREATE/DROP TRIGGER: deferred (the source's trigger effects are in its binlog as rows)
+	stmtEvent            // CREATE/ALTER/DROP EVENT: deferred (a replica must not run the source's events)
 )
 
-// classify sorts a statement by its leading keywords.
+// objectWords are the object kinds of CREATE/ALTER/DROP/RENAME.
+var objectWords = map[string]stmtKind{
+	"TABLE": stmtDDL, "TABLES": stmtDDL, "VIEW": stmtDDL, "INDEX": stmtDDL, "DATABASE": stmtDDL, "SCHEMA": stmtDDL,
+	"SEQUENCE": stmtDDL, "PROCEDURE": stmtDDL, "FUNCTION": stmtDDL, "PACKAGE": stmtDDL, "TABLESPACE": stmtDDL,
+	"TRIGGER": stmtTrigger, "EVENT": stmtEvent,
+	"USER": stmtAccount, "ROLE": stmtAccount, "SERVER": stmtAccount,
+}
+
+// classify sorts a statement by its verb and, for CREATE, ALTER, DROP and
+// RENAME, by the kind of object, found past modifiers such as OR REPLACE,
+// DEFINER=..., ALGORITHM=..., SQL SECURITY, IF [NOT] EXISTS.
 func classify(query string) stmtKind {
-	w := keywords(query, 3)
-	if len(w) == 0 {
+	toks := tokenize(query, 24)
+	if len(toks) == 0 {
 		return stmtDDL
 	}
-	switch w[0] {
+	switch toks[0].text {
 	case "INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "CALL", "DO", "HANDLER", "WITH":
 		return stmtDML
 	case "GRANT", "REVOKE", "FLUSH", "INSTALL", "UNINSTALL", "RESET", "PURGE", "KILL", "SHUTDOWN":
 		return stmtAccount
 	case "SET":
-		if len(w) > 1 && (w[1] == "PASSWORD" || w[1] == "DEFAULT" || w[1] == "ROLE") {
+		if len(toks) > 1 && (toks[1].text == "PASSWORD" || toks[1].text == "DEFAULT" || toks[1].text == "ROLE") {
 			return stmtAccount
 		}
 		return stmtDML
 	case "CREATE", "DROP", "ALTER", "RENAME":
-		for _, x := range w[1:] {
-			if x == "USER" || x == "ROLE" || x == "SERVER" {
-				return stmtAccount
+		for _, t := range toks[1:] {
+			if t.quoted {
+				continue
+			}
+			if k, ok := objectWords[t.text]; ok {
+				return k
 			}
 		}
 	}
 	return stmtDDL
+}
+
+// dmlTables names the table a statement-based DML statement writes, when
+// its form is a simple one: INSERT/REPLACE [INTO] t, UPDATE t, DELETE FROM
+// t, LOAD DATA ... INTO TABLE t. unknown is set otherwise (multi-table
+// forms, CALL, ...).
+func dmlTables(q, defSchema string) (names []TableName, unknown bool) {
+	p := &ddlParser{toks: tokenize(q, 0), def: defSchema}
+	switch p.next() {
+	case "INSERT", "REPLACE":
+		p.skipWords("LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO")
+	case "UPDATE":
+		p.skipWords("LOW_PRIORITY", "IGNORE")
+		n := p.nameList()
+		if len(n) == 1 && p.peek().text == "SET" {
+			return n, false
+		}
+		return nil, true
+	case "DELETE":
+		p.skipWords("LOW_PRIORITY", "QUICK", "IGNORE")
+		if p.next() != "FROM" {
+			return nil, true
+		}
+	case "LOAD":
+		for p.pos < len(p.toks) && p.peek().text != "INTO" {
+			p.pos++
+		}
+		p.pos++
+		p.skipWords("TABLE")
+	default:
+		return nil, true
+	}
+	n, ok := p.name()
+	if !ok {
+		return nil, true
+	}
+	return []TableName{n}, false
+}
+
+// parseSavepoint reads SAVEPOINT x, ROLLBACK [WORK] TO [SAVEPOINT] x and
+// RELEASE SAVEPOINT x.
+func parseSavepoint(q string) (ItemKind, string, error) {
+	toks := tokenize(q, 6)
+	name := func() (string, error) {
+		if len(toks) == 0 {
+			return "", fmt.Errorf("cannot parse %q", q)
+		}
+		return toks[len(toks)-1].raw, nil
+	}
+	if len(toks) < 2 {
+		return 0, "", fmt.Errorf("cannot parse %q", q)
+	}
+	var kind ItemKind
+	switch toks[0].text {
+	case "SAVEPOINT":
+		kind = ItemSavepoint
+	case "ROLLBACK":
+		kind = ItemRollbackTo
+	case "RELEASE":
+		kind = ItemRelease
+	default:
+		return 0, "", fmt.Errorf("cannot parse %q", q)
+	}
+	n, err := name()
+	return kind, n, err
 }
 
 // token is a lexical token of a statement: an upper-cased keyword or
@@ -149,6 +230,8 @@ func ddlTables(q, defSchema string) (names []TableName, unknown bool) {
 			return p.alterTable(), false
 		case "DATABASE", "SCHEMA":
 			return p.schemaName(), false
+		case "EVENT":
+			return p.routineSchema(), false
 		}
 	case "DROP":
 		p.skipWords("TEMPORARY")
@@ -159,6 +242,8 @@ func ddlTables(q, defSchema string) (names []TableName, unknown bool) {
 		case "DATABASE", "SCHEMA":
 			p.skipWords("IF", "EXISTS")
 			return p.schemaName(), false
+		case "TRIGGER", "EVENT", "PROCEDURE", "FUNCTION":
+			return p.routineSchema(), false
 		case "INDEX":
 			p.skipWords("ONLINE", "OFFLINE", "IF", "EXISTS")
 			p.next() // index name
@@ -315,8 +400,21 @@ func (p *ddlParser) create() ([]TableName, bool) {
 		if ok {
 			return []TableName{n}, false
 		}
+	case "EVENT", "PROCEDURE", "FUNCTION":
+		return p.routineSchema(), false
 	}
 	return nil, true
+}
+
+// routineSchema reads [IF [NOT] EXISTS] [schema.]name of a routine, event
+// or trigger and returns its schema: what the filter decides by.
+func (p *ddlParser) routineSchema() []TableName {
+	p.skipWords("IF", "NOT", "EXISTS")
+	n, ok := p.name()
+	if !ok {
+		return []TableName{{Schema: p.def}}
+	}
+	return []TableName{{Schema: n.Schema}}
 }
 
 func (p *ddlParser) alterTable() []TableName {

@@ -27,7 +27,10 @@ func TestDDLTables(t *testing.T) {
 		{"DROP SCHEMA shop", []TableName{{"shop", ""}}, false},
 		{"/* c */ CREATE /*!50001 ALGORITHM=UNDEFINED */ /*!50013 DEFINER=`root`@`localhost` SQL SECURITY DEFINER */ VIEW v AS SELECT 1", []TableName{{"db", "v"}}, false},
 		{"CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a=1", []TableName{{"db", "t"}}, false},
-		{"CREATE PROCEDURE p() BEGIN END", nil, true},
+		{"CREATE PROCEDURE p() BEGIN END", []TableName{{"db", ""}}, false},
+		{"CREATE DEFINER=`root`@`%` EVENT IF NOT EXISTS other.e ON SCHEDULE EVERY 1 DAY DO DELETE FROM t", []TableName{{"other", ""}}, false},
+		{"DROP TRIGGER IF EXISTS s.tr", []TableName{{"s", ""}}, false},
+		{"GRANT SELECT ON t TO u", nil, true},
 		{"ANALYZE TABLE a, b", []TableName{{"db", "a"}, {"db", "b"}}, false},
 	}
 	for _, c := range cases {
@@ -50,10 +53,70 @@ func TestClassify(t *testing.T) {
 		"FLUSH PRIVILEGES":                   stmtAccount,
 		"CREATE TABLE t (a int)":             stmtDDL,
 		"ALTER TABLE t ADD KEY (a)":          stmtDDL,
+		// The object kind comes after modifiers (CREATE OR REPLACE USER was
+		// taken for DDL, ran on the target and crashed the applier).
+		"CREATE OR REPLACE USER app1@'%' IDENTIFIED BY 'x'": stmtAccount,
+		"CREATE USER IF NOT EXISTS u":                       stmtAccount,
+		"ALTER USER u IDENTIFIED BY 'x'":                    stmtAccount,
+		"RENAME USER a TO b":                                stmtAccount,
+		"CREATE OR REPLACE SERVER s FOREIGN DATA WRAPPER mysql OPTIONS (PASSWORD 'x')":             stmtAccount,
+		"CREATE DEFINER=`root`@`localhost` TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a=1": stmtTrigger,
+		"CREATE OR REPLACE TRIGGER tr AFTER UPDATE ON t FOR EACH ROW DO 1":                         stmtTrigger,
+		"DROP TRIGGER IF EXISTS tr":                                stmtTrigger,
+		"CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO DELETE FROM t": stmtEvent,
+		"ALTER DEFINER=root@localhost EVENT e DISABLE":             stmtEvent,
+		"DROP EVENT e":                                   stmtEvent,
+		"CREATE TABLE trigger_log (a int)":               stmtDDL,
+		"CREATE OR REPLACE TABLE `event` (a int)":        stmtDDL,
+		"CREATE DEFINER=`u`@`%` PROCEDURE p() BEGIN END": stmtDDL,
 	}
 	for q, want := range cases {
 		if got := classify(q); got != want {
 			t.Errorf("classify(%q) = %d, want %d", q, got, want)
+		}
+	}
+}
+
+func TestDMLTables(t *testing.T) {
+	cases := []struct {
+		q       string
+		want    []TableName
+		unknown bool
+	}{
+		{"REPLACE INTO `percona`.`checksums` (db, tbl, chunk) SELECT 'shop', 't', 1 FROM `shop`.`t`", []TableName{{"percona", "checksums"}}, false},
+		{"INSERT IGNORE INTO t VALUES (1)", []TableName{{"db", "t"}}, false},
+		{"insert low_priority t (a) values (1)", []TableName{{"db", "t"}}, false},
+		{"UPDATE `percona`.`checksums` SET master_crc = 'x' WHERE db = 'shop'", []TableName{{"percona", "checksums"}}, false},
+		{"UPDATE a, b SET a.x = b.x", nil, true},
+		{"DELETE FROM s.t WHERE id = 1", []TableName{{"s", "t"}}, false},
+		{"DELETE t1 FROM t1 JOIN t2", nil, true},
+		{"LOAD DATA INFILE '/tmp/x' INTO TABLE s.t", []TableName{{"s", "t"}}, false},
+		{"CALL p()", nil, true},
+	}
+	for _, c := range cases {
+		got, unknown := dmlTables(c.q, "db")
+		if !reflect.DeepEqual(got, c.want) || unknown != c.unknown {
+			t.Errorf("dmlTables(%q) = %v, %v; want %v, %v", c.q, got, unknown, c.want, c.unknown)
+		}
+	}
+}
+
+func TestParseSavepoint(t *testing.T) {
+	cases := []struct {
+		q    string
+		kind ItemKind
+		name string
+	}{
+		{"SAVEPOINT `a`", ItemSavepoint, "a"},
+		{"SAVEPOINT sp1", ItemSavepoint, "sp1"},
+		{"ROLLBACK TO `a`", ItemRollbackTo, "a"},
+		{"ROLLBACK WORK TO SAVEPOINT b", ItemRollbackTo, "b"},
+		{"RELEASE SAVEPOINT c", ItemRelease, "c"},
+	}
+	for _, c := range cases {
+		kind, name, err := parseSavepoint(c.q)
+		if err != nil || kind != c.kind || name != c.name {
+			t.Errorf("parseSavepoint(%q) = %v %q %v; want %v %q", c.q, kind, name, err, c.kind, c.name)
 		}
 	}
 }

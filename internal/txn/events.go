@@ -3,13 +3,18 @@ package txn
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"unsafe"
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/redact"
 )
 
-const valueSize = int(unsafe.Sizeof(binlog.Value{}))
+const (
+	valueSize  = int(unsafe.Sizeof(binlog.Value{}))
+	changeSize = int(unsafe.Sizeof(Change{}))
+)
 
 // rows decodes a rows event of a selected table into changes.
 func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEvent) error {
@@ -33,7 +38,7 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 	}
 	a.values = vals
 	n := r.Columns
-	body := a.body
+	body := &a.body
 	first := len(body.Changes)
 	for i := start; i < len(vals); {
 		c := Change{Table: r.Table, Kind: r.Kind, Flags: r.Flags}
@@ -51,8 +56,10 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 		}
 		body.Changes = append(body.Changes, c)
 	}
-	body.Items = append(body.Items, Item{Rows: r, First: first, Last: len(body.Changes)})
-	a.bytes += int(ev.Header.EventSize) + (len(vals)-start)*valueSize
+	body.Items = append(body.Items, Item{Kind: ItemRows, Rows: r, First: first, Last: len(body.Changes)})
+	// The event's bytes back the values' strings; the values and changes
+	// themselves are counted on top.
+	a.bytes += int(ev.Header.EventSize) + (len(vals)-start)*valueSize + (len(body.Changes)-first)*changeSize
 	return a.maybeStream(ctx)
 }
 
@@ -80,34 +87,25 @@ func fullImage(bitmap []byte, n int) bool {
 	return true
 }
 
-// maybeStream hands a transaction that outgrew the memory bound to the
-// applier before it ends, and from then on sends it in parts.
+// maybeStream sends the part being filled to the applier before the
+// transaction ends once it outgrew the memory bound: the first part at
+// MaxTxnBytes, later ones at a quarter of it (the applier already holds a
+// connection for the transaction; smaller parts keep memory flat).
 func (a *Assembler) maybeStream(ctx context.Context) error {
-	t := a.cur
-	if t.More == nil {
-		if a.bytes <= a.cfg.MaxTxnBytes {
-			return nil
-		}
-		t.Bytes = a.bytes
-		t.More = make(chan Body, 1)
-		if err := send(ctx, a.out, t); err != nil {
-			return err
-		}
-		a.log.Info("streaming a large transaction", "gtid", t.GTID.String(), "bytes_so_far", a.bytes)
-	} else {
-		if a.bytes <= a.cfg.MaxTxnBytes/4 {
-			return nil
-		}
-		if err := send(ctx, t.More, *a.body); err != nil {
-			return err
-		}
+	limit := a.cfg.MaxTxnBytes
+	if a.sent {
+		limit /= 4
 	}
-	a.body = &Body{}
-	a.values, a.bytes = nil, 0
-	return nil
+	if a.bytes <= limit {
+		return nil
+	}
+	if !a.sent {
+		a.log.Info("transaction too large to hold in memory: sending it in parts", "gtid", a.cur.GTID.String(), "bytes_so_far", a.bytes)
+	}
+	return a.sendPart(ctx, false, nil)
 }
 
-// query handles BEGIN/COMMIT/XA and statements.
+// query handles BEGIN/COMMIT/XA, savepoints and statements.
 func (a *Assembler) query(ctx context.Context, ev *binlog.Event, q *binlog.QueryEvent) (*Txn, error) {
 	switch q.Kind() {
 	case binlog.QueryBegin:
@@ -116,21 +114,41 @@ func (a *Assembler) query(ctx context.Context, ev *binlog.Event, q *binlog.Query
 				return nil, err
 			}
 		}
-		a.inTrx, a.single = true, false
+		a.single = false
 		return nil, nil
 	case binlog.QueryCommit:
 		return a.end(ctx, ev)
 	case binlog.QueryRollback:
-		// Only changes to non-transactional tables reach the binlog with a
-		// ROLLBACK; the source kept them, so apply what is there.
-		a.log.Warn("transaction ended with ROLLBACK in the binlog; applying its logged changes", "gtid", a.curGTID())
+		// Only groups with changes to tables that are not transactional on
+		// the source reach the binlog ending in ROLLBACK: those changes
+		// stayed, the others were undone (see ResolveRollbacks).
+		if a.cur != nil {
+			a.cur.RolledBack = true
+		}
 		return a.end(ctx, ev)
 	case binlog.QuerySavepoint:
-		return nil, nil
+		return nil, a.savepoint(ev, q)
 	case binlog.QueryXA:
 		return a.xa(ctx, ev, q)
 	}
 	return a.statement(ctx, ev, q)
+}
+
+// savepoint records SAVEPOINT, ROLLBACK TO and RELEASE SAVEPOINT in source
+// order: the source only binlogs them when the transaction also changed a
+// table that is not transactional, whose changes a rollback to the
+// savepoint does not undo.
+func (a *Assembler) savepoint(ev *binlog.Event, q *binlog.QueryEvent) error {
+	if a.cur == nil {
+		return fmt.Errorf("source binlog %s:%d: %q outside a transaction", ev.File, ev.Pos, q.Query)
+	}
+	kind, name, err := parseSavepoint(string(q.Query))
+	if err != nil {
+		return fmt.Errorf("transaction %s at %s:%d: %w", a.cur.GTID, ev.File, ev.Pos, err)
+	}
+	a.cur.Savepoints = true
+	a.body.Items = append(a.body.Items, Item{Kind: kind, Savepoint: name})
+	return nil
 }
 
 func (a *Assembler) curGTID() string {
@@ -156,7 +174,7 @@ func (a *Assembler) xa(ctx context.Context, ev *binlog.Event, q *binlog.QueryEve
 				return nil, err
 			}
 		}
-		a.inTrx, a.single = true, false
+		a.single = false
 		return nil, nil
 	case "END", "PREPARE":
 		return nil, nil
@@ -168,8 +186,10 @@ func (a *Assembler) xa(ctx context.Context, ev *binlog.Event, q *binlog.QueryEve
 		}
 		return a.end(ctx, ev)
 	case "ROLLBACK":
-		if a.cur != nil && len(a.body.Items) > 0 {
-			return a.end(ctx, ev) // a one-phase rollback of logged non-transactional changes
+		if a.cur != nil && (len(a.body.Items) > 0 || a.sent) {
+			// A one-phase rollback of logged non-transactional changes.
+			a.cur.RolledBack = true
+			return a.end(ctx, ev)
 		}
 		return nil, fmt.Errorf("transaction %s: XA ROLLBACK of a prepared XA transaction: binlane applies XA transactions at prepare time and cannot undo them (%s)",
 			a.curGTID(), q.Query)
@@ -177,7 +197,10 @@ func (a *Assembler) xa(ctx context.Context, ev *binlog.Event, q *binlog.QueryEve
 	return nil, fmt.Errorf("transaction %s: unsupported XA statement %q", a.curGTID(), q.Query)
 }
 
-// statement handles a statement that is not transaction control.
+// statement handles a statement that is not transaction control. What it
+// concerns is decided first: a statement about tables the filter does not
+// select is skipped whatever it is (pt-table-checksum writes
+// statement-based DML into its own schema on a row-based source).
 func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.QueryEvent) (*Txn, error) {
 	if a.cur == nil {
 		if err := a.begin(ev, gtid.GTID{}); err != nil {
@@ -186,26 +209,41 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		a.single = true
 	}
 	query := string(q.Query)
-	switch classify(query) {
-	case stmtDML:
-		return nil, fmt.Errorf("transaction %s at %s:%d: statement-based DML in the binlog (binlog_format must be ROW for every source session): %s",
-			a.curGTID(), ev.File, ev.Pos, abbreviate(query, 200))
-	case stmtAccount:
-		a.log.Info("skipping account statement", "gtid", a.curGTID(), "query", abbreviate(query, 100))
-	default:
-		st := &Statement{Schema: q.Schema, Query: query, Status: q.Status}
+	kind := classify(query)
+	st := &Statement{Schema: q.Schema, Query: query, Status: q.Status}
+	if kind == stmtDML {
+		st.Tables, st.Unknown = dmlTables(query, q.Schema)
+	} else {
 		st.Tables, st.Unknown = ddlTables(query, q.Schema)
-		if a.selected(st) {
-			a.body.Items = append(a.body.Items, Item{Statement: st})
-			a.bytes += len(query)
-		} else {
-			a.log.Debug("skipping statement for filtered tables", "gtid", a.curGTID(), "query", abbreviate(query, 100))
-		}
+	}
+	switch {
+	case kind == stmtAccount:
+		a.logStatement(slog.LevelInfo, "skipping account statement (accounts are not replicated)", query)
+	case !a.selected(st):
+		a.logStatement(slog.LevelDebug, "skipping statement for tables not replicated", query)
+	case kind == stmtDML:
+		return nil, fmt.Errorf("transaction %s at %s:%d: statement-based DML in the binlog (binlog_format must be ROW for every source session): %s",
+			a.curGTID(), ev.File, ev.Pos, abbreviate(redact.Statement(query), 200))
+	case kind == stmtTrigger || kind == stmtEvent:
+		st.Deferred = deferReason(kind)
+		a.logStatement(slog.LevelWarn, "not running "+st.Deferred+" on the target while it is a replica; recorded for cut-over", query)
+		a.body.Items = append(a.body.Items, Item{Kind: ItemDeferred, Statement: st})
+		a.bytes += len(query)
+	default:
+		a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
+		a.bytes += len(query)
 	}
 	if a.single {
 		return a.end(ctx, ev)
 	}
 	return nil, nil
+}
+
+func deferReason(k stmtKind) string {
+	if k == stmtTrigger {
+		return "trigger DDL"
+	}
+	return "event DDL"
 }
 
 // selected decides whether a statement concerns the selected tables. When

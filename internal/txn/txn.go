@@ -1,8 +1,13 @@
 // Package txn turns a stream of binlog events into transactions: the unit
 // that flows from the source to the applier. The Assembler groups events
 // from GTID to XID/COMMIT, drops tables the filter does not select, decodes
-// row images once, and marks what the applier must treat specially
-// (statements, huge transactions that must be streamed).
+// row images once, and classifies statements (DDL to run, trigger and event
+// DDL to defer, account statements to skip, statement-based DML to refuse).
+//
+// Every transaction travels the same typed path, however large: one or more
+// Parts on one channel, the first with First set, the last with Last set.
+// A transaction that fits in memory is a single Part; a larger one is cut
+// into parts the applier writes as they come.
 //
 // The package owns grouping and classification; it must never talk to the
 // target, and never advance a position itself: positions move only when the
@@ -14,13 +19,17 @@ import (
 	"github.com/binlane/binlane/internal/gtid"
 )
 
-// Txn is one source transaction (an event group).
+// Txn is one source transaction (an event group): what is known of it
+// besides its content, which travels in Parts.
 type Txn struct {
 	// Seq numbers transactions in stream order, from 1, within one run.
 	Seq uint64
 	// GTID is zero for anonymous (MySQL gtid_mode=OFF) transactions.
 	GTID gtid.GTID
 	// File and EndPos locate the end of the group in the source's binlog.
+	// For a transaction that arrives in several parts they are set when the
+	// last part is sent (the channel send orders the write before the
+	// applier's read).
 	File   string
 	EndPos uint64
 	// Timestamp is the source commit time (seconds), for lag.
@@ -32,33 +41,67 @@ type Txn struct {
 	SequenceNumber int64
 	Waited         bool // MariaDB: the transaction waited on a lock on the source
 
-	Body
-	// More is non-nil for a transaction too big to hold in memory: Body holds
-	// its first part, the rest arrive on More, which is closed after the
-	// last part. File, EndPos and Timestamp are only final once More is
-	// closed.
-	More chan Body
-
-	// Bytes is the memory the transaction holds (event bytes and values).
-	Bytes int
+	// RolledBack is set when the group ended with ROLLBACK: only changes of
+	// tables that are not transactional on the source stayed there.
+	RolledBack bool
+	// Savepoints is set when the group holds SAVEPOINT / ROLLBACK TO items,
+	// which ResolveRollbacks turns into plain row changes.
+	Savepoints bool
 }
 
-// Body is the content of a transaction (or of one part of a streamed one).
+// Part is one piece of a transaction on its way to the applier.
+type Part struct {
+	Txn  *Txn
+	Body Body
+	// First and Last mark the transaction's first and last part; a
+	// transaction held whole is one part with both set.
+	First, Last bool
+	// Bytes is the memory the part holds (event bytes and decoded values):
+	// what queues and windows count.
+	Bytes int
+	// Abort, on a last part, says the source broke off before the
+	// transaction ended: the applier rolls back what it wrote of it, and the
+	// source sends the whole transaction again after it reconnects.
+	Abort error
+}
+
+// Whole reports whether the part is an entire transaction.
+func (p *Part) Whole() bool { return p.First && p.Last && p.Abort == nil }
+
+// Body is the content of a transaction (or of one part of it).
 type Body struct {
 	Items   []Item
 	Changes []Change
-	// Err is set on the last part of a streamed transaction whose remaining
-	// events could not be read; the applier must roll back.
-	Err error
 }
 
-// Item is one step of a transaction in source order: either a run of row
-// changes (Changes[First:Last]) from one rows event, or a statement.
+// ItemKind says what an item is.
+type ItemKind uint8
+
+const (
+	// ItemRows is a run of row changes (Changes[First:Last]) from one rows
+	// event.
+	ItemRows ItemKind = iota
+	// ItemStatement is a statement the target runs as the source did (DDL).
+	ItemStatement
+	// ItemDeferred is a statement the target must not run while it is a
+	// replica (trigger and event DDL): it is recorded for the user to apply
+	// at cut-over.
+	ItemDeferred
+	// ItemSavepoint, ItemRollbackTo and ItemRelease are SAVEPOINT name,
+	// ROLLBACK TO name and RELEASE SAVEPOINT name inside a transaction.
+	ItemSavepoint
+	ItemRollbackTo
+	ItemRelease
+)
+
+// Item is one step of a transaction in source order.
 type Item struct {
-	Rows      *binlog.RowsEvent
+	Kind      ItemKind
+	Rows      *binlog.RowsEvent // ItemRows
 	First     int
 	Last      int
-	Statement *Statement
+	Statement *Statement // ItemStatement, ItemDeferred
+	Savepoint string     // ItemSavepoint, ItemRollbackTo, ItemRelease
 }
 
 // Change is one row change. Before is nil for inserts and After for
@@ -71,7 +114,8 @@ type Change struct {
 	After  []binlog.Value
 }
 
-// Statement is a statement the target must run as is: DDL and the like.
+// Statement is a statement the target must run as is (DDL and the like),
+// or one it must keep for later (Deferred).
 type Statement struct {
 	Schema string // default database of the source session
 	Query  string
@@ -80,21 +124,24 @@ type Statement struct {
 	// parsed ("schema.table"); Unknown is set when they could not.
 	Tables  []TableName
 	Unknown bool
+	// Deferred says why a statement is kept instead of run (empty for
+	// statements that run).
+	Deferred string
 }
 
-// TableName is a schema-qualified table name.
+// TableName is a schema-qualified table name ("" table for a whole schema).
 type TableName struct{ Schema, Table string }
 
-// HasStatements reports whether any item is a statement.
+// HasStatements reports whether any item is a statement to run or defer.
 func (b *Body) HasStatements() bool {
 	for i := range b.Items {
-		if b.Items[i].Statement != nil {
+		if k := b.Items[i].Kind; k == ItemStatement || k == ItemDeferred {
 			return true
 		}
 	}
 	return false
 }
 
-// Empty reports a transaction with nothing to apply (every table filtered
-// out): only its position matters.
-func (t *Txn) Empty() bool { return len(t.Items) == 0 && t.More == nil }
+// Empty reports a body with nothing to apply (every table filtered out):
+// only the transaction's position matters.
+func (b *Body) Empty() bool { return len(b.Items) == 0 }

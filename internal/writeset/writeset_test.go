@@ -33,62 +33,62 @@ var (
 //	floats(f DOUBLE PK, g FLOAT UNIQUE)
 //	audited(id PK) with triggers
 var (
-	users = &plan.Table{Name: "`d`.`users`", TableHash: plan.TableSeed("d", "users"),
+	users = &plan.Table{Name: "`d`.`users`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "users"}),
 		Cols:   []plan.Col{{Name: "id"}, {Name: "email", Coll: ci}, {Name: "name", Coll: ci}},
 		RowKey: []int{0},
 		Keys: []plan.Key{
-			{Seed: plan.IndexSeed("d", "users", "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
-			{Seed: plan.IndexSeed("d", "users", "email"), Cols: []int{1}, Prefix: []int{0}},
+			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "users"}, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
+			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "users"}, "email"), Cols: []int{1}, Prefix: []int{0}},
 		},
-		CascadeTables: []uint64{plan.TableSeed("d", "orders")},
+		CascadeTables: []uint64{plan.TableSeed(schema.Ident{Schema: "d", Table: "orders"})},
 	}
-	orders = &plan.Table{Name: "`d`.`orders`", TableHash: plan.TableSeed("d", "orders"),
+	orders = &plan.Table{Name: "`d`.`orders`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "orders"}),
 		Cols:    []plan.Col{{Name: "id"}, {Name: "user_id"}},
 		RowKey:  []int{0},
-		Keys:    []plan.Key{{Seed: plan.IndexSeed("d", "orders", "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true}},
-		Parents: []plan.Parent{{Seed: plan.IndexSeed("d", "users", "PRIMARY"), Cols: []int{1}, Colls: []schema.Collation{{}}, ParentTable: users.TableHash}},
+		Keys:    []plan.Key{{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "orders"}, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true}},
+		Parents: []plan.Parent{{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "users"}, "PRIMARY"), Cols: []int{1}, Colls: []schema.Collation{{}}, ParentTable: users.TableHash}},
 	}
-	accounts = &plan.Table{Name: "`d`.`accounts`", TableHash: plan.TableSeed("d", "accounts"),
+	accounts = &plan.Table{Name: "`d`.`accounts`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "accounts"}),
 		Cols:   []plan.Col{{Name: "id"}, {Name: "login", Coll: ci}},
 		RowKey: []int{0},
 		Keys: []plan.Key{
-			{Seed: plan.IndexSeed("d", "accounts", "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
-			{Seed: plan.IndexSeed("d", "accounts", "login"), Cols: []int{1}, Prefix: []int{0}},
+			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "accounts"}, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
+			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "accounts"}, "login"), Cols: []int{1}, Prefix: []int{0}},
 		},
 	}
 	// The child's own column is utf8mb4_bin: the reference must hash under
 	// the parent's collation.
-	posts = &plan.Table{Name: "`d`.`posts`", TableHash: plan.TableSeed("d", "posts"),
+	posts = &plan.Table{Name: "`d`.`posts`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "posts"}),
 		Cols:    []plan.Col{{Name: "id"}, {Name: "author", Coll: bin}},
 		RowKey:  []int{0},
-		Keys:    []plan.Key{{Seed: plan.IndexSeed("d", "posts", "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true}},
-		Parents: []plan.Parent{{Seed: plan.IndexSeed("d", "accounts", "login"), Cols: []int{1}, Colls: []schema.Collation{ci}, ParentTable: accounts.TableHash}},
+		Keys:    []plan.Key{{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "posts"}, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true}},
+		Parents: []plan.Parent{{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "accounts"}, "login"), Cols: []int{1}, Colls: []schema.Collation{ci}, ParentTable: accounts.TableHash}},
 	}
-	logs = &plan.Table{Name: "`d`.`logs`", TableHash: plan.TableSeed("d", "logs"),
+	logs = &plan.Table{Name: "`d`.`logs`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "logs"}),
 		Cols:    []plan.Col{{Name: "id"}, {Name: "user_name", Coll: ci}},
 		RowKey:  []int{0},
-		Keys:    []plan.Key{{Seed: plan.IndexSeed("d", "logs", "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true}},
+		Keys:    []plan.Key{{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "logs"}, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true}},
 		Parents: []plan.Parent{{Cols: []int{1}, TableLevel: true, ParentTable: users.TableHash}},
 	}
-	nokey = &plan.Table{Name: "`d`.`nokey`", TableHash: plan.TableSeed("d", "nokey"),
+	nokey = &plan.Table{Name: "`d`.`nokey`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "nokey"}),
 		Cols: []plan.Col{{Name: "a"}, {Name: "b", Coll: ci}}}
-	pairs = &plan.Table{Name: "`d`.`pairs`", TableHash: plan.TableSeed("d", "pairs"),
+	pairs = &plan.Table{Name: "`d`.`pairs`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "pairs"}),
 		Cols:   []plan.Col{{Name: "a", Coll: bin}, {Name: "b", Coll: bin}},
 		RowKey: []int{0, 1},
-		Keys:   []plan.Key{{Seed: plan.IndexSeed("d", "pairs", "PRIMARY"), Cols: []int{0, 1}, Prefix: []int{0, 0}, Primary: true}},
+		Keys:   []plan.Key{{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "pairs"}, "PRIMARY"), Cols: []int{0, 1}, Prefix: []int{0, 0}, Primary: true}},
 	}
-	floats = &plan.Table{Name: "`d`.`floats`", TableHash: plan.TableSeed("d", "floats"),
+	floats = &plan.Table{Name: "`d`.`floats`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "floats"}),
 		Cols:   []plan.Col{{Name: "f"}, {Name: "g"}},
 		RowKey: []int{0},
 		Keys: []plan.Key{
-			{Seed: plan.IndexSeed("d", "floats", "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
-			{Seed: plan.IndexSeed("d", "floats", "g"), Cols: []int{1}, Prefix: []int{0}},
+			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "floats"}, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
+			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "floats"}, "g"), Cols: []int{1}, Prefix: []int{0}},
 		},
 	}
-	audited = &plan.Table{Name: "`d`.`audited`", TableHash: plan.TableSeed("d", "audited"),
+	audited = &plan.Table{Name: "`d`.`audited`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "audited"}),
 		Cols:      []plan.Col{{Name: "id"}},
 		RowKey:    []int{0},
-		Keys:      []plan.Key{{Seed: plan.IndexSeed("d", "audited", "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true}},
+		Keys:      []plan.Key{{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "audited"}, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true}},
 		Serialize: "table has triggers on the target",
 	}
 )

@@ -1,7 +1,6 @@
-package apply
+package rowsql
 
 import (
-	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -19,9 +18,12 @@ import (
 //     column back to the same float32);
 //   - temporals as text (TIMESTAMP in UTC: sessions run with time_zone
 //     '+00:00');
-//   - strings as hex with the source charset's introducer, so no
-//     escaping, no connection-charset conversion, and the column's own
-//     collation applies in comparisons (the index stays usable);
+//   - strings as escaped literals with the source charset's introducer
+//     (_binary for binary data), so no connection-charset conversion
+//     happens and the column's own collation applies in comparisons (the
+//     index stays usable). Escaping grows a value by a few percent at most
+//     where hex would double it, so a value that fits the target's
+//     max_allowed_packet on the source fits in our statement too;
 //   - ENUM and SET by their member names when the table map lists them
 //     (robust to reordered definitions), otherwise by number.
 //
@@ -60,16 +62,16 @@ func (l *literal) append(dst []byte, v *binlog.Value, src *binlog.Column, col *p
 			}
 			b = text
 		}
-		return appendHexString(dst, b, col.Introducer), nil
+		return AppendString(dst, b, col.Introducer), nil
 	case binlog.KindGeometry:
-		return appendHexString(dst, v.B, ""), nil
+		return AppendString(dst, v.B, ""), nil
 	case binlog.KindEnum:
 		if v.N == 0 {
 			l.lax = true
 			return append(dst, '0'), nil
 		}
 		if src != nil && int(v.N) <= len(src.EnumValues) {
-			return appendHexString(dst, src.EnumValues[v.N-1], col.Introducer), nil
+			return AppendString(dst, src.EnumValues[v.N-1], col.Introducer), nil
 		}
 		return strconv.AppendInt(dst, v.N, 10), nil
 	case binlog.KindSet:
@@ -83,23 +85,37 @@ func (l *literal) append(dst []byte, v *binlog.Value, src *binlog.Column, col *p
 	return dst, fmt.Errorf("cannot render a %s value", v.Kind)
 }
 
-// appendHexString writes _charset X'..' (or X'..' for binary data). An
-// empty value is written as an empty quoted string, which stays valid
-// after an introducer.
-func appendHexString(dst, b []byte, charset string) []byte {
-	if charset != "" {
-		dst = append(dst, '_')
-		dst = append(dst, charset...)
+// AppendString writes _charset'...' (_binary'...' for binary data, charset
+// ""), escaping the bytes that end or alter a quoted string: quote,
+// backslash and NUL, plus CR, LF and Ctrl-Z so that statements stay
+// printable. This is safe for any bytes under binlane's sessions: their
+// sql_mode never has NO_BACKSLASH_ESCAPES, and the lexer reads the literal
+// in character_set_client utf8mb4, whose multi-byte sequences contain no
+// ASCII byte, so an escape can never be swallowed by a preceding byte.
+func AppendString(dst, b []byte, charset string) []byte {
+	dst = append(dst, '_')
+	if charset == "" {
+		charset = "binary"
 	}
-	if len(b) == 0 {
-		return append(dst, "''"...)
+	dst = append(dst, charset...)
+	dst = append(dst, '\'')
+	dst = slices.Grow(dst, len(b)+len(b)/32+2)
+	from := 0
+	for i, c := range b {
+		esc := escapes[c]
+		if esc == 0 {
+			continue
+		}
+		dst = append(dst, b[from:i]...)
+		dst = append(dst, '\\', esc)
+		from = i + 1
 	}
-	dst = append(dst, " X'"...)
-	n := len(dst)
-	dst = slices.Grow(dst, hex.EncodedLen(len(b))+1)[:n+hex.EncodedLen(len(b))]
-	hex.Encode(dst[n:], b)
+	dst = append(dst, b[from:]...)
 	return append(dst, '\'')
 }
+
+// escapes maps a byte to the letter of its backslash escape (0: none).
+var escapes = [256]byte{0: '0', '\n': 'n', '\r': 'r', 0x1a: 'Z', '\'': '\'', '\\': '\\'}
 
 func appendSetNames(dst []byte, bits uint64, names [][]byte, charset string) ([]byte, error) {
 	var joined []byte
@@ -115,5 +131,5 @@ func appendSetNames(dst []byte, bits uint64, names [][]byte, charset string) ([]
 	if len(names) < 64 && bits>>uint(len(names)) != 0 {
 		return dst, fmt.Errorf("SET value 0x%x has bits beyond its %d members", bits, len(names))
 	}
-	return appendHexString(dst, joined, charset), nil
+	return AppendString(dst, joined, charset), nil
 }

@@ -1,7 +1,8 @@
-package apply
+package rowsql
 
 import (
 	"encoding/binary"
+	"strconv"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -17,12 +18,15 @@ import (
 // foreign key either way, no trigger) the last image of each row is all
 // that needs writing. Rows that disappear are deleted in one statement,
 // rows that are new are inserted in one, and rows that existed and changed
-// are written with one INSERT ... ON DUPLICATE KEY UPDATE.
+// are written with one INSERT ... ON DUPLICATE KEY UPDATE that counts the
+// rows it found (so a row missing on the target is an error, as it is for
+// the UPDATE the unmerged path sends).
 type collapser struct {
 	tables []*collapsedTable
 	byPlan map[*plan.Table]*collapsedTable
 	d      xxhash.Digest
 	buf    [8]byte
+	assign []int // scratch: the columns an upsert assigns
 }
 
 type collapsedTable struct {
@@ -72,7 +76,7 @@ func (c *collapser) add(t *txn.Txn, p *plan.Table, ch *txn.Change) {
 		r := c.row(ct, ch.Before, true)
 		r.final, r.txn = nil, t
 	default:
-		if !c.sameKey(p, ch.Before, ch.After) {
+		if !sameKey(p, ch.Before, ch.After) {
 			r := c.row(ct, ch.Before, true)
 			r.final, r.txn = nil, t
 			r = c.row(ct, ch.After, false)
@@ -93,7 +97,7 @@ func (c *collapser) row(ct *collapsedTable, img []binlog.Value, existed bool) *c
 		i = -1
 	}
 	for j := i; j >= 0; j = ct.rows[j].next {
-		if c.sameKey(ct.p, ct.rows[j].key, img) {
+		if sameKey(ct.p, ct.rows[j].key, img) {
 			return &ct.rows[j]
 		}
 	}
@@ -113,9 +117,9 @@ func (c *collapser) hash(p *plan.Table, row []binlog.Value) uint64 {
 	return c.d.Sum64()
 }
 
-func (c *collapser) sameKey(p *plan.Table, a, b []binlog.Value) bool {
+func sameKey(p *plan.Table, a, b []binlog.Value) bool {
 	for _, k := range p.RowKey {
-		if !sameValue(&a[k], &b[k]) {
+		if !SameValue(&a[k], &b[k]) {
 			return false
 		}
 	}
@@ -124,7 +128,7 @@ func (c *collapser) sameKey(p *plan.Table, a, b []binlog.Value) bool {
 
 // write emits the collapsed statements: deletes, then inserts of new rows,
 // then upserts of changed rows.
-func (c *collapser) write(w *orderedWriter) error {
+func (c *collapser) write(w *Writer) error {
 	for _, ct := range c.tables {
 		if err := c.writeDeletes(w, ct); err != nil {
 			return err
@@ -139,7 +143,7 @@ func (c *collapser) write(w *orderedWriter) error {
 	return nil
 }
 
-func (c *collapser) writeDeletes(w *orderedWriter, ct *collapsedTable) error {
+func (c *collapser) writeDeletes(w *Writer, ct *collapsedTable) error {
 	for i := range ct.rows {
 		r := &ct.rows[i]
 		if r.final != nil || !r.existed {
@@ -148,22 +152,22 @@ func (c *collapser) writeDeletes(w *orderedWriter, ct *collapsedTable) error {
 		if err := w.delete(r.txn, ct.p, &txn.Change{Kind: binlog.RowsDelete, Before: r.key}); err != nil {
 			return err
 		}
-		if len(w.buf)-w.start > maxStatementBytes {
-			if err := w.close(); err != nil {
+		if len(w.buf)-w.start > w.MaxStatement {
+			if err := w.closeOpen(); err != nil {
 				return err
 			}
 		}
 	}
-	return w.close()
+	return w.closeOpen()
 }
 
 // writeRows writes new rows (upsert false) with a plain INSERT, whose row
 // count is checked, or changed rows (upsert true) with INSERT ... ON
 // DUPLICATE KEY UPDATE.
-func (c *collapser) writeRows(w *orderedWriter, ct *collapsedTable, upsert bool) error {
+func (c *collapser) writeRows(w *Writer, ct *collapsedTable, upsert bool) error {
 	p := ct.p
 	n := 0
-	var info stmtInfo
+	var info Stmt
 	for i := range ct.rows {
 		r := &ct.rows[i]
 		if r.final == nil || r.existed != upsert {
@@ -172,16 +176,16 @@ func (c *collapser) writeRows(w *orderedWriter, ct *collapsedTable, upsert bool)
 		if n == 0 {
 			w.begin()
 			w.buf = appendInsertHead(w.buf, p, "INSERT INTO ")
-			info = stmtInfo{expect: 0, txn: r.txn, table: p, what: "insert", row: r.final, key: p.RowKey}
+			info = Stmt{Expect: 0, Txn: r.txn, Table: p, What: "insert", Row: r.final, Key: p.RowKey}
 		} else {
 			w.buf = append(w.buf, ',')
 		}
 		n++
-		info.expect++
+		info.Expect++
 		if err := w.appendRow(p, r.final, p.Write); err != nil {
 			return err
 		}
-		if len(w.buf)-w.start > maxStatementBytes {
+		if len(w.buf)-w.start > w.MaxStatement {
 			if err := c.endRows(w, p, upsert, info); err != nil {
 				return err
 			}
@@ -194,33 +198,54 @@ func (c *collapser) writeRows(w *orderedWriter, ct *collapsedTable, upsert bool)
 	return c.endRows(w, p, upsert, info)
 }
 
-func (c *collapser) endRows(w *orderedWriter, p *plan.Table, upsert bool, info stmtInfo) error {
-	if upsert {
-		w.buf = append(w.buf, " ON DUPLICATE KEY UPDATE "...)
-		n := 0
-		for _, col := range p.Write {
-			if isKeyColumn(p, col) {
-				continue
-			}
-			if n > 0 {
-				w.buf = append(w.buf, ',')
-			}
-			n++
-			q := p.Cols[col].Quoted
-			w.buf = append(w.buf, q...)
-			w.buf = append(w.buf, "=VALUES("...)
-			w.buf = append(w.buf, q...)
-			w.buf = append(w.buf, ')')
-		}
-		if n == 0 {
-			k := p.Cols[p.RowKey[0]].Quoted
-			w.buf = append(w.buf, k...)
-			w.buf = append(w.buf, '=')
-			w.buf = append(w.buf, k...)
-		}
-		info.expect, info.what = -1, "upsert"
+// endRows ends an INSERT of new rows, whose row count is checked, or an
+// upsert of changed rows. The upsert cannot be checked by its row count
+// (with found-rows counting, a row inserted because it was missing counts 1,
+// like a row found unchanged), so its first assignment counts the rows it
+// found in countVar, evaluated once per row that was there; a row missing on
+// the target leaves the count short and the guard fails the commit.
+func (c *collapser) endRows(w *Writer, p *plan.Table, upsert bool, info Stmt) error {
+	if !upsert {
+		return w.end(info)
 	}
-	return w.end(info)
+	w.buf = append(w.buf, " ON DUPLICATE KEY UPDATE "...)
+	cols := c.assign[:0]
+	for _, col := range p.Write {
+		if !isKeyColumn(p, col) {
+			cols = append(cols, col)
+		}
+	}
+	if len(cols) == 0 {
+		cols = append(cols, p.RowKey[0]) // all columns are key columns: k=k
+	}
+	c.assign = cols
+	for i, col := range cols {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		q := p.Cols[col].Quoted
+		w.buf = append(w.buf, q...)
+		if i == 0 {
+			w.buf = append(w.buf, "=IF(("+countVar+":="+countVar+"+1)>0,VALUES("...)
+			w.buf = append(w.buf, q...)
+			w.buf = append(w.buf, "),NULL)"...)
+			continue
+		}
+		w.buf = append(w.buf, "=VALUES("...)
+		w.buf = append(w.buf, q...)
+		w.buf = append(w.buf, ')')
+	}
+	expect := info.Expect
+	info.Expect, info.What = -1, "upsert"
+	if err := w.end(info); err != nil {
+		return err
+	}
+	// The row-count guard for the upsert: every row must have been found.
+	w.begin()
+	w.buf = append(w.buf, "SET "+guardVar+"="+guardVar+"+("+countVar+"<>"...)
+	w.buf = strconv.AppendInt(w.buf, expect, 10)
+	w.buf = append(w.buf, "),"+countVar+"=0"...)
+	return w.end(Stmt{Expect: -1, What: RowCountCheck, Txn: nil})
 }
 
 func isKeyColumn(p *plan.Table, col int) bool {

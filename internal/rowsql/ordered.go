@@ -1,4 +1,4 @@
-package apply
+package rowsql
 
 import (
 	"github.com/binlane/binlane/internal/binlog"
@@ -10,26 +10,19 @@ import (
 type openStmt struct {
 	p    *plan.Table
 	kind binlog.RowsKind
-	info stmtInfo
+	info Stmt
 	// composite keys use OR-ed conditions instead of an IN list
 	composite bool
 }
 
-// orderedWriter writes row changes in source order, merging runs of
-// inserts (or deletes) into one table into one statement.
-type orderedWriter struct {
-	*sqlWriter
-	open *openStmt
-	o    openStmt // storage for open, to avoid allocating
-}
-
-// change writes one row change.
-func (w *orderedWriter) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
+// change writes one row change in source order, merging runs of inserts (or
+// deletes) into one table into one statement.
+func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	fkOff := c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0
 	cOff := c.Flags&binlog.RowsFlagNoCheckConstraints != 0
 	sameSession := fkOff == w.fkOff && cOff == w.constraintsOff
-	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !sameSession || len(w.buf)-w.start > maxStatementBytes) {
-		if err := w.close(); err != nil {
+	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !sameSession || len(w.buf)-w.start > w.MaxStatement) {
+		if err := w.closeOpen(); err != nil {
 			return err
 		}
 	}
@@ -47,15 +40,15 @@ func (w *orderedWriter) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	return w.update(t, p, c)
 }
 
-func (w *orderedWriter) insert(t *txn.Txn, p *plan.Table, c *txn.Change) error {
+func (w *Writer) insert(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	if w.open != nil {
 		w.buf = append(w.buf, ',')
-		w.open.info.expect++
+		w.open.info.Expect++
 		return w.appendRow(p, c.After, p.Write)
 	}
 	w.begin()
 	w.buf = appendInsertHead(w.buf, p, "INSERT INTO ")
-	w.o = openStmt{p: p, kind: binlog.RowsInsert, info: stmtInfo{expect: 1, txn: t, table: p, what: "insert", row: c.After, key: p.RowKey}}
+	w.o = openStmt{p: p, kind: binlog.RowsInsert, info: Stmt{Expect: 1, Txn: t, Table: p, What: "insert", Row: c.After, Key: p.RowKey}}
 	w.open = &w.o
 	return w.appendRow(p, c.After, p.Write)
 }
@@ -73,8 +66,8 @@ func appendInsertHead(buf []byte, p *plan.Table, verb string) []byte {
 	return append(buf, ") VALUES "...)
 }
 
-func (w *orderedWriter) delete(t *txn.Txn, p *plan.Table, c *txn.Change) error {
-	info := stmtInfo{expect: 1, txn: t, table: p, what: "delete", row: c.Before, key: p.RowKey}
+func (w *Writer) delete(t *txn.Txn, p *plan.Table, c *txn.Change) error {
+	info := Stmt{Expect: 1, Txn: t, Table: p, What: "delete", Row: c.Before, Key: p.RowKey}
 	if p.RowKey == nil {
 		// No key: one row at a time, matched on its whole image.
 		w.begin()
@@ -88,7 +81,7 @@ func (w *orderedWriter) delete(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 		return w.end(info)
 	}
 	if w.open != nil {
-		w.open.info.expect++
+		w.open.info.Expect++
 		if w.open.composite {
 			w.buf = append(w.buf, ") OR ("...)
 			return w.appendMatch(p, c.Before)
@@ -111,7 +104,7 @@ func (w *orderedWriter) delete(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	return w.appendKeyValue(p, c.Before)
 }
 
-func (w *orderedWriter) appendKeyValue(p *plan.Table, row []binlog.Value) error {
+func (w *Writer) appendKeyValue(p *plan.Table, row []binlog.Value) error {
 	k := p.RowKey[0]
 	var err error
 	if w.buf, err = w.lit.append(w.buf, &row[k], &p.Source.Columns[k], &p.Cols[k]); err != nil {
@@ -120,36 +113,41 @@ func (w *orderedWriter) appendKeyValue(p *plan.Table, row []binlog.Value) error 
 	return nil
 }
 
-func (w *orderedWriter) update(t *txn.Txn, p *plan.Table, c *txn.Change) error {
+// update writes one UPDATE that finds the row by its before image's key. An
+// update that changes nothing the target stores still checks the row is
+// there (a SET of a column to itself, which counts as found), so a row
+// missing on the target is an error whatever the change.
+func (w *Writer) update(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	w.begin()
 	w.buf = append(w.buf, "UPDATE "...)
 	w.buf = append(w.buf, p.Name...)
 	w.buf = append(w.buf, " SET "...)
-	n := 0
-	changed := 0
-	for _, col := range p.Write {
-		same := sameValue(&c.Before[col], &c.After[col])
-		if same && !p.Cols[col].OnUpdate {
-			continue
+	what := "update"
+	if anyChanged(p, c) {
+		n := 0
+		for _, col := range p.Write {
+			if SameValue(&c.Before[col], &c.After[col]) && !p.Cols[col].OnUpdate {
+				continue
+			}
+			if n > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			n++
+			w.buf = append(w.buf, p.Cols[col].Quoted...)
+			w.buf = append(w.buf, '=')
+			var err error
+			if w.buf, err = w.lit.append(w.buf, &c.After[col], &p.Source.Columns[col], &p.Cols[col]); err != nil {
+				return columnError(p, col, err)
+			}
 		}
-		if !same {
-			changed++
-		}
-		if n > 0 {
-			w.buf = append(w.buf, ',')
-		}
-		n++
-		w.buf = append(w.buf, p.Cols[col].Quoted...)
+	} else {
+		// Nothing the target stores changes: only check the row is there
+		// (an ON UPDATE column does not fire when no value changes).
+		q := p.Cols[p.Write[0]].Quoted
+		w.buf = append(w.buf, q...)
 		w.buf = append(w.buf, '=')
-		var err error
-		if w.buf, err = w.lit.append(w.buf, &c.After[col], &p.Source.Columns[col], &p.Cols[col]); err != nil {
-			return columnError(p, col, err)
-		}
-	}
-	if changed == 0 {
-		// Nothing the target stores changes: no statement at all.
-		w.buf = w.buf[:w.start]
-		return nil
+		w.buf = append(w.buf, q...)
+		what = "update (no change)"
 	}
 	w.buf = append(w.buf, " WHERE "...)
 	if err := w.appendMatch(p, c.Before); err != nil {
@@ -158,11 +156,20 @@ func (w *orderedWriter) update(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	if p.RowKey == nil {
 		w.buf = append(w.buf, " LIMIT 1"...)
 	}
-	return w.end(stmtInfo{expect: 1, txn: t, table: p, what: "update", row: c.Before, key: p.RowKey})
+	return w.end(Stmt{Expect: 1, Txn: t, Table: p, What: what, Row: c.Before, Key: p.RowKey})
 }
 
-// close finishes the open multi-row statement.
-func (w *orderedWriter) close() error {
+func anyChanged(p *plan.Table, c *txn.Change) bool {
+	for _, col := range p.Write {
+		if !SameValue(&c.Before[col], &c.After[col]) {
+			return true
+		}
+	}
+	return false
+}
+
+// closeOpen finishes the open multi-row statement.
+func (w *Writer) closeOpen() error {
 	o := w.open
 	if o == nil {
 		return nil

@@ -1,0 +1,111 @@
+package apply
+
+import (
+	"context"
+	"time"
+
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/rowsql"
+)
+
+// committer is the ordered-commit protocol: a batch commits only when
+// every earlier batch has (its turn), and its commit carries the stream's
+// position after its last transaction, in the same target transaction.
+type committer struct {
+	seq           *sequencer
+	stream, owner string
+	idleSave      time.Duration
+	stats         *Stats
+}
+
+// commitOpts says what the commit covers besides rows.
+type commitOpts struct {
+	rows int
+	// force writes the position even when the batch changed nothing on
+	// the target (statements: their mark must be cleared).
+	force bool
+	// clearDDL ends the statement mark.
+	clearDDL bool
+	// deferred statements are recorded in binlane.deferred with the commit.
+	deferred []deferredStmt
+}
+
+type deferredStmt struct {
+	gtid, schema, reason, query string
+}
+
+// waitTurn blocks until every batch before b committed, or b must give way.
+func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
+	start := time.Now()
+	w.waitingTurn.Store(true)
+	defer func() {
+		w.waitingTurn.Store(false)
+		w.ws.CommitWait.Add(int64(time.Since(start)))
+	}()
+	select {
+	case <-c.seq.turn(b.first):
+		return nil
+	case <-b.abort:
+		return errAborted
+	case <-w.abortAll:
+		return errStopping
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commit waits for the batch's turn, then writes the position (and any
+// deferred statements) and commits. When the batch is already at the head,
+// the position update and COMMIT ride in the last round trip of statements.
+func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpts) error {
+	onlyBegin := w.sql.RowStatements() == 0 && len(o.deferred) == 0
+	if !c.seq.atHead(b.first) {
+		if !onlyBegin {
+			if err := w.sql.Flush(); err != nil {
+				return err
+			}
+		}
+		if err := c.waitTurn(ctx, w, b); err != nil {
+			return err
+		}
+	}
+	pos, save := c.seq.next(b.works)
+	save.ClearDDL = o.clearDDL
+	if onlyBegin && !o.force && time.Since(c.seq.lastSave) < c.idleSave {
+		// Only skipped transactions: no round trip; the position is written
+		// with the next commit or by the coordinator when idle.
+		w.sql.Discard()
+		c.seq.commit(pos, save, false)
+		c.done(w, b, o.rows)
+		return nil
+	}
+	for _, d := range o.deferred {
+		err := w.sql.Append(func(buf []byte) []byte {
+			return position.AppendDeferred(buf, c.stream, d.gtid, d.schema, d.reason, d.query)
+		}, rowsql.Stmt{Expect: 1, What: "record deferred statement"})
+		if err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	if err := w.sql.Commit(c.stream, c.owner, save); err != nil {
+		return err
+	}
+	w.ws.Commit.Add(int64(time.Since(start)))
+	c.seq.commit(pos, save, true)
+	c.done(w, b, o.rows)
+	return nil
+}
+
+// done passes the turn on and counts the batch.
+func (c *committer) done(w *worker, b *batch, rows int) {
+	c.seq.advance(b.last)
+	w.ws.Batches.Add(1)
+	w.ws.Txns.Add(uint64(len(b.works)))
+	w.ws.Rows.Add(uint64(rows))
+	c.stats.Committed.Add(uint64(len(b.works)))
+	c.stats.LastCommitAt.Store(time.Now().UnixNano())
+	if ts := b.works[len(b.works)-1].t.Timestamp; ts != 0 {
+		c.stats.LastCommitTS.Store(int64(ts))
+	}
+}

@@ -1,0 +1,288 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/redact"
+	"github.com/binlane/binlane/internal/rowsql"
+	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// runAlone applies a transaction that runs with nothing else in flight: one
+// with statements (DDL, deferred trigger DDL), or one too large to hold,
+// whose parts the coordinator relays as they arrive.
+//
+// A statement runs outside any transaction (DDL commits implicitly), so it
+// cannot be covered by the position update. It is applied exactly once this
+// way: before it runs, the stream's row records it (its GTID, a fingerprint
+// of the target's definition of what it changes, the connection running
+// it); the position update that follows it clears the record in the same
+// transaction. A run that finds the record after a crash waits for that
+// connection's statement to end, then compares the fingerprint: changed,
+// the statement was applied (DDL is atomic, also across a crash of the
+// server); unchanged, it was not, and runs. A statement that fails is
+// recorded as failed: it was not applied, and runs again after a restart —
+// an error code never counts as "already applied".
+func (w *worker) runAlone(ctx context.Context, b *batch) error {
+	if err := w.commit.waitTurn(ctx, w, b); err != nil {
+		return err
+	}
+	wk := b.works[0]
+	t := wk.t
+	w.sql.Collapse, w.sql.OneByOne = false, false
+	s := aloneState{}
+	body := wk.body
+	for {
+		if err := w.aloneBody(ctx, t, &body, &s); err != nil {
+			return err
+		}
+		if wk.parts == nil {
+			break
+		}
+		p, err := w.nextPart(ctx, b, wk)
+		if err != nil {
+			return err
+		}
+		if p.Abort != nil {
+			return fmt.Errorf("transaction %s: %w", t.GTID, p.Abort)
+		}
+		if p.Last && (t.Savepoints || t.RolledBack) {
+			return fmt.Errorf("transaction %s is larger than --max-txn-bytes and rolls back to a savepoint (or ends in ROLLBACK) "+
+				"over changes to non-transactional tables: such a transaction must be held whole to be resolved; raise --max-txn-bytes",
+				rowsql.DescribeTxn(t))
+		}
+		body = p.Body
+		if p.Last {
+			if err := w.aloneBody(ctx, t, &body, &s); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	if !s.inTxn {
+		if err := w.sql.Begin(); err != nil {
+			return err
+		}
+	}
+	if err := w.sql.Finish(); err != nil {
+		return err
+	}
+	return w.commit.commit(ctx, w, b, commitOpts{rows: s.rows, force: true, clearDDL: s.statement, deferred: s.deferred})
+}
+
+// aloneState follows a transaction applied alone across its parts.
+type aloneState struct {
+	inTxn     bool // a target transaction is open for its rows
+	statement bool // a statement ran (or was found applied)
+	rows      int
+	deferred  []deferredStmt
+}
+
+// nextPart waits for the next part of a transaction sent in parts.
+func (w *worker) nextPart(ctx context.Context, b *batch, wk *work) (txn.Part, error) {
+	select {
+	case p := <-wk.parts:
+		return p, nil
+	case <-w.abortAll:
+		return txn.Part{}, errStopping
+	case <-ctx.Done():
+		return txn.Part{}, ctx.Err()
+	}
+}
+
+// aloneBody applies one body of a transaction applied alone.
+func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *aloneState) error {
+	for i := range body.Items {
+		it := &body.Items[i]
+		switch it.Kind {
+		case txn.ItemStatement:
+			if s.inTxn {
+				// The statement commits what came before it implicitly.
+				if err := w.sql.Flush(); err != nil {
+					return err
+				}
+				s.inTxn = false
+			}
+			if err := w.statement(ctx, t, it.Statement); err != nil {
+				return err
+			}
+			s.statement = true
+		case txn.ItemDeferred:
+			st := it.Statement
+			s.deferred = append(s.deferred, deferredStmt{gtid: t.GTID.String(), schema: st.Schema, reason: st.Deferred, query: st.Query})
+		case txn.ItemRows:
+			if !s.inTxn {
+				if err := w.sql.Begin(); err != nil {
+					return err
+				}
+				s.inTxn = true
+			}
+			p, err := w.plans.Get(ctx, it.Rows.Table)
+			if err != nil {
+				return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(t), err)
+			}
+			if err := w.sql.Rows(t, p, body.Changes[it.First:it.Last]); err != nil {
+				return err
+			}
+			s.rows += it.Last - it.First
+		}
+	}
+	return nil
+}
+
+// statement runs one statement the way the source session ran it, exactly
+// once across crashes (see runAlone).
+func (w *worker) statement(ctx context.Context, t *txn.Txn, st *txn.Statement) error {
+	gtid := t.GTID.String()
+	objects, whole := statementObjects(st)
+	if rec := w.recoveredDDL; rec.GTID == gtid && rec.State == position.DDLRunning {
+		applied, err := w.appliedBeforeCrash(ctx, st, rec, objects, whole)
+		if err != nil {
+			return w.statementError(t, st, err)
+		}
+		w.recoveredDDL = position.DDLMark{}
+		if applied {
+			w.log.Warn("statement was applied before the previous run stopped (the target's definitions changed); not running it again",
+				"gtid", gtid, "statement", abbreviate(redact.Statement(st.Query), 200))
+			w.plans.Invalidate()
+			return nil
+		}
+	}
+	fp, err := schema.Fingerprint(ctx, w.conn.conn, objects, whole)
+	if err != nil {
+		return w.statementError(t, st, err)
+	}
+	if err := position.MarkDDL(ctx, w.conn.conn, w.commit.stream, w.commit.owner,
+		position.DDLMark{GTID: gtid, Fingerprint: fp, Conn: w.conn.id}); err != nil {
+		return w.statementError(t, st, err)
+	}
+	err = w.execStatement(ctx, st)
+	w.plans.Invalidate()
+	if rerr := w.conn.init(ctx, w.binlogApplied, w.lockWait); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if ferr := position.FailDDL(fctx, w.meta, w.commit.stream, w.commit.owner); ferr != nil {
+			w.log.Warn("could not record the statement's failure", "gtid", gtid, "error", ferr)
+		}
+		cancel()
+		return w.statementError(t, st, err)
+	}
+	return nil
+}
+
+func (w *worker) statementError(t *txn.Txn, st *txn.Statement, err error) error {
+	return fmt.Errorf("transaction %s: statement %q: %w", rowsql.DescribeTxn(t), abbreviate(redact.Statement(st.Query), 300), err)
+}
+
+// execStatement sets the source session's settings and runs the statement.
+func (w *worker) execStatement(ctx context.Context, st *txn.Statement) error {
+	c := w.conn.conn
+	if _, err := c.ExecContext(ctx, sessionFor(st)); err != nil {
+		return fmt.Errorf("set the source session's settings: %w", err)
+	}
+	if st.Schema != "" {
+		if _, err := c.ExecContext(ctx, "USE "+schema.QuoteName(st.Schema)); err != nil && !sqlerr.Is(err, sqlerr.UnknownDB) {
+			return err
+		}
+	}
+	w.execStart.Store(time.Now().UnixNano())
+	_, err := c.ExecContext(ctx, st.Query)
+	w.execStart.Store(0)
+	return err
+}
+
+// appliedBeforeCrash decides whether the statement the previous run marked
+// was applied: it waits until the connection that ran it no longer runs it
+// (a killed process's statement goes on in the server), then compares the
+// target's definitions with those taken before it started.
+func (w *worker) appliedBeforeCrash(ctx context.Context, st *txn.Statement, rec position.DDLMark,
+	objects []schema.Object, whole []string) (bool, error) {
+	for waited := time.Duration(0); ; waited += time.Second {
+		var n int
+		err := w.conn.conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+			WHERE ID = ? AND INFO = ?`, rec.Conn, st.Query).Scan(&n)
+		if err != nil {
+			return false, fmt.Errorf("look for the previous run's statement: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+		if waited%(30*time.Second) == 0 {
+			w.log.Warn("waiting for the statement the previous run started to finish on the target",
+				"connection", rec.Conn, "waited", waited, "statement", abbreviate(redact.Statement(st.Query), 200))
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	fp, err := schema.Fingerprint(ctx, w.conn.conn, objects, whole)
+	if err != nil {
+		return false, err
+	}
+	return fp != rec.Fingerprint, nil
+}
+
+// statementObjects names what a statement may change, for its
+// fingerprint: the tables it names; for a statement on a schema (CREATE
+// DATABASE, routines, ...) that schema and everything in it; for one whose
+// objects could not be read, its whole default schema.
+func statementObjects(st *txn.Statement) ([]schema.Object, []string) {
+	var objects []schema.Object
+	var whole []string
+	for _, n := range st.Tables {
+		objects = append(objects, schema.Object{Schema: n.Schema, Table: n.Table})
+		if n.Table == "" && n.Schema != "" {
+			whole = append(whole, n.Schema)
+		}
+	}
+	if (st.Unknown || len(objects) == 0) && st.Schema != "" {
+		whole = append(whole, st.Schema)
+	}
+	return objects, whole
+}
+
+// sessionFor sets what the source's query event recorded.
+func sessionFor(st *txn.Statement) string {
+	var b strings.Builder
+	b.WriteString("SET SESSION ")
+	if st.Status.HasSQLMode {
+		b.WriteString("sql_mode=" + strconv.FormatUint(st.Status.SQLMode, 10) + ", ")
+	}
+	if st.Status.ClientCharset != 0 {
+		fmt.Fprintf(&b, "character_set_client=%d, collation_connection=%d, ", st.Status.ClientCharset, st.Status.ConnCollation)
+	}
+	if st.Status.ServerCollat != 0 {
+		fmt.Fprintf(&b, "collation_server=%d, ", st.Status.ServerCollat)
+	}
+	if st.Status.TimeZone != "" {
+		b.WriteString("time_zone='" + strings.ReplaceAll(st.Status.TimeZone, "'", "''") + "', ")
+	}
+	const noFKChecks, relaxedUnique = 1 << 26, 1 << 27
+	fmt.Fprintf(&b, "foreign_key_checks=%s, unique_checks=%s", onOff(st.Status.Flags2&noFKChecks == 0), onOff(st.Status.Flags2&relaxedUnique == 0))
+	return b.String()
+}
+
+func onOff(on bool) string {
+	if on {
+		return "1"
+	}
+	return "0"
+}
+
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,136 @@
+package position
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/binlane/binlane/internal/sqlerr"
+)
+
+// Save is the position written with a transaction.
+type Save struct {
+	GTID     string
+	File     string
+	Pos      uint64
+	LastGTID string
+	SourceTS uint32 // seconds; 0 leaves the column as it is
+	Applied  int    // transactions covered by this save
+	// ClearDDL ends the statement mark: the statement it names is applied
+	// by the transaction this save commits with.
+	ClearDDL bool
+}
+
+// AppendUpdate appends the statement that moves the stream's position, for
+// the caller to send inside the transaction it covers. It fails (the
+// position would become NULL, which the column refuses) unless the stream
+// still belongs to owner and, when guard names a user variable, that
+// variable is 0 — so a COMMIT sent after it in the same multi-statement
+// round trip never runs for a process that lost the stream, or after a
+// statement that did not do what it should have.
+func AppendUpdate(buf []byte, name string, s Save, owner, guard string) []byte {
+	buf = append(buf, "UPDATE "+Table+" SET gtid_pos=IF(owner="...)
+	buf = appendQuoted(buf, owner)
+	if guard != "" {
+		buf = append(buf, " AND "+guard+"=0"...)
+	}
+	buf = append(buf, ',')
+	buf = appendQuoted(buf, s.GTID)
+	buf = append(buf, ",NULL)"...)
+	buf = append(buf, ",binlog_file="...)
+	buf = appendQuoted(buf, s.File)
+	buf = append(buf, ",binlog_pos="...)
+	buf = strconv.AppendUint(buf, s.Pos, 10)
+	buf = append(buf, ",last_gtid="...)
+	buf = appendQuoted(buf, s.LastGTID)
+	if s.SourceTS != 0 {
+		buf = append(buf, ",source_ts=FROM_UNIXTIME("...)
+		buf = strconv.AppendUint(buf, uint64(s.SourceTS), 10)
+		buf = append(buf, ')')
+	}
+	if s.ClearDDL {
+		buf = append(buf, ",ddl_gtid='',ddl_state='',ddl_fingerprint='',ddl_conn=0"...)
+	}
+	buf = append(buf, ",applied_trx=applied_trx+"...)
+	buf = strconv.AppendInt(buf, int64(s.Applied), 10)
+	buf = append(buf, " WHERE name="...)
+	return appendQuoted(buf, name)
+}
+
+// SaveIdle writes a position on its own (transactions that changed nothing
+// on the target), on behalf of owner.
+func SaveIdle(ctx context.Context, db *sql.DB, name, owner string, s Save) error {
+	if _, err := db.ExecContext(ctx, string(AppendUpdate(nil, name, s, owner, ""))); err != nil {
+		if IsNotOwner(err) {
+			return checkOwner(ctx, db, name, owner)
+		}
+		return fmt.Errorf("save position %s: %w", s.GTID, err)
+	}
+	return nil
+}
+
+// IsNotOwner recognizes the server's refusal of a position update by a
+// process that lost the stream (or after a failed guard): the NULL position
+// of AppendUpdate.
+func IsNotOwner(err error) bool {
+	return sqlerr.Is(err, sqlerr.BadNull) && strings.Contains(err.Error(), "gtid_pos")
+}
+
+// AppendDeferred appends the statement that records a statement binlane
+// keeps instead of running, for the caller to send inside the transaction
+// whose position covers it.
+func AppendDeferred(buf []byte, stream, gtid, schemaName, reason, statement string) []byte {
+	buf = append(buf, "INSERT INTO "+DeferredTable+" (stream, gtid, schema_name, reason, statement) VALUES ("...)
+	for i, v := range []string{stream, gtid, schemaName, reason, statement} {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendQuoted(buf, v)
+	}
+	return append(buf, ')')
+}
+
+// Deferred is a statement kept for the user.
+type Deferred struct {
+	GTID, Schema, Reason, Statement string
+	RecordedAt                      time.Time
+}
+
+// ListDeferred returns a stream's deferred statements, oldest first.
+func ListDeferred(ctx context.Context, db *sql.DB, stream string) ([]Deferred, error) {
+	rows, err := db.QueryContext(ctx, "SELECT gtid, schema_name, reason, statement, UNIX_TIMESTAMP(recorded_at) FROM "+
+		DeferredTable+" WHERE stream = ? ORDER BY id", stream)
+	if isNoTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read deferred statements: %w", err)
+	}
+	defer rows.Close()
+	var out []Deferred
+	for rows.Next() {
+		var d Deferred
+		var at float64
+		if err := rows.Scan(&d.GTID, &d.Schema, &d.Reason, &d.Statement, &at); err != nil {
+			return nil, err
+		}
+		d.RecordedAt = unix(at)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// appendQuoted writes a string literal as hex, which reads the same under
+// every sql_mode (NO_BACKSLASH_ESCAPES included) and needs no escaping.
+func appendQuoted(buf []byte, s string) []byte {
+	if s == "" {
+		return append(buf, "''"...)
+	}
+	buf = append(buf, "_utf8mb4 X'"...)
+	buf = hex.AppendEncode(buf, []byte(s))
+	return append(buf, '\'')
+}

@@ -1,0 +1,104 @@
+package rowsql
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// ErrRowCount is matched (errors.Is) by a RowCountError.
+var ErrRowCount = errors.New("row count mismatch")
+
+// RowCountError is a statement that did not affect the rows it should
+// have: a row missing on the target, or there twice.
+type RowCountError struct {
+	Stmt Stmt
+	Got  int64
+}
+
+func (e *RowCountError) Error() string {
+	return fmt.Sprintf("%s: %s affected %d rows on the target, expected %d", Describe(e.Stmt), e.Stmt.What, e.Got, e.Stmt.Expect)
+}
+
+func (e *RowCountError) Unwrap() error { return ErrRowCount }
+
+// StmtError is a server error in a known statement.
+type StmtError struct {
+	Stmt Stmt
+	Err  error
+}
+
+func (e *StmtError) Error() string { return Describe(e.Stmt) + ", " + e.Stmt.What + ": " + e.Err.Error() }
+func (e *StmtError) Unwrap() error { return e.Err }
+
+// Check compares the rows each statement of a round trip affected with
+// what it should have.
+func Check(stmts []Stmt, counts []int64) error {
+	for i, st := range stmts {
+		if st.Expect < 0 || i >= len(counts) || counts[i] == st.Expect {
+			continue
+		}
+		return &RowCountError{Stmt: st, Got: counts[i]}
+	}
+	return nil
+}
+
+// Blame names the statement a failed round trip failed in, when that is
+// certain: a round trip holding one row statement (and its row-count check),
+// as diagnosis sends them.
+func Blame(stmts []Stmt, err error) error {
+	n := len(stmts)
+	if n > 0 && stmts[0].Txn != nil && (n == 1 || n == 2 && stmts[1].What == RowCountCheck) {
+		return &StmtError{Stmt: stmts[0], Err: err}
+	}
+	return err
+}
+
+// Describe says which transaction, table and row a statement was for.
+func Describe(st Stmt) string {
+	var b strings.Builder
+	if st.Txn != nil {
+		b.WriteString("transaction ")
+		b.WriteString(DescribeTxn(st.Txn))
+	}
+	if st.Table != nil {
+		fmt.Fprintf(&b, ", table %s", st.Table.Name)
+	}
+	if st.Row != nil && st.Table != nil {
+		b.WriteString(", row (")
+		cols := st.Key
+		if cols == nil {
+			cols = st.Table.Write
+			if len(cols) > 4 {
+				cols = cols[:4]
+			}
+		}
+		for i, c := range cols {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			v := st.Row[c]
+			fmt.Fprintf(&b, "%s=%s", st.Table.Cols[c].Name, abbreviate(v.String(), 64))
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// DescribeTxn names a transaction by its GTID and where it ends in the
+// source's binlog.
+func DescribeTxn(t *txn.Txn) string {
+	if t.GTID.Flavor != 0 {
+		return fmt.Sprintf("%s (source %s:%d)", t.GTID, t.File, t.EndPos)
+	}
+	return fmt.Sprintf("at source %s:%d", t.File, t.EndPos)
+}
+
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,312 @@
+// Package rowsql renders source row changes as the SQL binlane sends to the
+// target: multi-row INSERT and DELETE statements, UPDATEs that find rows
+// by key, collapsed last images when transactions are merged, the session
+// switches rows events record, and the guard that turns a statement which
+// did not affect the rows it should have into a failed commit.
+//
+// Rendering is a pure function of plans and changes: the Writer fills round
+// trips (';'-separated statements with a description of each) and hands
+// every full one to a Sink, which sends it (the applier's worker) or keeps
+// it (tests). The package must never talk to a server.
+package rowsql
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// Default bounds of one statement and one round trip: well below the
+// server's default max_allowed_packet of 16 MiB. A single row larger than
+// that still goes in one statement of its own.
+const (
+	DefaultMaxStatement = 1 << 20
+	DefaultMaxRoundTrip = 4 << 20
+)
+
+// Stmt describes one statement of a round trip, to check its result and to
+// name what failed.
+type Stmt struct {
+	Expect int64 // rows it must affect; -1 when not checked
+	Txn    *txn.Txn
+	Table  *plan.Table
+	What   string
+	Row    []binlog.Value // a row of the statement, for messages
+	Key    []int          // the columns that name the row
+}
+
+// Sink receives round trips. sql and stmts are only valid during the call.
+type Sink interface {
+	Send(sql []byte, stmts []Stmt) error
+}
+
+// Writer accumulates the statements of one target transaction and hands
+// them to its sink in round trips. It is not safe for concurrent use; its
+// buffers are reused from one transaction to the next.
+type Writer struct {
+	sink Sink
+	// Collapse merges the changes of collapsible tables into their last
+	// images (plan.Table.Collapsible); other tables keep source order.
+	Collapse bool
+	// OneByOne sends every statement in its own round trip (diagnosis).
+	OneByOne bool
+	// MaxStatement and MaxRoundTrip bound statements and round trips.
+	MaxStatement, MaxRoundTrip int
+
+	buf   []byte
+	stmts []Stmt
+	lit   literal
+	start int // offset of the statement being written
+	// fkOff/constraintsOff mirror the session while the transaction's
+	// statements are written; both checks are on between transactions.
+	fkOff, constraintsOff bool
+	dml                   int // row statements written since Begin
+	open                  *openStmt
+	o                     openStmt // storage for open, to avoid allocating
+	col                   collapser
+}
+
+// NewWriter returns a writer sending to sink.
+func NewWriter(sink Sink) *Writer {
+	return &Writer{sink: sink, MaxStatement: DefaultMaxStatement, MaxRoundTrip: DefaultMaxRoundTrip}
+}
+
+// Guard variables. guardVar counts row statements that did not affect the
+// rows they should have; the position update turns a non-zero count into
+// an error, so a COMMIT sent after it in the same round trip never runs
+// after a mismatch (the server stops a multi-statement at the first error).
+// countVar counts the rows an upsert found already present.
+const (
+	guardVar = "@binlane_bad"
+	countVar = "@binlane_n"
+)
+
+// RowCountCheck describes the statement that follows a row statement to
+// update the guard.
+const RowCountCheck = "row count check"
+
+// Begin starts a target transaction.
+func (w *Writer) Begin() error {
+	w.reset()
+	if err := w.Raw("START TRANSACTION"); err != nil {
+		return err
+	}
+	return w.Raw("SET " + guardVar + "=0," + countVar + "=0")
+}
+
+// reset forgets what was written and not sent.
+func (w *Writer) reset() {
+	w.buf, w.stmts = w.buf[:0], w.stmts[:0]
+	w.fkOff, w.constraintsOff = false, false
+	w.dml = 0
+	w.open = nil
+	w.col.reset()
+}
+
+// RowStatements is the number of row statements written since Begin.
+func (w *Writer) RowStatements() int { return w.dml }
+
+// Pending reports whether statements wait to be sent.
+func (w *Writer) Pending() bool { return len(w.stmts) > 0 }
+
+// Rows writes the row changes of one rows item with its plan.
+func (w *Writer) Rows(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
+	for j := range changes {
+		c := &changes[j]
+		if w.Collapse && p.Collapsible {
+			w.col.add(t, p, c)
+			continue
+		}
+		if err := w.change(t, p, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Body writes every row item of a transaction body; plans holds the plan of
+// each item (nil for items that are not rows).
+func (w *Writer) Body(t *txn.Txn, body *txn.Body, plans []*plan.Table) error {
+	for i := range body.Items {
+		it := &body.Items[i]
+		if it.Kind != txn.ItemRows {
+			continue
+		}
+		if err := w.Rows(t, plans[i], body.Changes[it.First:it.Last]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Finish closes the open statement, writes collapsed rows and turns the
+// session's checks back on. Call it once the transaction's rows are all
+// written.
+func (w *Writer) Finish() error {
+	if err := w.closeOpen(); err != nil {
+		return err
+	}
+	if err := w.col.write(w); err != nil {
+		return err
+	}
+	w.col.reset()
+	return w.session(0)
+}
+
+// Commit writes the stream's position update (which fails unless the
+// stream still belongs to owner and every row statement did what it
+// should) and COMMIT, and sends everything.
+func (w *Writer) Commit(stream, owner string, save position.Save) error {
+	w.begin()
+	w.buf = position.AppendUpdate(w.buf, stream, save, owner, guardVar)
+	if err := w.end(Stmt{Expect: 1, What: "position update"}); err != nil {
+		return err
+	}
+	if err := w.Raw("COMMIT"); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// Raw adds a statement whose result is not checked.
+func (w *Writer) Raw(s string) error {
+	w.begin()
+	w.buf = append(w.buf, s...)
+	return w.end(Stmt{Expect: -1, What: "session"})
+}
+
+// Append adds a statement rendered by the caller (appendTo appends it to
+// the buffer), described by st.
+func (w *Writer) Append(appendTo func([]byte) []byte, st Stmt) error {
+	w.begin()
+	w.buf = appendTo(w.buf)
+	return w.end(st)
+}
+
+// Flush sends what has been written.
+func (w *Writer) Flush() error {
+	if len(w.stmts) == 0 {
+		return nil
+	}
+	err := w.sink.Send(w.buf, w.stmts)
+	w.buf, w.stmts = w.buf[:0], w.stmts[:0]
+	return err
+}
+
+// Discard drops what has been written and not sent.
+func (w *Writer) Discard() { w.reset() }
+
+// begin starts a statement.
+func (w *Writer) begin() {
+	w.start = len(w.buf)
+	w.lit.lax = false
+}
+
+// end finishes a statement; statements that stored values only a relaxed
+// sql_mode accepts get a per-statement override.
+func (w *Writer) end(st Stmt) error {
+	if w.lit.lax {
+		prefix := "SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION' FOR "
+		w.buf = append(w.buf, prefix...)
+		copy(w.buf[w.start+len(prefix):], w.buf[w.start:len(w.buf)-len(prefix)])
+		copy(w.buf[w.start:], prefix)
+	}
+	w.buf = append(w.buf, ";\n"...)
+	w.stmts = append(w.stmts, st)
+	if st.Txn != nil {
+		w.dml++
+		if st.Expect >= 0 {
+			w.buf = append(w.buf, "SET "+guardVar+"="+guardVar+"+(ROW_COUNT()<>"...)
+			w.buf = strconv.AppendInt(w.buf, st.Expect, 10)
+			w.buf = append(w.buf, ");\n"...)
+			w.stmts = append(w.stmts, Stmt{Expect: -1, What: RowCountCheck})
+		}
+	}
+	if w.OneByOne || len(w.buf) >= w.MaxRoundTrip {
+		return w.Flush()
+	}
+	return nil
+}
+
+// session switches the foreign-key and check-constraint settings to what
+// a rows event recorded on the source.
+func (w *Writer) session(flags uint16) error {
+	fkOff := flags&binlog.RowsFlagNoForeignKeyChecks != 0
+	if fkOff != w.fkOff {
+		w.fkOff = fkOff
+		if err := w.Raw("SET SESSION foreign_key_checks=" + onOff(!fkOff)); err != nil {
+			return err
+		}
+	}
+	cOff := flags&binlog.RowsFlagNoCheckConstraints != 0
+	if cOff != w.constraintsOff {
+		w.constraintsOff = cOff
+		if err := w.Raw("SET SESSION check_constraint_checks=" + onOff(!cOff)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func onOff(on bool) string {
+	if on {
+		return "1"
+	}
+	return "0"
+}
+
+// appendRow writes "(v1,v2,...)" for the given source columns.
+func (w *Writer) appendRow(p *plan.Table, row []binlog.Value, cols []int) error {
+	w.buf = append(w.buf, '(')
+	for i, c := range cols {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		var err error
+		if w.buf, err = w.lit.append(w.buf, &row[c], &p.Source.Columns[c], &p.Cols[c]); err != nil {
+			return columnError(p, c, err)
+		}
+	}
+	w.buf = append(w.buf, ')')
+	return nil
+}
+
+// appendMatch writes the condition that finds a row: its key columns, or
+// its whole before image for tables without a usable key. The whole-image
+// match is null-safe and compares strings byte for byte: under a
+// case-insensitive or PAD SPACE collation 'a' equals 'A ', and picking the
+// wrong one of two such rows would change the wrong row.
+func (w *Writer) appendMatch(p *plan.Table, row []binlog.Value) error {
+	cols, op := p.RowKey, "="
+	if cols == nil {
+		cols, op = p.Write, "<=>"
+	}
+	for i, c := range cols {
+		if i > 0 {
+			w.buf = append(w.buf, " AND "...)
+		}
+		if op == "<=>" && (row[c].Kind == binlog.KindString || row[c].Kind == binlog.KindJSON) {
+			w.buf = append(w.buf, "BINARY "...)
+		}
+		w.buf = append(w.buf, p.Cols[c].Quoted...)
+		w.buf = append(w.buf, op...)
+		var err error
+		if w.buf, err = w.lit.append(w.buf, &row[c], &p.Source.Columns[c], &p.Cols[c]); err != nil {
+			return columnError(p, c, err)
+		}
+	}
+	return nil
+}
+
+func columnError(p *plan.Table, c int, err error) error {
+	return fmt.Errorf("table %s column `%s`: %w", p.Name, p.Cols[c].Name, err)
+}
+
+// SameValue reports whether two values are identical (bytes included).
+func SameValue(a, b *binlog.Value) bool {
+	return a.Kind == b.Kind && a.N == b.N && a.Micro == b.Micro && a.Neg == b.Neg && string(a.B) == string(b.B)
+}
