@@ -169,8 +169,8 @@ type work struct {
 	alone bool           // runs by itself: statements, sent in parts, savepoints
 	// statements is set when the body has statements (DDL, deferred).
 	statements bool
-	added time.Time
-	tries int // failures of its own while first in line (coordinator only)
+	added      time.Time
+	tries      int // failures of its own while first in line (coordinator only)
 }
 
 // batch is what one worker applies as one target transaction.

@@ -115,4 +115,3 @@ func (c *targetConn) rollback(ctx context.Context) error {
 	_, err := c.conn.ExecContext(ctx, "ROLLBACK")
 	return err
 }
-

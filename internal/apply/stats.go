@@ -31,11 +31,11 @@ type Stats struct {
 	// BlindLockWaitKills are those rolled back without seeing the target's
 	// lock waits (no PROCESS privilege).
 	BlindLockWaitKills atomic.Uint64
-	LastCommitTS   atomic.Int64  // source timestamp (unix s) of the last committed transaction
+	LastCommitTS       atomic.Int64 // source timestamp (unix s) of the last committed transaction
 	// NextTS is the source commit time (unix s) of the oldest transaction
 	// received and not committed; 0 when none is in flight.
-	NextTS atomic.Int64
-	LastCommitAt   atomic.Int64  // unix ns of the last commit
+	NextTS       atomic.Int64
+	LastCommitAt atomic.Int64 // unix ns of the last commit
 
 	Started time.Time
 

@@ -142,7 +142,9 @@ func TestPlan(t *testing.T) {
 		}
 		return p
 	}
-	seed := func(table, index string) uint64 { return plan.IndexSeed(schema.Ident{Schema: "p", Table: table}, index) }
+	seed := func(table, index string) uint64 {
+		return plan.IndexSeed(schema.Ident{Schema: "p", Table: table}, index)
+	}
 	tbl := func(table string) uint64 { return plan.TableSeed(schema.Ident{Schema: "p", Table: table}) }
 
 	t.Run("keys", func(t *testing.T) {

@@ -17,12 +17,12 @@ type queue struct {
 	max      int
 	mu       sync.Mutex
 	items    []Message     // guarded by mu; head at index 0
-	sizes    []int           // guarded by mu; parallel to items
-	bytes    int             // guarded by mu; sum of sizes
-	err      error           // guarded by mu; set once by close
-	notEmpty chan struct{}   // capacity 1: "an item was pushed"
-	notFull  chan struct{}   // capacity 1: "an item was popped"
-	done     chan struct{}   // closed by close
+	sizes    []int         // guarded by mu; parallel to items
+	bytes    int           // guarded by mu; sum of sizes
+	err      error         // guarded by mu; set once by close
+	notEmpty chan struct{} // capacity 1: "an item was pushed"
+	notFull  chan struct{} // capacity 1: "an item was popped"
+	done     chan struct{} // closed by close
 }
 
 func newQueue(max int) *queue {

@@ -30,7 +30,9 @@ type StmtError struct {
 	Err  error
 }
 
-func (e *StmtError) Error() string { return Describe(e.Stmt) + ", " + e.Stmt.What + ": " + e.Err.Error() }
+func (e *StmtError) Error() string {
+	return Describe(e.Stmt) + ", " + e.Stmt.What + ": " + e.Err.Error()
+}
 func (e *StmtError) Unwrap() error { return e.Err }
 
 // Check compares the rows each statement of a round trip affected with

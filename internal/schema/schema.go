@@ -22,7 +22,7 @@ type Table struct {
 	// Engine is the storage engine; Transactional whether it can roll back.
 	Engine        string
 	Transactional bool
-	Columns      []Column
+	Columns       []Column
 	// PrimaryKey is nil for tables without one.
 	PrimaryKey *Index
 	// UniqueKeys are the unique indexes other than the primary key.
@@ -37,7 +37,7 @@ type Table struct {
 	Version uint64
 	// Signature digests the definition: equal signatures, equal tables.
 	Signature string
-	byName  map[string]int
+	byName    map[string]int
 }
 
 // Column is one column of a target table.
@@ -166,7 +166,6 @@ func (c *Cache) Ident(schemaName, table string) Ident {
 }
 
 func (id Ident) key() string { return id.Schema + "\x00" + id.Table }
-
 
 // Get returns the definition of a table, loading it if needed. A table that
 // does not exist yields (nil, nil).

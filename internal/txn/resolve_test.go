@@ -14,7 +14,9 @@ import (
 func TestResolveRollbacks(t *testing.T) {
 	i := &binlog.TableMap{Schema: "s", Table: "i"}
 	m := &binlog.TableMap{Schema: "s", Table: "m"}
-	rows := func(tm *binlog.TableMap, n int) Item { return Item{Kind: ItemRows, Rows: &binlog.RowsEvent{Table: tm}, First: n, Last: n + 1} }
+	rows := func(tm *binlog.TableMap, n int) Item {
+		return Item{Kind: ItemRows, Rows: &binlog.RowsEvent{Table: tm}, First: n, Last: n + 1}
+	}
 	sp := func(k ItemKind, name string) Item { return Item{Kind: k, Savepoint: name} }
 	cases := []struct {
 		name       string
