@@ -94,12 +94,15 @@ func (c *Config) defaults() {
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	log := cfg.Logger.With("stream", cfg.Stream)
-	meta, err := sql.Open("mysql", cfg.Target.DriverConfig("").FormatDSN())
+	meta, err := cfg.Target.OpenDB("")
 	if err != nil {
 		return err
 	}
 	defer meta.Close()
 	meta.SetMaxOpenConns(4)
+	if err := checkTLS(ctx, cfg, meta, log); err != nil {
+		return err
+	}
 	reportCtx, stopReport := context.WithCancel(ctx)
 	reported := make(chan struct{})
 	go func() {
@@ -146,7 +149,10 @@ func runOnce(ctx context.Context, cfg *Config, meta *sql.DB, log *slog.Logger) e
 	if err := position.Ensure(ctx, meta); err != nil {
 		return err
 	}
-	rcfg := replicaConfig(*cfg, log)
+	rcfg, err := replicaConfig(*cfg, log)
+	if err != nil {
+		return err
+	}
 	owner := newOwnerToken()
 	start, st, err := startPosition(ctx, *cfg, meta, rcfg, owner, log)
 	if err != nil {
@@ -169,7 +175,7 @@ func runOnce(ctx context.Context, cfg *Config, meta *sql.DB, log *slog.Logger) e
 	rcfg.Start = replica.StartAtGTID(start)
 	stream, err := replica.Open(srcCtx, rcfg)
 	if err != nil {
-		return err
+		return cfg.Source.AnnotateTLS(err)
 	}
 	defer stream.Close()
 	if err := recordSource(ctx, meta, cfg.Stream, stream.Source(), start); err != nil {
@@ -179,7 +185,9 @@ func runOnce(ctx context.Context, cfg *Config, meta *sql.DB, log *slog.Logger) e
 	// has been applied since, not from the option again.
 	cfg.StartGTID = ""
 	acfg := cfg.Apply
-	acfg.Target = cfg.Target.DriverConfig("")
+	if acfg.Target, err = cfg.Target.DriverConfig(""); err != nil {
+		return err
+	}
 	acfg.RecoveredDDL = st.DDLGTID
 	acfg.Owner = owner
 	applier := apply.New(acfg, plan.NewBuilder(schema.NewCache(meta), colls), meta)
@@ -238,15 +246,38 @@ func newOwnerToken() string {
 	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b)
 }
 
-func replicaConfig(cfg Config, log *slog.Logger) replica.Config {
+func replicaConfig(cfg Config, log *slog.Logger) (replica.Config, error) {
 	id := cfg.ServerID
 	if id == 0 {
 		h := fnv.New32a()
 		h.Write([]byte(cfg.Stream))
 		id = 100000 + h.Sum32()%1000000000
 	}
+	tlsCfg, tlsOptional, err := cfg.Source.WireTLS()
+	if err != nil {
+		return replica.Config{}, fmt.Errorf("source: %w", err)
+	}
 	return replica.Config{Addr: cfg.Source.Addr(), User: cfg.Source.User, Password: cfg.Source.Password,
-		ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, Logger: log}
+		TLS: tlsCfg, TLSOptional: tlsOptional, ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, Logger: log}, nil
+}
+
+// checkTLS connects to both servers once before anything is written to
+// the target, so that a TLS mode a server cannot meet (or a certificate
+// that fails its checks) ends the run with nothing created there. Other
+// failures take the usual path: a server that is not up yet is waited for.
+func checkTLS(ctx context.Context, cfg Config, meta *sql.DB, log *slog.Logger) error {
+	var te *dsn.TLSError
+	if err := meta.PingContext(ctx); errors.As(err, &te) {
+		return fmt.Errorf("target: %w", err)
+	}
+	rcfg, err := replicaConfig(cfg, log)
+	if err != nil {
+		return err
+	}
+	if _, err := replica.Inspect(ctx, rcfg); errors.As(cfg.Source.AnnotateTLS(err), &te) {
+		return fmt.Errorf("source: %w", te)
+	}
+	return nil
 }
 
 // startPosition picks where to start: --start-gtid, else the saved

@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/binlane/binlane/internal/dsn"
 )
 
 // retryable reports errors a restart from the saved position can get past:
@@ -15,6 +17,10 @@ import (
 // hiccupped), or it is shutting down. The source side retries by itself
 // inside the replica stream.
 func retryable(err error) bool {
+	var te *dsn.TLSError
+	if errors.As(err, &te) { // it can wrap a *net.OpError ("remote error: tls: ...")
+		return false
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
