@@ -1,6 +1,7 @@
 package dsn
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/wire/wiretest"
 )
 
 func TestTLSParameters(t *testing.T) {
@@ -388,4 +392,52 @@ func newCerts(t *testing.T, names ...string) *sandbox.Certs {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestPreferredFallbackIsPerConnection: with ssl-mode preferred,
+// go-sql-driver records a fallback to plaintext in the configuration its
+// connector shares; DriverConfig must keep that to the one connection. The
+// first connection goes to a server without TLS, the second to one that
+// offers TLS and only lets the password through over TLS (caching_sha2's
+// full authentication without an RSA key).
+func TestPreferredFallbackIsPerConnection(t *testing.T) {
+	certs := newCerts(t, "127.0.0.1")
+	pair, err := tls.LoadX509KeyPair(certs.ServerCert, certs.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := wiretest.Start(t, wiretest.Config{User: "u", Password: "pw"})
+	withTLS := wiretest.Start(t, wiretest.Config{User: "u", Password: "pw", CacheMiss: true,
+		TLS: &tls.Config{Certificates: []tls.Certificate{pair}}})
+	d, err := Parse("mysql://u:pw@127.0.0.1:1/?ssl-mode=preferred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := d.DriverConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dials := 0
+	cfg.DialFunc = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		dials++
+		addr := plain.Addr()
+		if dials > 1 {
+			addr = withTLS.Addr()
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i, what := range []string{"plaintext to the server without TLS", "TLS to the server that offers it"} {
+		conn, err := c.Connect(ctx)
+		if err != nil {
+			t.Fatalf("connection %d (%s): %v", i+1, what, err)
+		}
+		conn.Close()
+	}
 }
