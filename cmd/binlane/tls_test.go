@@ -352,3 +352,36 @@ func wireTLS(t *testing.T, ctx context.Context, addr string) bool {
 	}
 	return c.TLS()
 }
+
+// TestTLSFlags: the --ROLE-ssl-* flags (and their config-file keys) win
+// over the address, setting only what they give.
+func TestTLSFlags(t *testing.T) {
+	cmd := newReplicateCmd()
+	file := configFile(t, "target-ssl-ca: /file/ca.pem\n")
+	if err := cmd.ParseFlags([]string{"--source-ssl-mode", "VERIFY_CA", "--source-ssl-ca", "/flag/ca.pem", "--config", file}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfigFile(cmd, file); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
+	src, err := resolveServer("source", "mysql://u@h:1/?tls=true&ssl-ca=/addr/ca.pem&ssl-cert=/c&ssl-key=/k", "", "",
+		tlsFlags{prefix: "source-", mode: get("source-ssl-mode"), ca: get("source-ssl-ca")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.SSLMode() != dsn.SSLVerifyCA || src.TLS.CA != "/flag/ca.pem" || src.TLS.Cert != "/c" || src.TLS.Key != "/k" {
+		t.Errorf("source: mode %s, %+v", src.SSLMode(), src.TLS)
+	}
+	dst, err := resolveServer("target", "t@tcp(h:2)/", "", "", tlsFlags{prefix: "target-", ca: get("target-ssl-ca")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst.SSLMode() != dsn.SSLVerifyCA || dst.TLS.CA != "/file/ca.pem" {
+		t.Errorf("target: mode %s, %+v", dst.SSLMode(), dst.TLS)
+	}
+	_, err = resolveServer("source", "mysql://u@h:1/", "", "", tlsFlags{prefix: "source-", mode: "sometimes"})
+	if err == nil || !strings.Contains(err.Error(), "--source-ssl-mode") {
+		t.Errorf("bad mode: %v", err)
+	}
+}
