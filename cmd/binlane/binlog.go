@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +32,7 @@ type dumpOptions struct {
 	serverID                          uint32
 	json, nonBlocking                 bool
 	fromGTIDSet                       bool // --from-gtid was given, possibly empty
+	tls                               tlsFlags
 }
 
 func newBinlogDumpCmd() *cobra.Command {
@@ -53,6 +53,7 @@ func newBinlogDumpCmd() *cobra.Command {
 	f.StringVar(&o.source, "source", "", "source server: mysql://user[:pass]@host:port/ or user:pass@tcp(host:port)/")
 	f.StringVar(&o.passwordEnv, "password-env", "", "environment variable holding the source password")
 	f.StringVar(&o.passwordFile, "password-file", "", "file whose first line is the source password")
+	addTLSFlags(f, "", "source", &o.tls)
 	f.StringVar(&o.file, "file", "", "read this binlog file instead of a server")
 	f.StringVar(&o.fromGTID, "from-gtid", "", "start after this GTID position (MariaDB D-S-N,… or a MySQL GTID set)")
 	f.StringVar(&o.fromFile, "from-file", "", "start in this binlog file")
@@ -76,13 +77,17 @@ func runDump(ctx context.Context, out, errOut io.Writer, o dumpOptions) error {
 	case o.file != "":
 		return dumpFile(ctx, p, o.file)
 	}
-	cfg, err := dumpConfig(ctx, o, errOut)
+	d, err := resolveServer("source", o.source, o.passwordEnv, o.passwordFile, o.tls)
 	if err != nil {
 		return err
 	}
+	cfg, err := dumpConfig(ctx, d, o, errOut)
+	if err != nil {
+		return d.AnnotateTLS(err)
+	}
 	s, err := replica.Open(ctx, cfg)
 	if err != nil {
-		return err
+		return d.AnnotateTLS(err)
 	}
 	defer s.Close()
 	for {
@@ -125,20 +130,13 @@ func dumpFile(ctx context.Context, p *eventfmt.Printer, path string) error {
 }
 
 // dumpConfig turns the flags into a stream configuration.
-func dumpConfig(ctx context.Context, o dumpOptions, errOut io.Writer) (replica.Config, error) {
-	d, err := dsn.Parse(o.source)
-	if err != nil {
-		return replica.Config{}, err
-	}
-	if err := d.ResolvePassword(o.passwordEnv, o.passwordFile); err != nil {
-		return replica.Config{}, err
-	}
-	tlsCfg, err := dsnTLS(d)
+func dumpConfig(ctx context.Context, d dsn.DSN, o dumpOptions, errOut io.Writer) (replica.Config, error) {
+	tlsCfg, tlsOptional, err := d.WireTLS()
 	if err != nil {
 		return replica.Config{}, err
 	}
 	cfg := replica.Config{
-		Addr: d.Addr(), User: d.User, Password: d.Password, TLS: tlsCfg,
+		Addr: d.Addr(), User: d.User, Password: d.Password, TLS: tlsCfg, TLSOptional: tlsOptional,
 		ServerID: o.serverID, NonBlocking: o.nonBlocking, AnnotateRows: true,
 		Logger: slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
@@ -165,19 +163,4 @@ func dumpStart(ctx context.Context, o dumpOptions, cfg replica.Config) (replica.
 		return replica.StartAtFile(o.fromFile, o.fromPos), nil
 	}
 	return replica.CurrentPosition(ctx, cfg)
-}
-
-// dsnTLS reads the go-sql-driver style tls parameter: true (verify),
-// skip-verify, or false.
-func dsnTLS(d dsn.DSN) (*tls.Config, error) {
-	switch v := d.Params["tls"]; v {
-	case "", "false":
-		return nil, nil
-	case "true":
-		return &tls.Config{ServerName: d.Host}, nil
-	case "skip-verify":
-		return &tls.Config{InsecureSkipVerify: true}, nil
-	default:
-		return nil, fmt.Errorf("tls=%s: use true, skip-verify or false", v)
-	}
 }

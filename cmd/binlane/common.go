@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,8 +16,9 @@ import (
 )
 
 // resolveServer parses a server address given for role ("source",
-// "target") and fills in its password from the environment or a file.
-func resolveServer(role, addr, passEnv, passFile string) (dsn.DSN, error) {
+// "target"), fills in its password from the environment or a file, and
+// applies the TLS flags, which win over the address's parameters.
+func resolveServer(role, addr, passEnv, passFile string, tf tlsFlags) (dsn.DSN, error) {
 	if addr == "" {
 		return dsn.DSN{}, fmt.Errorf("--%s is required", role)
 	}
@@ -27,7 +29,43 @@ func resolveServer(role, addr, passEnv, passFile string) (dsn.DSN, error) {
 	if err := d.ResolvePassword(passEnv, passFile); err != nil {
 		return dsn.DSN{}, fmt.Errorf("--%s: %w", role, err)
 	}
+	over := dsn.TLSOptions{CA: tf.ca, Cert: tf.cert, Key: tf.key}
+	if tf.mode != "" {
+		if over.Mode, err = dsn.ParseSSLMode(tf.mode); err != nil {
+			return dsn.DSN{}, fmt.Errorf("--%sssl-mode: %w", tf.prefix, err)
+		}
+	}
+	d.TLS.Override(over)
 	return d, nil
+}
+
+// serverError puts the role and the address (password hidden) before err,
+// unless err is a *dsn.TLSError, which names the address itself.
+func serverError(role string, d dsn.DSN, err error) error {
+	var te *dsn.TLSError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%s: %w", role, err)
+	}
+	return fmt.Errorf("%s %s: %w", role, d, err)
+}
+
+// tlsFlags are a server's --PREFIX-ssl-* flags; the ones given override
+// what the address says.
+type tlsFlags struct {
+	prefix              string // "source-", "target-", or "" for binlog dump
+	mode, ca, cert, key string
+}
+
+// addTLSFlags adds --PREFIXssl-mode, -ssl-ca, -ssl-cert and -ssl-key for
+// the server called role.
+func addTLSFlags(fl *pflag.FlagSet, prefix, role string, t *tlsFlags) {
+	t.prefix = prefix
+	fl.StringVar(&t.mode, prefix+"ssl-mode", "",
+		"TLS for the "+role+": disabled, preferred, required, verify-ca or verify-identity "+
+			"(default: the address's ssl-mode or tls, else preferred, or verify-ca when a CA is given)")
+	fl.StringVar(&t.ca, prefix+"ssl-ca", "", "PEM file of the CA(s) the "+role+"'s certificate is checked against (default: the system's)")
+	fl.StringVar(&t.cert, prefix+"ssl-cert", "", "PEM client certificate for the "+role+" (accounts that REQUIRE X509)")
+	fl.StringVar(&t.key, prefix+"ssl-key", "", "PEM private key of --"+prefix+"ssl-cert")
 }
 
 // newLogger builds the command's logger: text or JSON on stderr.

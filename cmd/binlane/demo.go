@@ -63,7 +63,15 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	}
 	defer dst.Close()
 	say("  source %s\n  target %s", src.URL(), dst.URL())
-	srcDB, err := src.Open("")
+	srcDSN, err := dsn.Parse(src.URL())
+	if err != nil {
+		return err
+	}
+	dstDSN, err := dsn.Parse(dst.URL())
+	if err != nil {
+		return err
+	}
+	srcDB, err := srcDSN.OpenDB("")
 	if err != nil {
 		return err
 	}
@@ -77,8 +85,6 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	if err := srcDB.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&start); err != nil {
 		return err
 	}
-	srcDSN, _ := dsn.Parse(src.URL())
-	dstDSN, _ := dsn.Parse(dst.URL())
 	rules, _ := filter.New([]string{workload.Schema}, nil, nil)
 	obs := &replicate.Observer{}
 	repCtx, stopRep := context.WithCancel(ctx)
@@ -102,7 +108,7 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 			Duration: f.duration, DDL: true, BigTxnRows: 50000})
 		wlDone <- err
 	}()
-	dstDB, err := dst.Open("")
+	dstDB, err := dstDSN.OpenDB("")
 	if err != nil {
 		return err
 	}

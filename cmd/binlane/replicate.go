@@ -28,6 +28,7 @@ type replicateFlags struct {
 	source, target             string
 	sourcePassEnv, sourcePassF string
 	targetPassEnv, targetPassF string
+	sourceTLS, targetTLS       tlsFlags
 	databases, tables, exclude []string
 	stream                     string
 	startGTID, stopAtGTID      string
@@ -79,6 +80,8 @@ command line wins.`,
 	fl.StringVar(&f.target, "target", "", "target server address")
 	addPasswordFlags(fl, "source", &f.sourcePassEnv, &f.sourcePassF)
 	addPasswordFlags(fl, "target", &f.targetPassEnv, &f.targetPassF)
+	addTLSFlags(fl, "source-", "source", &f.sourceTLS)
+	addTLSFlags(fl, "target-", "target", &f.targetTLS)
 	fl.StringSliceVar(&f.databases, "databases", nil, "databases to replicate (comma-separated, wildcards allowed)")
 	fl.StringSliceVar(&f.tables, "tables", nil, "tables to replicate, as db.table")
 	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables to skip")
@@ -123,11 +126,11 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	if err != nil {
 		return err
 	}
-	src, err := resolveServer("source", f.source, f.sourcePassEnv, f.sourcePassF)
+	src, err := resolveServer("source", f.source, f.sourcePassEnv, f.sourcePassF, f.sourceTLS)
 	if err != nil {
 		return err
 	}
-	tgt, err := resolveServer("target", f.target, f.targetPassEnv, f.targetPassF)
+	tgt, err := resolveServer("target", f.target, f.targetPassEnv, f.targetPassF, f.targetTLS)
 	if err != nil {
 		return err
 	}

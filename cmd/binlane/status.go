@@ -1,7 +1,6 @@
 package main
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 type statusFlags struct {
 	target, passEnv, passFile string
+	tls                       tlsFlags
 	stream                    string
 	json                      bool
 }
@@ -33,18 +33,18 @@ on every worker means more workers may help; much time waiting for the
 commit turn means they would not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := resolveServer("target", f.target, f.passEnv, f.passFile)
+			d, err := resolveServer("target", f.target, f.passEnv, f.passFile, f.tls)
 			if err != nil {
 				return err
 			}
-			db, err := sql.Open("mysql", d.DriverConfig("").FormatDSN())
+			db, err := d.OpenDB("")
 			if err != nil {
-				return err
+				return fmt.Errorf("--target: %w", err)
 			}
 			defer db.Close()
 			streams, err := position.List(cmd.Context(), db)
 			if err != nil {
-				return fmt.Errorf("target %s: %w", d, err)
+				return serverError("target", d, err)
 			}
 			if f.stream != "" {
 				streams = filterStreams(streams, f.stream)
@@ -69,6 +69,7 @@ commit turn means they would not.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "target server address")
 	addPasswordFlags(fl, "target", &f.passEnv, &f.passFile)
+	addTLSFlags(fl, "target-", "target", &f.tls)
 	fl.StringVar(&f.stream, "stream", "", "show only this stream")
 	fl.BoolVar(&f.json, "json", false, "print JSON")
 	return cmd

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
 	"github.com/binlane/binlane/internal/dsn"
@@ -20,6 +19,7 @@ type verifyFlags struct {
 	source, target             string
 	sourcePassEnv, sourcePassF string
 	targetPassEnv, targetPassF string
+	sourceTLS, targetTLS       tlsFlags
 	databases, tables, exclude []string
 	chunkRows, parallel        int
 	maxDiffs                   int
@@ -53,6 +53,8 @@ instead of the DSN. The command exits non-zero when anything differs.`,
 	fl.StringVar(&f.sourcePassF, "source-password-file", "", "file whose first line is the source password")
 	fl.StringVar(&f.targetPassEnv, "target-password-env", "BINLANE_TARGET_PASSWORD", "environment variable holding the target password")
 	fl.StringVar(&f.targetPassF, "target-password-file", "", "file whose first line is the target password")
+	addTLSFlags(fl, "source-", "source", &f.sourceTLS)
+	addTLSFlags(fl, "target-", "target", &f.targetTLS)
 	fl.StringSliceVar(&f.databases, "databases", nil, "databases to compare (comma-separated, wildcards allowed)")
 	fl.StringSliceVar(&f.tables, "tables", nil, "tables to compare, as db.table (comma-separated, wildcards allowed)")
 	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables to skip")
@@ -67,12 +69,12 @@ instead of the DSN. The command exits non-zero when anything differs.`,
 }
 
 func runVerify(cmd *cobra.Command, f verifyFlags) error {
-	src, err := openServer(cmd.Context(), "source", f.source, f.sourcePassEnv, f.sourcePassF, f.parallel)
+	src, err := openServer(cmd.Context(), "source", f.source, f.sourcePassEnv, f.sourcePassF, f.sourceTLS, f.parallel)
 	if err != nil {
 		return err
 	}
 	defer src.db.Close()
-	tgt, err := openServer(cmd.Context(), "target", f.target, f.targetPassEnv, f.targetPassF, f.parallel)
+	tgt, err := openServer(cmd.Context(), "target", f.target, f.targetPassEnv, f.targetPassF, f.targetTLS, f.parallel)
 	if err != nil {
 		return err
 	}
@@ -120,21 +122,20 @@ type server struct {
 
 // openServer parses an address, fills in its password and opens a pool
 // sized for the run. Errors show the address with its password hidden.
-func openServer(ctx context.Context, role, addr, passEnv, passFile string, parallel int) (server, error) {
-	d, err := resolveServer(role, addr, passEnv, passFile)
+func openServer(ctx context.Context, role, addr, passEnv, passFile string, tf tlsFlags, parallel int) (server, error) {
+	d, err := resolveServer(role, addr, passEnv, passFile, tf)
 	if err != nil {
 		return server{}, err
 	}
-	conn, err := mysql.NewConnector(d.DriverConfig(""))
+	db, err := d.OpenDB("")
 	if err != nil {
-		return server{}, fmt.Errorf("%s %s: %w", role, d, err)
+		return server{}, fmt.Errorf("%s: %w", role, err)
 	}
-	db := sql.OpenDB(conn)
 	// verify uses up to parallel+1 sessions per server.
 	db.SetMaxOpenConns(max(parallel, 1) + 2)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return server{}, fmt.Errorf("%s %s: %w", role, d, err)
+		return server{}, serverError(role, d, err)
 	}
 	return server{dsn: d, db: db}, nil
 }

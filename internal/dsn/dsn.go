@@ -1,20 +1,29 @@
-// Package dsn parses server addresses given on the command line: both
+// Package dsn owns the mapping from a server address given on the command
+// line to every connection binlane makes to that server: it parses both
 // mysql://user:pass@host:port/db?opts URLs and the go-sql-driver form
-// user:pass@tcp(host:port)/db?opts. Passwords may also come from an
-// environment variable or a file, so they never have to appear in a process
-// listing.
+// user:pass@tcp(host:port)/db?opts, carries the TLS settings (ssl-mode and
+// certificates, from the address or from flags), and builds the
+// go-sql-driver configuration and pools (DriverConfig, OpenDB) and the TLS
+// configuration of the replication connection (WireTLS) from them, so that
+// every connection to a server honours the same settings. Passwords may
+// also come from an environment variable or a file, so they never have to
+// appear in a process listing.
 //
-// The package owns parsing and redaction only; it must never connect.
+// The package must never connect by itself (it only builds what callers
+// connect with), never put a password in an error or a String, and never
+// pass a parameter it does not understand to the server as a session
+// variable unless it can be one.
 package dsn
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -26,11 +35,15 @@ type DSN struct {
 	Host     string
 	Port     int
 	DB       string
-	Params   map[string]string
+	// Params are the address's other parameters: charset and collation,
+	// and session variables (set on every SQL connection). The TLS
+	// parameters are in TLS, never here.
+	Params map[string]string
+	TLS    TLSOptions
 }
 
 // Parse reads either form. A missing port defaults to 3306, a missing host
-// to 127.0.0.1.
+// to 127.0.0.1. Errors show the address with its password hidden.
 func Parse(s string) (DSN, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -39,16 +52,53 @@ func Parse(s string) (DSN, error) {
 	if strings.HasPrefix(s, "mysql://") || strings.HasPrefix(s, "mariadb://") {
 		return parseURL(s)
 	}
-	cfg, err := mysql.ParseDSN(s)
+	return parseDriverDSN(s)
+}
+
+// parseDriverDSN reads user:pass@tcp(host:port)/db?params. The parameters
+// are split off first and read like a URL's: go-sql-driver would keep only
+// the ones it knows (dropping tls= in binlane's hands) and wants values
+// such as file paths escaped.
+func parseDriverDSN(s string) (DSN, error) {
+	base, query := s, ""
+	// The address ends with ")/"; the last one is taken because a password
+	// may contain one too. Without an address, the query starts at the
+	// first '?' after the last '/', as go-sql-driver has it.
+	if i := strings.LastIndex(s, ")/"); i >= 0 {
+		if q := strings.IndexByte(s[i+2:], '?'); q >= 0 {
+			base, query = s[:i+2+q], s[i+3+q:]
+		}
+	} else if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		if q := strings.IndexByte(s[i:], '?'); q >= 0 {
+			base, query = s[:i+q], s[i+q+1:]
+		}
+	}
+	cfg, err := mysql.ParseDSN(base)
 	if err != nil {
-		return DSN{}, fmt.Errorf("server address %q: %w", Redact(s), err)
+		// go-sql-driver's messages can quote parts of the input, which may
+		// hold the password; only its fixed messages are shown.
+		msg := "not a valid user:password@tcp(host:port)/db address"
+		if strings.HasPrefix(err.Error(), "invalid DSN:") {
+			msg = err.Error()
+		}
+		return DSN{}, fmt.Errorf("server address %q: %s", Redact(s), msg)
 	}
 	if cfg.Net != "tcp" && cfg.Net != "" {
-		return DSN{}, fmt.Errorf("server address %q: only tcp is supported, not %s", Redact(s), cfg.Net)
+		return DSN{}, fmt.Errorf("server address %q: only tcp(host:port) addresses are supported", Redact(s))
 	}
-	d := DSN{User: cfg.User, Password: cfg.Passwd, DB: cfg.DBName, Params: cfg.Params}
+	if len(cfg.Params) > 0 || cfg.TLSConfig != "" {
+		return DSN{}, fmt.Errorf("server address %q: parameters must follow the database name, as in user@tcp(host:port)/db?name=value", Redact(s))
+	}
+	d := DSN{User: cfg.User, Password: cfg.Passwd, DB: cfg.DBName}
 	if err := d.setAddr(cfg.Addr); err != nil {
-		return DSN{}, err
+		return DSN{}, fmt.Errorf("server address %q: %w", Redact(s), err)
+	}
+	params, err := url.ParseQuery(query)
+	if err != nil {
+		return DSN{}, fmt.Errorf("server address %q: parameters: a %%-escape is invalid (write %% as %%25)", Redact(s))
+	}
+	if err := d.setParams(params); err != nil {
+		return DSN{}, fmt.Errorf("server address %q: %w", Redact(s), err)
 	}
 	return d, nil
 }
@@ -56,20 +106,38 @@ func Parse(s string) (DSN, error) {
 func parseURL(s string) (DSN, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return DSN{}, fmt.Errorf("server address %q: %w", Redact(s), err)
+		// url.Error quotes the whole input, and its inner errors quote
+		// the piece that failed, which can be (part of) the password.
+		msg := "not a valid URL (characters such as @ : / ? # % in the user or password must be percent-encoded)"
+		var ee url.EscapeError
+		var he url.InvalidHostError
+		switch {
+		case errors.As(err, &ee):
+			msg = "a %-escape is invalid (write % as %25, also in a password)"
+		case errors.As(err, &he):
+			msg = "invalid character in the host name"
+		}
+		return DSN{}, fmt.Errorf("server address %q: %s", Redact(s), msg)
 	}
-	d := DSN{DB: strings.TrimPrefix(u.Path, "/"), Params: map[string]string{}}
+	if u.User == nil && strings.Contains(s[strings.Index(s, "://"):], "@") || u.Opaque != "" || u.Fragment != "" {
+		// mysql://u:12/ss@h/ parses as host "u", port "12", path
+		// "/ss@h/": a password with a raw / ? or # in it.
+		return DSN{}, fmt.Errorf("server address %q: characters such as / ? # in the user or password must be percent-encoded", Redact(s))
+	}
+	d := DSN{DB: strings.TrimPrefix(u.Path, "/")}
 	if u.User != nil {
 		d.User = u.User.Username()
 		d.Password, _ = u.User.Password()
 	}
-	for k, v := range u.Query() {
-		if len(v) > 0 {
-			d.Params[k] = v[len(v)-1]
-		}
-	}
 	if err := d.setAddr(u.Host); err != nil {
-		return DSN{}, err
+		return DSN{}, fmt.Errorf("server address %q: %w", Redact(s), err)
+	}
+	params, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return DSN{}, fmt.Errorf("server address %q: parameters: a %%-escape is invalid (write %% as %%25)", Redact(s))
+	}
+	if err := d.setParams(params); err != nil {
+		return DSN{}, fmt.Errorf("server address %q: %w", Redact(s), err)
 	}
 	return d, nil
 }
@@ -80,18 +148,91 @@ func (d *DSN) setAddr(addr string) error {
 		return nil
 	}
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		d.Host = addr
-		return nil
+	if err != nil { // no port
+		host, port = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"), ""
 	}
 	if host != "" {
+		if strings.ContainsAny(host, " \t\r\n/@?#()\\'\"") {
+			return errors.New("bad host name")
+		}
 		d.Host = host
+	}
+	if port == "" {
+		return nil
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p <= 0 || p > 65535 {
-		return fmt.Errorf("server address: bad port %q", port)
+		return fmt.Errorf("bad port %q: want 1 to 65535", port)
 	}
 	d.Port = p
+	return nil
+}
+
+// driverOptions are go-sql-driver's own DSN parameters. binlane sets what it
+// needs of them itself (time parsing off, multi-statements per pool...);
+// taken from an address they would be ignored or, in a URL, sent to the
+// server as unknown session variables.
+var driverOptions = map[string]bool{
+	"allowAllFiles": true, "allowCleartextPasswords": true, "allowFallbackToPlaintext": true,
+	"allowNativePasswords": true, "allowOldPasswords": true, "checkConnLiveness": true,
+	"clientFoundRows": true, "columnsWithAlias": true, "compress": true, "interpolateParams": true,
+	"loc": true, "multiStatements": true, "parseTime": true, "timeTruncate": true, "readTimeout": true,
+	"rejectReadOnly": true, "serverPubKey": true, "strict": true, "timeout": true, "writeTimeout": true,
+	"maxAllowedPacket": true, "connectionAttributes": true,
+}
+
+// sessionVarRE is what a system variable's name looks like: anything else
+// (ssl-mdoe=..., a typo) is refused here rather than sent as SET.
+var sessionVarRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// setParams sorts the address's parameters into TLS settings, charset and
+// collation, and session variables.
+func (d *DSN) setParams(q url.Values) error {
+	d.Params = map[string]string{}
+	var tlsValue string
+	for k, vs := range q {
+		v := vs[len(vs)-1]
+		switch norm := strings.ReplaceAll(strings.ToLower(k), "_", "-"); norm {
+		case "tls":
+			tlsValue = v
+		case "ssl-mode":
+			m, err := ParseSSLMode(v)
+			if err != nil {
+				return err
+			}
+			d.TLS.Mode = m
+		case "ssl-ca":
+			d.TLS.CA = v
+		case "ssl-cert":
+			d.TLS.Cert = v
+		case "ssl-key":
+			d.TLS.Key = v
+		case "charset", "collation":
+			d.Params[norm] = v
+		default:
+			switch {
+			case driverOptions[k]:
+				return fmt.Errorf("parameter %s is a go-sql-driver option binlane sets itself: remove it", k)
+			case strings.HasPrefix(norm, "ssl") || strings.HasPrefix(norm, "tls"):
+				return fmt.Errorf("unknown TLS parameter %s: use ssl-mode, ssl-ca, ssl-cert, ssl-key or tls", k)
+			case !sessionVarRE.MatchString(k):
+				// Not quoted: in a mangled address it could be a piece of
+				// the password.
+				return errors.New("a parameter name is not valid: parameters other than ssl-mode, ssl-ca, ssl-cert, ssl-key, tls, charset and collation are session variables")
+			}
+			d.Params[k] = v
+		}
+	}
+	if tlsValue != "" {
+		m, err := modeFromTLSParam(tlsValue)
+		if err != nil {
+			return err
+		}
+		if d.TLS.Mode != "" && d.TLS.Mode != m {
+			return fmt.Errorf("tls=%s and ssl-mode=%s disagree: give one of them", tlsValue, d.TLS.Mode)
+		}
+		d.TLS.Mode = m
+	}
 	return nil
 }
 
@@ -119,33 +260,6 @@ func (d *DSN) ResolvePassword(env, file string) error {
 
 // Addr returns host:port.
 func (d DSN) Addr() string { return net.JoinHostPort(d.Host, strconv.Itoa(d.Port)) }
-
-// DriverConfig returns a go-sql-driver configuration for this address with
-// the settings every binlane connection needs: utf8mb4, parsed time off
-// (temporals stay text), and the given database.
-func (d DSN) DriverConfig(db string) *mysql.Config {
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd = d.User, d.Password
-	cfg.Net, cfg.Addr = "tcp", d.Addr()
-	cfg.DBName = db
-	cfg.Timeout = 10 * time.Second
-	// Params become session variables in go-sql-driver, except the ones
-	// it knows; charset and collation must go through their options.
-	cfg.Params = map[string]string{}
-	charset, collation := "utf8mb4", ""
-	for k, v := range d.Params {
-		switch k {
-		case "charset":
-			charset = v
-		case "collation":
-			collation = v
-		default:
-			cfg.Params[k] = v
-		}
-	}
-	_ = cfg.Apply(mysql.Charset(charset, collation))
-	return cfg
-}
 
 // String formats the address with the password hidden.
 func (d DSN) String() string {

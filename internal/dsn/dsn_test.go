@@ -72,8 +72,14 @@ func TestResolvePassword(t *testing.T) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func TestDriverConfigCharsetIsNotASessionVariable(t *testing.T) {
-	d, _ := Parse("mysql://u@h:1/db?charset=latin1&wait_timeout=100")
-	cfg := d.DriverConfig("db")
+	d, err := Parse("mysql://u@h:1/db?charset=latin1&wait_timeout=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := d.DriverConfig("db")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, ok := cfg.Params["charset"]; ok {
 		t.Fatal("charset left in Params: go-sql-driver would send it as a session variable")
 	}

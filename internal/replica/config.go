@@ -71,6 +71,9 @@ type Config struct {
 	User     string // needs REPLICATION SLAVE (and BINLOG MONITOR on MariaDB 10.5+ for CurrentPosition)
 	Password string
 	TLS      *tls.Config
+	// TLSOptional continues in plaintext when the source does not offer
+	// TLS (ssl-mode preferred); otherwise a TLS config without it fails.
+	TLSOptional bool
 	// ServerPublicKey pins the source's RSA key for caching_sha2_password
 	// over plain TCP (MySQL); without it the key is requested.
 	ServerPublicKey *rsa.PublicKey

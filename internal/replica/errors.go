@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -74,10 +75,15 @@ func retryable(err error) bool {
 		cve *tls.CertificateVerificationError
 		uae x509.UnknownAuthorityError
 		hne x509.HostnameError
+		oe  *net.OpError
 	)
 	switch {
 	case errors.As(err, &ae), errors.As(err, &pe), errors.As(err, &pfe), errors.As(err, &de), errors.As(err, &ce),
-		errors.As(err, &cve), errors.As(err, &uae), errors.As(err, &hne), errors.Is(err, ErrClosed):
+		errors.As(err, &cve), errors.As(err, &uae), errors.As(err, &hne), errors.Is(err, wire.ErrNoTLS), errors.Is(err, ErrClosed):
+		return false
+	case errors.As(err, &oe) && oe.Op == "remote error":
+		// A TLS alert from the source (crypto/tls reports it as a
+		// *net.OpError): it refused our handshake, no network failure.
 		return false
 	case errors.As(err, &se):
 		return retryableCodes[se.Code]

@@ -210,7 +210,7 @@ func dial(ctx context.Context, cfg *Config) (*wire.Conn, error) {
 		return nil, &ConfigError{Msg: "no source address"}
 	}
 	return wire.Dial(ctx, wire.Config{Addr: cfg.Addr, User: cfg.User, Password: cfg.Password, TLS: cfg.TLS,
-		ServerPublicKey: cfg.ServerPublicKey})
+		TLSOptional: cfg.TLSOptional, ServerPublicKey: cfg.ServerPublicKey})
 }
 
 var errNoBinlog = errors.New("the source reports no binary log (is log_bin on, and does the user have BINLOG MONITOR / REPLICATION CLIENT?)")

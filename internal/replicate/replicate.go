@@ -137,13 +137,17 @@ type run struct {
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	r := &run{cfg: cfg, log: cfg.Logger.With("stream", cfg.Stream)}
-	meta, err := openTarget(cfg.Target, 4)
+	meta, err := cfg.Target.OpenDB("")
 	if err != nil {
 		return err
 	}
 	defer meta.Close()
+	meta.SetMaxOpenConns(4)
 	r.meta = meta
 	defer func() { r.lock.Release() }() // r.lock is set later
+	if err := checkTLS(ctx, cfg, meta, r.log); err != nil {
+		return err
+	}
 	reportCtx, stopReport := context.WithCancel(ctx)
 	reported := make(chan struct{})
 	go func() {
@@ -218,7 +222,10 @@ func (r *run) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rcfg := replicaConfig(*cfg, r.log)
+	rcfg, err := replicaConfig(*cfg, r.log)
+	if err != nil {
+		return err
+	}
 	start, st, err := startPosition(ctx, *cfg, r.meta, rcfg, r.log)
 	if err != nil {
 		return err
@@ -236,7 +243,7 @@ func (r *run) once(ctx context.Context) error {
 	rcfg.Start = replica.StartAtGTID(start)
 	stream, err := replica.Open(srcCtx, rcfg)
 	if err != nil {
-		return err
+		return cfg.Source.AnnotateTLS(err)
 	}
 	defer stream.Close()
 	src := stream.Source()
@@ -342,15 +349,39 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 	return sErr
 }
 
-func replicaConfig(cfg Config, log *slog.Logger) replica.Config {
+func replicaConfig(cfg Config, log *slog.Logger) (replica.Config, error) {
 	id := cfg.ServerID
 	if id == 0 {
 		h := fnv.New32a()
 		h.Write([]byte(cfg.Stream))
 		id = 100000 + h.Sum32()%1000000000
 	}
+	tlsCfg, tlsOptional, err := cfg.Source.WireTLS()
+	if err != nil {
+		return replica.Config{}, fmt.Errorf("source: %w", err)
+	}
 	return replica.Config{Addr: cfg.Source.Addr(), User: cfg.Source.User, Password: cfg.Source.Password,
-		ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, QueueBytes: cfg.QueueBytes, MaxRetries: 0, Logger: log}
+		TLS: tlsCfg, TLSOptional: tlsOptional, ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, QueueBytes: cfg.QueueBytes,
+		Logger: log}, nil
+}
+
+// checkTLS connects to both servers once before anything is written to
+// the target, so that a TLS mode a server cannot meet (or a certificate
+// that fails its checks) ends the run with nothing created there. Other
+// failures take the usual path: a server that is not up yet is waited for.
+func checkTLS(ctx context.Context, cfg Config, meta *sql.DB, log *slog.Logger) error {
+	var te *dsn.TLSError
+	if err := meta.PingContext(ctx); errors.As(err, &te) {
+		return fmt.Errorf("target: %w", err)
+	}
+	rcfg, err := replicaConfig(cfg, log)
+	if err != nil {
+		return err
+	}
+	if _, err := replica.Inspect(ctx, rcfg); errors.As(cfg.Source.AnnotateTLS(err), &te) {
+		return fmt.Errorf("source: %w", te)
+	}
+	return nil
 }
 
 // startPosition picks where to start: --start-gtid, else the saved

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
@@ -14,11 +15,13 @@ import (
 // hiccupped), the source broke off in the middle of a transaction sent in
 // parts, a target table changed under the stream, or the stream lock's
 // connection broke. The source side also retries by itself inside the
-// replica stream. A stream another process took over is never retried.
+// replica stream. A stream another process took over, and a TLS failure
+// (which can wrap a network error), are never retried.
 func retryable(err error, f sqlerr.Flavor) bool {
 	var busy *position.BusyError
+	var te *dsn.TLSError
 	switch {
-	case errors.Is(err, position.ErrNotOwner), errors.As(err, &busy):
+	case errors.Is(err, position.ErrNotOwner), errors.As(err, &busy), errors.As(err, &te):
 		return false
 	case errors.Is(err, txn.ErrStreamBroken), errors.Is(err, apply.ErrSchemaChanged), errors.Is(err, errLockLost):
 		return true

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/dsn"
 )
@@ -37,11 +35,11 @@ func (s *sourceTables) Transactional(ctx context.Context, tm *binlog.TableMap) (
 		return tx, nil
 	}
 	if s.db == nil {
-		connector, err := mysql.NewConnector(s.d.DriverConfig(""))
+		db, err := s.d.OpenDB("")
 		if err != nil {
 			return false, err
 		}
-		s.db = sql.OpenDB(connector)
+		s.db = db
 		s.db.SetMaxOpenConns(1)
 	}
 	var engine, tx sql.NullString

@@ -8,24 +8,11 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
 )
-
-// openTarget opens a pool to the target for binlane's own statements.
-func openTarget(d dsn.DSN, conns int) (*sql.DB, error) {
-	cfg := d.DriverConfig("")
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("target %s: %w", d, err)
-	}
-	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(conns)
-	return db, nil
-}
 
 // target is what a run learned about the target.
 type target struct {
@@ -41,7 +28,11 @@ type target struct {
 // triggers unless the user allowed them (they would fire a second time for
 // what the source's triggers already did).
 func inspectTarget(ctx context.Context, meta *sql.DB, cfg *Config) (*target, error) {
-	t := &target{driver: cfg.Target.DriverConfig("")}
+	driver, err := cfg.Target.DriverConfig("")
+	if err != nil {
+		return nil, err
+	}
+	t := &target{driver: driver}
 	var version string
 	if err := meta.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		return nil, fmt.Errorf("target %s: %w", cfg.Target, err)
@@ -50,7 +41,6 @@ func inspectTarget(ctx context.Context, meta *sql.DB, cfg *Config) (*target, err
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		t.flavor = sqlerr.MariaDB
 	}
-	var err error
 	if t.collations, err = schema.LoadCollations(ctx, meta); err != nil {
 		return nil, err
 	}

@@ -62,6 +62,9 @@ type Options struct {
 	// instead of a fresh one: benchmarks start every contender from the
 	// same state this way.
 	DataFrom string
+	// TLS, when set, makes the server offer TLS with certificates
+	// generated for it (Server.Certs).
+	TLS *TLS
 }
 
 // Server is a running sandbox server.
@@ -79,6 +82,7 @@ type Server struct {
 	// a crash, whose error log Close keeps.
 	signalled bool
 	crashed   bool
+	certs     *Certs // nil without Options.TLS
 }
 
 // Start creates a data directory from the cached template and starts a
@@ -121,6 +125,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("sandbox %s: copy template datadir: %v: %s", opts.Name, err, out)
 	}
 	s := &Server{Name: opts.Name, Dir: dir, opts: opts}
+	if opts.TLS != nil {
+		if s.certs, err = NewCerts(filepath.Join(dir, "tls"), opts.TLS.ServerNames); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("sandbox %s: %w", opts.Name, err)
+		}
+	}
 	// A port picked from a closed listener can be taken by someone else
 	// before mariadbd binds it; try a few.
 	for attempt := 0; ; attempt++ {

@@ -2,8 +2,14 @@ package sandbox
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"database/sql"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 func TestSourceStartsWithReplicationSettings(t *testing.T) {
@@ -57,5 +63,60 @@ func TestTwoServersRunSideBySide(t *testing.T) {
 	var id int
 	if err := b.OpenT(t, "").QueryRow("SELECT @@server_id").Scan(&id); err != nil || id != 2 {
 		t.Fatalf("target server_id=%d err=%v", id, err)
+	}
+}
+
+// TestTLSServer starts a server with generated certificates and checks that
+// it offers TLS, enforces REQUIRE SSL and REQUIRE X509, and presents a
+// certificate for the names asked for, signed by Certs().CA.
+func TestTLSServer(t *testing.T) {
+	s := StartT(t, Options{TLS: &TLS{ServerNames: []string{"db.invalid"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var haveSSL string
+	if err := s.OpenT(t, "").QueryRow("SELECT @@have_ssl").Scan(&haveSSL); err != nil || haveSSL != "YES" {
+		t.Fatalf("have_ssl = %q, %v", haveSSL, err)
+	}
+	if err := s.CreateUser(ctx, "ssl", "pw'1", RequireSSL); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateUser(ctx, "x509", "pw2", RequireX509); err != nil {
+		t.Fatal(err)
+	}
+	c := s.Certs()
+	roots := x509.NewCertPool()
+	pem, err := os.ReadFile(c.CA)
+	if err != nil || !roots.AppendCertsFromPEM(pem) {
+		t.Fatalf("CA file: %v", err)
+	}
+	client, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verified := &tls.Config{RootCAs: roots, ServerName: "db.invalid"}
+	withCert := &tls.Config{RootCAs: roots, ServerName: "db.invalid", Certificates: []tls.Certificate{client}}
+	for _, c := range []struct {
+		user, pw string
+		tls      *tls.Config
+		ok       bool
+	}{
+		{"ssl", "pw'1", nil, false},
+		{"ssl", "pw'1", verified, true},
+		{"x509", "pw2", verified, false},
+		{"x509", "pw2", withCert, true},
+	} {
+		cfg := mysql.NewConfig()
+		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.TLS = c.user, c.pw, "tcp", s.Addr(), c.tls
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := sql.OpenDB(conn)
+		var cipher string
+		err = db.QueryRowContext(ctx, "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME='SSL_CIPHER'").Scan(&cipher)
+		db.Close()
+		if c.ok && (err != nil || cipher == "") || !c.ok && err == nil {
+			t.Errorf("%s with TLS %v: cipher %q, err %v", c.user, c.tls != nil, cipher, err)
+		}
 	}
 }

@@ -130,6 +130,9 @@ func serverArgs(server string, s *Server, opts Options) []string {
 	} else {
 		args = append(args, "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0", "--innodb-doublewrite=0")
 	}
+	if s.certs != nil {
+		args = append(args, s.certs.tlsArgs()...)
+	}
 	for _, e := range opts.Extra {
 		if !strings.HasPrefix(e, "--") {
 			e = "--" + e

@@ -20,9 +20,12 @@ type Config struct {
 	Password string
 	DB       string // optional default database
 	// TLS, when set, upgrades the connection before any credential is sent
-	// and fails if the server cannot. An empty ServerName is filled from
-	// Addr.
+	// and fails with ErrNoTLS if the server cannot. An empty ServerName is
+	// filled from Addr.
 	TLS *tls.Config
+	// TLSOptional continues in plaintext when the server's handshake does
+	// not offer TLS (ssl-mode preferred) instead of failing.
+	TLSOptional bool
 	// ServerPublicKey pins the RSA key for caching_sha2_password's full
 	// authentication over plain TCP; without it the key is requested from
 	// the server (trust on first use).
@@ -89,11 +92,12 @@ func (c *Conn) handshake(ctx context.Context, cfg Config) error {
 		return err
 	}
 	c.hs = hs
-	c.caps = clientCaps(hs.caps, cfg.TLS != nil, cfg.DB)
-	if cfg.TLS != nil {
-		if hs.caps&capSSL == 0 {
-			return fmt.Errorf("TLS requested but server %s does not offer it", hs.version)
-		}
+	useTLS := cfg.TLS != nil && hs.caps&capSSL != 0
+	if cfg.TLS != nil && !useTLS && !cfg.TLSOptional {
+		return fmt.Errorf("%w (server %s)", ErrNoTLS, hs.version)
+	}
+	c.caps = clientCaps(hs.caps, useTLS, cfg.DB)
+	if useTLS {
 		if err := c.startTLS(ctx, cfg); err != nil {
 			return err
 		}

@@ -5,6 +5,11 @@ import (
 	"fmt"
 )
 
+// ErrNoTLS is returned by Dial when TLS is required (Config.TLS without
+// TLSOptional) and the server's handshake does not offer it. Nothing,
+// not even the user name, has been sent then.
+var ErrNoTLS = errors.New("TLS requested but the server does not offer it")
+
 // ServerError is an ERR packet from the server.
 type ServerError struct {
 	Code     uint16
