@@ -245,7 +245,9 @@ func (a *Assembler) end(ctx context.Context, ev *binlog.Event) (*Txn, error) {
 	}
 	// For a transaction sent in parts the applier reads these after it
 	// receives the last part, which orders the writes before its reads.
-	t.File, t.EndPos, t.Timestamp = ev.File, ev.NextPos(), ev.Header.Timestamp
+	// (File was set at the start and stays: a group never spans files; the
+	// applier may read it from the first part.)
+	t.EndPos, t.Timestamp = ev.NextPos(), ev.Header.Timestamp
 	if err := a.sendPart(ctx, true, nil); err != nil {
 		return nil, err
 	}
