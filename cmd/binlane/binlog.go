@@ -32,6 +32,7 @@ type dumpOptions struct {
 	fromPos                           uint64
 	serverID                          uint32
 	json, nonBlocking                 bool
+	rawStatements                     bool
 	fromGTIDSet                       bool // --from-gtid was given, possibly empty
 }
 
@@ -60,15 +61,20 @@ func newBinlogDumpCmd() *cobra.Command {
 	f.Uint32Var(&o.serverID, "server-id", 0, "replica server id to register with (default: random, above 2^30)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object per event")
 	f.BoolVar(&o.nonBlocking, "non-blocking", false, "stop at the end of the source's binlog instead of waiting")
+	f.BoolVar(&o.rawStatements, "raw-statements", false, "print statements as logged, passwords included (by default they are hidden)")
 	return cmd
 }
 
 func runDump(ctx context.Context, out, errOut io.Writer, o dumpOptions) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
-	p := eventfmt.NewText(w)
+	var opts []eventfmt.Option
+	if o.rawStatements {
+		opts = append(opts, eventfmt.RawStatements())
+	}
+	p := eventfmt.NewText(w, opts...)
 	if o.json {
-		p = eventfmt.NewJSON(w)
+		p = eventfmt.NewJSON(w, opts...)
 	}
 	switch {
 	case (o.source == "") == (o.file == ""):
