@@ -42,13 +42,16 @@ its sessions are read-only and a SELECT privilege is enough.
 DSN is mysql://user[:password]@host:port[/db] or user[:password]@tcp(host:port)/[db].
 A database in the source DSN selects that database when neither --databases
 nor --tables is given. Passwords can come from the environment or a file
-instead of the DSN. The command exits non-zero when anything differs.`,
+instead of the DSN. The command exits non-zero when anything differs.
+
+` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, f) },
 	}
+	withConfig(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.source, "source", "", "source server address (required)")
-	fl.StringVar(&f.target, "target", "", "target server address (required)")
+	fl.StringVar(&f.source, "source", "", "source server address (required: here, in --config or in $BINLANE_SOURCE)")
+	fl.StringVar(&f.target, "target", "", "target server address (required: here, in --config or in $BINLANE_TARGET)")
 	fl.StringVar(&f.sourcePassEnv, "source-password-env", "BINLANE_SOURCE_PASSWORD", "environment variable holding the source password")
 	fl.StringVar(&f.sourcePassF, "source-password-file", "", "file whose first line is the source password")
 	fl.StringVar(&f.targetPassEnv, "target-password-env", "BINLANE_TARGET_PASSWORD", "environment variable holding the target password")
@@ -61,8 +64,8 @@ instead of the DSN. The command exits non-zero when anything differs.`,
 	fl.IntVar(&f.maxDiffs, "max-diffs", verify.DefaultMaxDiffs, "differing rows listed per table")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every chunk")
-	_ = cmd.MarkFlagRequired("source")
-	_ = cmd.MarkFlagRequired("target")
+	// --source and --target may come from the file or the environment:
+	// cobra's required-flag check runs before them, so openServer checks.
 	return cmd
 }
 
