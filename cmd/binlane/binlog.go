@@ -43,11 +43,19 @@ func newBinlogDumpCmd() *cobra.Command {
 		Short: "Print binlog events like mariadb-binlog -vv, streamed from a server or read from a file",
 		Long: "Print binlog events like mariadb-binlog -vv, streamed from a server (as a replica) or read from a file.\n" +
 			"Without --from-gtid or --from-file, streaming starts at the source's current position;\n" +
-			"--from-gtid '' starts at the oldest binlog the source has.",
+			"--from-gtid '' starts at the oldest binlog the source has. Passwords in statements\n" +
+			"(CREATE USER … IDENTIFIED BY, SET PASSWORD, CHANGE MASTER TO …) are shown as '<redacted>'\n" +
+			"unless --raw-statements is given.\n\n" +
+			"Exit status: 0 at the end of the file or binlog (--non-blocking) or on Ctrl-C/SIGTERM,\n" +
+			"which is how a streaming dump ends; 2 error or bad options.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.fromGTIDSet = cmd.Flags().Changed("from-gtid")
-			return runDump(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			err := runDump(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			if err != nil && cmd.Context().Err() != nil {
+				return nil // Ctrl-C is how a dump ends, even while it connects
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

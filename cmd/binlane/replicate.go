@@ -62,6 +62,9 @@ tables must then already be in sync). SIGINT/SIGTERM finish or roll back
 what is in flight and exit 0. --stop-at-gtid stops right after that
 transaction.
 
+Exit status: 0 stopped by SIGINT/SIGTERM or at --stop-at-gtid (position
+saved), 2 any error that stopped the stream, or bad options.
+
 ` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -32,6 +32,8 @@ every few seconds — the lag and how busy each worker is. Busy close to 100%
 on every worker means more workers may help; much time waiting for the
 commit turn means they would not.
 
+Exit status: 0 shown, 2 error (including an unknown --stream).
+
 ` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
