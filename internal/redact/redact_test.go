@@ -29,6 +29,8 @@ var statementCases = []struct {
 		`CREATE USER u IDENTIFIED WITH caching_sha2_password BY ` + R},
 	{"mysql 8 quoted plugin as", `CREATE USER 'u'@'%' IDENTIFIED WITH 'caching_sha2_password' AS '$A$005$x''y'`,
 		`CREATE USER 'u'@'%' IDENTIFIED WITH 'caching_sha2_password' AS ` + R},
+	{"mysql 8 hex hash", `CREATE USER 'u'@'%' IDENTIFIED WITH 'caching_sha2_password' AS 0x2441243030352430 REQUIRE NONE PASSWORD EXPIRE DEFAULT`,
+		`CREATE USER 'u'@'%' IDENTIFIED WITH 'caching_sha2_password' AS ` + R + ` REQUIRE NONE PASSWORD EXPIRE DEFAULT`},
 	{"random password", `CREATE USER u IDENTIFIED BY RANDOM PASSWORD, v IDENTIFIED WITH p BY RANDOM PASSWORD`,
 		`CREATE USER u IDENTIFIED BY RANDOM PASSWORD, v IDENTIFIED WITH p BY RANDOM PASSWORD`},
 	{"two users", `CREATE USER IF NOT EXISTS u1 IDENTIFIED BY 'a', 'u2'@'h' IDENTIFIED BY 'b' PASSWORD EXPIRE INTERVAL 90 DAY`,
