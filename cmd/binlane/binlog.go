@@ -31,6 +31,7 @@ type dumpOptions struct {
 	fromPos                           uint64
 	serverID                          uint32
 	json, nonBlocking                 bool
+	rawStatements                     bool
 	fromGTIDSet                       bool // --from-gtid was given, possibly empty
 	tls                               tlsFlags
 }
@@ -42,11 +43,19 @@ func newBinlogDumpCmd() *cobra.Command {
 		Short: "Print binlog events like mariadb-binlog -vv, streamed from a server or read from a file",
 		Long: "Print binlog events like mariadb-binlog -vv, streamed from a server (as a replica) or read from a file.\n" +
 			"Without --from-gtid or --from-file, streaming starts at the source's current position;\n" +
-			"--from-gtid '' starts at the oldest binlog the source has.",
+			"--from-gtid '' starts at the oldest binlog the source has. Passwords in statements\n" +
+			"(CREATE USER … IDENTIFIED BY, SET PASSWORD, CHANGE MASTER TO …) are shown as '<redacted>'\n" +
+			"unless --raw-statements is given.\n\n" +
+			"Exit status: 0 at the end of the file or binlog (--non-blocking) or on Ctrl-C/SIGTERM,\n" +
+			"which is how a streaming dump ends; 2 error or bad options.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.fromGTIDSet = cmd.Flags().Changed("from-gtid")
-			return runDump(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			err := runDump(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			if err != nil && cmd.Context().Err() != nil {
+				return nil // Ctrl-C is how a dump ends, even while it connects
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -61,15 +70,20 @@ func newBinlogDumpCmd() *cobra.Command {
 	f.Uint32Var(&o.serverID, "server-id", 0, "replica server id to register with (default: random, above 2^30)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object per event")
 	f.BoolVar(&o.nonBlocking, "non-blocking", false, "stop at the end of the source's binlog instead of waiting")
+	f.BoolVar(&o.rawStatements, "raw-statements", false, "print statements as logged, passwords included (by default they are hidden)")
 	return cmd
 }
 
 func runDump(ctx context.Context, out, errOut io.Writer, o dumpOptions) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
-	p := eventfmt.NewText(w)
+	var opts []eventfmt.Option
+	if o.rawStatements {
+		opts = append(opts, eventfmt.RawStatements())
+	}
+	p := eventfmt.NewText(w, opts...)
 	if o.json {
-		p = eventfmt.NewJSON(w)
+		p = eventfmt.NewJSON(w, opts...)
 	}
 	switch {
 	case (o.source == "") == (o.file == ""):

@@ -111,3 +111,44 @@ func checkJSON(t *testing.T, out string) {
 		}
 	}
 }
+
+// TestBinlogDumpHidesPasswords: a password in a replicated account
+// statement is hidden from `binlog dump` (text and JSON, from a server and
+// from a file) unless --raw-statements is given.
+func TestBinlogDumpHidesPasswords(t *testing.T) {
+	const canary = "PlainTextPw111-canary"
+	srv := sandbox.StartT(t, sandbox.Options{})
+	srv.ExecT(t, "CREATE USER 'app'@'%' IDENTIFIED BY '"+canary+"'",
+		"SET PASSWORD FOR 'app'@'%' = PASSWORD('"+canary+"2')",
+		"FLUSH BINARY LOGS")
+	source := "mysql://root@" + srv.Addr() + "/"
+	file := filepath.Join(srv.Dir, "data", "binlog.000001")
+	cases := []struct {
+		name string
+		args []string
+		raw  bool
+	}{
+		{"server text", []string{"--source", source, "--from-gtid=", "--non-blocking"}, false},
+		{"server json", []string{"--source", source, "--from-gtid=", "--non-blocking", "--json"}, false},
+		{"file text", []string{"--file", file}, false},
+		{"server text raw", []string{"--source", source, "--from-gtid=", "--non-blocking", "--raw-statements"}, true},
+		{"file json raw", []string{"--file", file, "--json", "--raw-statements"}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := runBinlogCmd(t, append([]string{"dump"}, c.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "CREATE USER 'app'@'%' IDENTIFIED BY ") {
+				t.Fatalf("the statement is not in the dump:\n%s", out)
+			}
+			if got := strings.Contains(out, canary); got != c.raw {
+				t.Errorf("canary in the output: %v, want %v:\n%s", got, c.raw, grepLines(out, "app"))
+			}
+			if !c.raw && !strings.Contains(out, "'<redacted>'") && !strings.Contains(out, `'\u003credacted\u003e'`) {
+				t.Errorf("no marker where the password was:\n%s", grepLines(out, "app"))
+			}
+		})
+	}
+}

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/binlane/binlane/internal/config"
 	"github.com/binlane/binlane/internal/dsn"
 )
 
@@ -84,44 +83,25 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-// applyConfigFile reads "name: value" (or "name = value") lines, where
-// name is a long flag of cmd, and sets every flag not given on the command
-// line: flags win over the file. Lists may repeat a name or use commas.
-func applyConfigFile(cmd *cobra.Command, path string) error {
-	if path == "" {
-		return nil
+// withConfig lets every option of cmd also come from a YAML file named by
+// --config and from BINLANE_* environment variables (BINLANE_MAX_BATCH for
+// --max-batch), merged by internal/config: command line > environment >
+// file > defaults. They are read before RunE, in PreRunE.
+func withConfig(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().String("config", "", "YAML file of options, one \"name: value\" per line (also $BINLANE_CONFIG)")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		return config.Load(cmd.Flags(), config.Options{ConfigFlag: "config", EnvPrefix: "BINLANE_"})
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("--config: %w", err)
-	}
-	defer f.Close()
-	fromFile := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.IndexAny(line, ":=")
-		if i < 0 {
-			return fmt.Errorf("%s:%d: want name: value", path, n)
-		}
-		name, val := strings.TrimSpace(line[:i]), strings.Trim(strings.TrimSpace(line[i+1:]), `"'`)
-		fl := cmd.Flags().Lookup(name)
-		if fl == nil || name == "config" {
-			return fmt.Errorf("%s:%d: unknown option %q", path, n, name)
-		}
-		if fl.Changed && !fromFile[name] {
-			continue // given on the command line
-		}
-		if err := cmd.Flags().Set(name, val); err != nil {
-			return fmt.Errorf("%s:%d: %s: %w", path, n, name, err)
-		}
-		fromFile[name] = true
-	}
-	return sc.Err()
+	return cmd
 }
+
+// configHelp ends the help of commands that use withConfig.
+const configHelp = `Every option can also come from a YAML file given with --config (or
+$BINLANE_CONFIG), one "name: value" per line, lists as [a, b] or "a, b",
+comments after #; and from environment variables BINLANE_NAME
+(BINLANE_MAX_BATCH for --max-batch). The command line wins over the
+environment, which wins over the file. Unknown names and values a flag
+cannot take are errors that name the file and line.`
 
 // addPasswordFlags adds --ROLE-password-env and --ROLE-password-file.
 func addPasswordFlags(fl *pflag.FlagSet, role string, env, file *string) {

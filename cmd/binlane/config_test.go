@@ -36,50 +36,68 @@ func configFile(t *testing.T, content string) string {
 	return path
 }
 
-// TestConfigFile reads a config file into the flags of `replicate` the
-// way the command does: after the command line was parsed, so flags win.
+// TestConfigFile reads options the way the commands do (PreRunE, after
+// the command line was parsed) from a YAML file and BINLANE_* variables.
 func TestConfigFile(t *testing.T) {
 	file := configFile(t, `# a comment, then blank lines
 
-source: mysql://repl@src:3306/
-target = "mysql://binlane@dst:3306/"
+source: mysql://repl@src:3306/   # the primary
+target: "mysql://binlane@dst:3306/"
 workers: 6
 parallel-mode: commit-order
 databases: app, shop
-databases: crm
+databases: [crm]
 exclude: app.audit
 heartbeat: 2s
 binlog-applied: false
 `)
 	cases := []struct {
 		name string
+		cmd  func() *cobra.Command
 		args []string
+		env  map[string]string
 		want map[string]string // flag -> value after reading the file
 	}{
-		{"file only", nil, map[string]string{
+		{"file only", newReplicateCmd, nil, nil, map[string]string{
 			"source": "mysql://repl@src:3306/", "target": "mysql://binlane@dst:3306/", "workers": "6",
 			"parallel-mode": "commit-order", "databases": "[app,shop,crm]", "exclude": "[app.audit]",
 			"heartbeat": "2s", "binlog-applied": "false", "max-batch": strconv.Itoa(defaultMaxBatch), // untouched default
 		}},
-		{"flags win", []string{"--workers", "2", "--databases", "only", "--target", "mysql://other@x:1/", "--binlog-applied=true"},
-			map[string]string{
+		{"flags win", newReplicateCmd, []string{"--workers", "2", "--databases", "only", "--target", "mysql://other@x:1/", "--binlog-applied=true"},
+			nil, map[string]string{
 				"workers": "2", "databases": "[only]", "target": "mysql://other@x:1/", "binlog-applied": "true",
 				"source": "mysql://repl@src:3306/", "parallel-mode": "commit-order",
 			}},
+		{"environment over file, flags over environment", newReplicateCmd, []string{"--max-batch", "3"},
+			map[string]string{"BINLANE_WORKERS": "8", "BINLANE_MAX_BATCH": "9", "BINLANE_SOURCE": "mysql://env@src/",
+				"BINLANE_SOURCE_PASSWORD": "not-an-option"},
+			map[string]string{"workers": "8", "max-batch": "3", "source": "mysql://env@src/", "parallel-mode": "commit-order"}},
+		{"verify", newVerifyCmd, nil, map[string]string{"BINLANE_CHUNK_ROWS": "50"}, nil},
+		{"status", newStatusCmd, nil, map[string]string{"BINLANE_TARGET": "mysql://env@dst/"}, map[string]string{"target": "mysql://env@dst/"}},
 	}
+	verifyFile := configFile(t, "source: mysql://a@s/\ntarget: mysql://b@t/\ndatabases: [shop]\njson: true\n")
+	cases[3].args = []string{"--config", verifyFile}
+	cases[3].want = map[string]string{"source": "mysql://a@s/", "databases": "[shop]", "json": "true", "chunk-rows": "50"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cmd := newReplicateCmd()
-			if err := cmd.ParseFlags(append(c.args, "--config", file)); err != nil {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			cmd := c.cmd()
+			args := c.args
+			if c.name != "verify" && c.name != "status" {
+				args = append(args, "--config", file)
+			}
+			if err := cmd.ParseFlags(args); err != nil {
 				t.Fatal(err)
 			}
-			if err := applyConfigFile(cmd, file); err != nil {
+			if err := cmd.PreRunE(cmd, nil); err != nil {
 				t.Fatal(err)
 			}
 			for name, want := range c.want {
 				got := cmd.Flags().Lookup(name).Value.String()
 				if name == "databases" {
-					// As the rules read the list: split at commas, trimmed.
+					// As the rules read the list.
 					list, _ := cmd.Flags().GetStringSlice(name)
 					rules, err := filter.New(list, nil, nil)
 					if err != nil {
@@ -95,34 +113,40 @@ binlog-applied: false
 	}
 }
 
+// TestConfigFileErrors: the file's mistakes stop the command with the file
+// and line named (internal/config tests every rule; these are the ones a
+// user of the old format meets).
 func TestConfigFileErrors(t *testing.T) {
 	cases := []struct {
 		name    string
 		content string
 		want    string
 	}{
-		{"unknown option", "workers: 2\nworkerz: 3\n", `binlane.conf:2: unknown option "workerz"`},
+		{"unknown option", "databases: shop  # main db\nworkerz: 3\n", `binlane.conf:2: unknown option "workerz"`},
+		{"old name = value line", "workers: 2\ntarget = \"mysql://binlane@dst:3306/\"\n", `binlane.conf:2: "target = …" is no longer read`},
 		{"config inside config", "config: other.conf\n", `binlane.conf:1: unknown option "config"`},
-		{"no separator", "# ok\nworkers 2\n", "binlane.conf:2: want name: value"},
-		{"bad value", "workers: many\n", "binlane.conf:1: workers: "},
-		{"bad duration", "heartbeat: soon\n", "binlane.conf:1: heartbeat: "},
+		{"no separator", "# ok\nworkers 2\n", "binlane.conf:2: want one \"name: value\" per line"},
+		{"bad value", "workers: many\n", "binlane.conf:1: workers: want a whole number"},
+		{"bad duration", "heartbeat: soon\n", "binlane.conf:1: heartbeat: want a duration"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := newReplicateCmd()
-			err := applyConfigFile(cmd, configFile(t, c.content))
+			if err := cmd.ParseFlags([]string{"--config", configFile(t, c.content)}); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.PreRunE(cmd, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
 			}
 		})
 	}
-	if err := applyConfigFile(newReplicateCmd(), filepath.Join(t.TempDir(), "absent.conf")); err == nil ||
-		!strings.HasPrefix(err.Error(), "--config: ") {
-		t.Errorf("missing file: %v", err)
+	cmd := newReplicateCmd()
+	if err := cmd.ParseFlags([]string{"--config", filepath.Join(t.TempDir(), "absent.conf")}); err != nil {
+		t.Fatal(err)
 	}
-	var none *cobra.Command
-	if err := applyConfigFile(none, ""); err != nil {
-		t.Errorf("no --config: %v", err)
+	if err := cmd.PreRunE(cmd, nil); err == nil || !strings.HasPrefix(err.Error(), "--config: ") {
+		t.Errorf("missing file: %v", err)
 	}
 }
 

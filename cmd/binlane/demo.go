@@ -39,7 +39,9 @@ func newDemoCmd() *cobra.Command {
 randomized workload on the source (hot rows, unique-key swaps, primary-key
 changes, cascading foreign keys, case-variant values, DDL), replicate it live
 with binlane, then compare both sides row by row. The servers are removed
-at the end, also on Ctrl-C.`,
+at the end, also on Ctrl-C.
+
+Exit status: 0 equal, 1 source and target differ, 2 error or interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), cmd.OutOrStdout(), f) },
 	}
@@ -131,7 +133,7 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		return err
 	}
 	if !rep.Equal() {
-		return errors.New("demo: source and target differ")
+		return withExitCode(exitDiffer, errors.New("demo: source and target differ"))
 	}
 	say("\nsource and target are equal. Servers are being removed.")
 	return nil

@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -18,21 +20,42 @@ import (
 var version = "dev"
 
 func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the process's exit status
+// (see exitCode); main is the only place that exits.
+func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		msg := err.Error()
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) && !strings.Contains(msg, "interrupted") {
+			msg = "interrupted: " + msg
+		}
+		fmt.Fprintln(stderr, "binlane:", msg)
+	}
+	return exitCode(err)
+}
+
+func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "binlane",
 		Short:         "Replicate a MySQL or MariaDB database into another server, in parallel, exactly once",
+		Long:          "Replicate a MySQL or MariaDB database into another server, in parallel, exactly once.\n\n" + exitHelp,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// Bad flags are usage errors: say where the usage is.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
+	})
 	root.AddCommand(newBinlogCmd(), newReplicateCmd(), newStatusCmd(), newVerifyCmd(), newDemoCmd())
-	if err := root.ExecuteContext(ctx); err != nil {
-		if errors.Is(err, context.Canceled) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "binlane:", err)
-		os.Exit(1)
-	}
+	return root
 }

@@ -24,7 +24,6 @@ const (
 )
 
 type replicateFlags struct {
-	config                     string
 	source, target             string
 	sourcePassEnv, sourcePassF string
 	targetPassEnv, targetPassF string
@@ -64,18 +63,17 @@ tables must then already be in sync). SIGINT/SIGTERM finish or roll back
 what is in flight and exit 0. --stop-at-gtid stops right after that
 transaction.
 
-Every option can also come from --config, one "name: value" per line; the
-command line wins.`,
+Exit status: 0 stopped by SIGINT/SIGTERM or at --stop-at-gtid (position
+saved), 2 any error that stopped the stream, or bad options.
+
+` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd, f.config); err != nil {
-				return err
-			}
 			return runReplicate(cmd.Context(), cmd, f)
 		},
 	}
+	withConfig(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.config, "config", "", "file with options, one \"name: value\" per line")
 	fl.StringVar(&f.source, "source", "", "source server address (mysql://user@host:port/ or user@tcp(host:port)/)")
 	fl.StringVar(&f.target, "target", "", "target server address")
 	addPasswordFlags(fl, "source", &f.sourcePassEnv, &f.sourcePassF)

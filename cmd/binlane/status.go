@@ -30,7 +30,11 @@ func newStatusCmd() *cobra.Command {
 applied up to, the state and last error, and — for a running stream, reported
 every few seconds — the lag and how busy each worker is. Busy close to 100%
 on every worker means more workers may help; much time waiting for the
-commit turn means they would not.`,
+commit turn means they would not.
+
+Exit status: 0 shown, 2 error (including an unknown --stream).
+
+` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := resolveServer("target", f.target, f.passEnv, f.passFile, f.tls)
@@ -66,6 +70,7 @@ commit turn means they would not.`,
 			return nil
 		},
 	}
+	withConfig(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "target server address")
 	addPasswordFlags(fl, "target", &f.passEnv, &f.passFile)

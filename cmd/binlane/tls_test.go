@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlane/binlane/internal/config"
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/wire"
@@ -361,7 +362,7 @@ func TestTLSFlags(t *testing.T) {
 	if err := cmd.ParseFlags([]string{"--source-ssl-mode", "VERIFY_CA", "--source-ssl-ca", "/flag/ca.pem", "--config", file}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyConfigFile(cmd, file); err != nil {
+	if err := config.Load(cmd.Flags(), config.Options{ConfigFlag: "config", EnvPrefix: "BINLANE_", Environ: func() []string { return nil }}); err != nil {
 		t.Fatal(err)
 	}
 	get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }

@@ -42,13 +42,20 @@ its sessions are read-only and a SELECT privilege is enough.
 DSN is mysql://user[:password]@host:port[/db] or user[:password]@tcp(host:port)/[db].
 A database in the source DSN selects that database when neither --databases
 nor --tables is given. Passwords can come from the environment or a file
-instead of the DSN. The command exits non-zero when anything differs.`,
+instead of the DSN.
+
+Exit status: 0 the tables are equal, 1 differences found (the report lists
+them), 2 error, a table that could not be compared, or interrupted
+(SIGINT/SIGTERM: no report is printed).
+
+` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, f) },
 	}
+	withConfig(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.source, "source", "", "source server address (required)")
-	fl.StringVar(&f.target, "target", "", "target server address (required)")
+	fl.StringVar(&f.source, "source", "", "source server address (required: here, in --config or in $BINLANE_SOURCE)")
+	fl.StringVar(&f.target, "target", "", "target server address (required: here, in --config or in $BINLANE_TARGET)")
 	fl.StringVar(&f.sourcePassEnv, "source-password-env", "BINLANE_SOURCE_PASSWORD", "environment variable holding the source password")
 	fl.StringVar(&f.sourcePassF, "source-password-file", "", "file whose first line is the source password")
 	fl.StringVar(&f.targetPassEnv, "target-password-env", "BINLANE_TARGET_PASSWORD", "environment variable holding the target password")
@@ -63,8 +70,8 @@ instead of the DSN. The command exits non-zero when anything differs.`,
 	fl.IntVar(&f.maxDiffs, "max-diffs", verify.DefaultMaxDiffs, "differing rows listed per table")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every chunk")
-	_ = cmd.MarkFlagRequired("source")
-	_ = cmd.MarkFlagRequired("target")
+	// --source and --target may come from the file or the environment:
+	// cobra's required-flag check runs before them, so openServer checks.
 	return cmd
 }
 
@@ -96,6 +103,11 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 		Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
 	})
 	if err != nil {
+		if cmd.Context().Err() != nil {
+			// No report: a partial one would read as equal for the tables
+			// not compared yet.
+			return fmt.Errorf("verify interrupted before the comparison finished; no report: %w", err)
+		}
 		return fmt.Errorf("verify %s against %s: %w", src.dsn, tgt.dsn, err)
 	}
 	out := cmd.OutOrStdout()
@@ -109,8 +121,24 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	if err != nil {
 		return err
 	}
-	if !rep.Equal() {
-		return fmt.Errorf("verify: %d of %d tables differ", len(rep.Differing()), len(rep.Tables))
+	return verdict(rep)
+}
+
+// verdict is verify's result: nil when equal, exit status 1 for
+// differences, and 2 when a table could not be compared (its differences,
+// if any, are unknown).
+func verdict(rep *verify.Report) error {
+	failed := 0
+	for _, t := range rep.Tables {
+		if t.Status == verify.StatusError {
+			failed++
+		}
+	}
+	switch {
+	case failed > 0:
+		return fmt.Errorf("verify: %d of %d tables could not be compared", failed, len(rep.Tables))
+	case !rep.Equal():
+		return withExitCode(exitDiffer, fmt.Errorf("verify: %d of %d tables differ", len(rep.Differing()), len(rep.Tables)))
 	}
 	return nil
 }

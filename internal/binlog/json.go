@@ -30,28 +30,79 @@ const (
 
 const maxJSONDepth = 100
 
+// Bounds on the work of one document. Entries of objects and arrays point
+// at their values by offset, and nothing in the format forbids two entries
+// pointing at the same value: a crafted 225-byte document whose entries
+// share offsets decodes to 25 MB, and a few more bytes to gigabytes. MySQL
+// itself never shares values, so a legitimate document visits each value
+// once: every value but the root has an entry of at least 3 bytes, hence
+// at most len+1 values. Its text is at most about 6 times its size: the
+// worst cases are control characters in strings (1 byte → \u00XX),
+// doubles (8 bytes + a 3-byte entry → 24 digits and a separator), opaque
+// values (5 bytes → "base64:type15:") and literals (a 3-byte entry →
+// "false, "). The text bound adds a margin (8×) and a floor so that tiny
+// documents, whose constant overheads dominate, are never refused.
+const (
+	jsonExpansion = 8
+	jsonMinText   = 64 << 10
+)
+
 var errJSON = errors.New("malformed binary JSON")
 
+// jsonDecoder holds the bounds of one AppendJSON call.
+type jsonDecoder struct {
+	size     int // bytes of the binary document
+	start    int // len(dst) when decoding began
+	nodes    int // values visited so far
+	maxNodes int
+	maxText  int
+}
+
 // AppendJSON converts a MySQL binary JSON document to JSON text. An empty
-// document is JSON null, as the server treats it.
+// document is JSON null, as the server treats it. A document whose text
+// or number of values goes beyond what its size allows (see jsonExpansion)
+// is refused: it can only have been crafted or corrupted.
 func AppendJSON(dst, b []byte) ([]byte, error) {
 	if len(b) == 0 {
 		return append(dst, "null"...), nil
 	}
-	return appendJSONValue(dst, b[0], b[1:], 0)
+	d := &jsonDecoder{size: len(b), start: len(dst), maxNodes: len(b) + 1,
+		maxText: max(jsonMinText, jsonExpansion*len(b))}
+	return d.appendValue(dst, b[0], b[1:], 0)
 }
 
-func appendJSONValue(dst []byte, typ byte, b []byte, depth int) ([]byte, error) {
+// visit counts one value and checks both bounds before it is formatted;
+// dst is the text so far.
+func (d *jsonDecoder) visit(dst []byte) error {
+	d.nodes++
+	if d.nodes > d.maxNodes {
+		return fmt.Errorf("%w: a %d-byte document expands beyond %d values (entries share offsets)",
+			errJSON, d.size, d.maxNodes)
+	}
+	return d.checkText(dst)
+}
+
+func (d *jsonDecoder) checkText(dst []byte) error {
+	if len(dst)-d.start > d.maxText {
+		return fmt.Errorf("%w: a %d-byte document expands beyond %d bytes of text", errJSON, d.size, d.maxText)
+	}
+	return nil
+}
+
+func (d *jsonDecoder) appendValue(dst []byte, typ byte, b []byte, depth int) ([]byte, error) {
 	// depth counts like JSON_DEPTH minus one: MySQL refuses documents
 	// deeper than 100, so a value at depth 100 cannot be legitimate.
 	if depth >= maxJSONDepth {
 		return dst, fmt.Errorf("%w: nested deeper than %d", errJSON, maxJSONDepth)
 	}
+	if err := d.visit(dst); err != nil {
+		return dst, err
+	}
 	switch typ {
 	case jsonSmallObject, jsonLargeObject:
-		return appendJSONContainer(dst, b, typ == jsonLargeObject, true, depth)
+		return d.appendContainer(dst, b, typ == jsonLargeObject, true, depth)
 	case jsonSmallArray, jsonLargeArray:
-		return appendJSONContainer(dst, b, typ == jsonLargeArray, false, depth)
+		return d.appendContainer(dst, b, typ == jsonLargeArray, false, depth)
 	case jsonLiteral:
 		if len(b) < 1 {
 			return dst, errJSON
@@ -114,9 +165,9 @@ func appendJSONInt(dst []byte, typ byte, b []byte) ([]byte, error) {
 	return strconv.AppendUint(dst, binary.LittleEndian.Uint64(b), 10), nil
 }
 
-// appendJSONContainer formats an object or array whose header (count, size)
+// appendContainer formats an object or array whose header (count, size)
 // starts b; offsets inside are relative to b.
-func appendJSONContainer(dst, b []byte, large, object bool, depth int) ([]byte, error) {
+func (d *jsonDecoder) appendContainer(dst, b []byte, large, object bool, depth int) ([]byte, error) {
 	w := 2
 	if large {
 		w = 4
@@ -157,26 +208,31 @@ func appendJSONContainer(dst, b []byte, large, object bool, depth int) ([]byte, 
 		}
 		ve := b[2*w+count*keyEntry+i*valEntry:]
 		var err error
-		if dst, err = appendJSONEntry(dst, b, ve, w, large, depth); err != nil {
+		if dst, err = d.appendEntry(dst, b, ve, w, large, depth); err != nil {
+			return dst, err
+		}
+		// A value's own text is checked when the next one starts; the
+		// last one of a long array of shared containers is checked here.
+		if err := d.checkText(dst); err != nil {
 			return dst, err
 		}
 	}
 	return append(dst, close), nil
 }
 
-// appendJSONEntry formats one value entry: inlined small scalars, or an
+// appendEntry formats one value entry: inlined small scalars, or an
 // offset into the container.
-func appendJSONEntry(dst, container, entry []byte, w int, large bool, depth int) ([]byte, error) {
+func (d *jsonDecoder) appendEntry(dst, container, entry []byte, w int, large bool, depth int) ([]byte, error) {
 	typ := entry[0]
 	switch {
 	case typ == jsonLiteral || typ == jsonInt16 || typ == jsonUint16 || large && (typ == jsonInt32 || typ == jsonUint32):
-		return appendJSONValue(dst, typ, entry[1:1+w], depth+1)
+		return d.appendValue(dst, typ, entry[1:1+w], depth+1)
 	}
 	off := readJSONSize(entry[1:], w)
 	if off >= len(container) {
 		return dst, fmt.Errorf("%w: value offset %d out of %d", errJSON, off, len(container))
 	}
-	return appendJSONValue(dst, typ, container[off:], depth+1)
+	return d.appendValue(dst, typ, container[off:], depth+1)
 }
 
 func readJSONSize(b []byte, w int) int {
@@ -197,6 +253,8 @@ func jsonVarLen(b []byte) (n, size int, err error) {
 	return 0, 0, errJSON
 }
 
+const hexDigits = "0123456789abcdef"
+
 func appendJSONString(dst, s []byte) []byte {
 	dst = append(dst, '"')
 	for len(s) > 0 {
@@ -211,7 +269,7 @@ func appendJSONString(dst, s []byte) []byte {
 		case r == '\t':
 			dst = append(dst, '\\', 't')
 		case r < 0x20:
-			dst = append(dst, fmt.Sprintf("\\u%04x", r)...)
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
 		default:
 			dst = append(dst, s[:size]...)
 		}

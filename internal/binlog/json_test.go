@@ -250,8 +250,14 @@ func FuzzJSON(f *testing.F) {
 			f.Add(encodeJSONDoc(tt.v))
 		}
 	}
+	// Entries sharing offsets: exponential text unless bounded.
+	f.Add(sharedOffsetsDoc(6, 10))
+	f.Add(sharedStringDoc(10, 100))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		out, err := AppendJSON(nil, b)
+		if limit := max(jsonMinText, jsonExpansion*len(b)) + 6*len(b) + 16; len(out) > limit {
+			t.Fatalf("%d-byte document: %d bytes of text (error %v), bound %d", len(b), len(out), err, limit)
+		}
 		if err != nil {
 			return
 		}

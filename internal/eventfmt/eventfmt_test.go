@@ -68,3 +68,43 @@ func TestRestartAndHeartbeat(t *testing.T) {
 		t.Errorf("json: %v %v", first, second)
 	}
 }
+
+// TestStatementsRedacted: passwords in the statements an event carries are
+// hidden in both forms unless RawStatements is given.
+func TestStatementsRedacted(t *testing.T) {
+	const canary = "Canary-Pw-7731"
+	create := []byte("CREATE USER 'app'@'%' IDENTIFIED BY '" + canary + "'")
+	evs := []*binlog.Event{
+		{Header: binlog.Header{Type: binlog.EventQuery}, Data: &binlog.QueryEvent{Schema: "d", Query: create}},
+		{Header: binlog.Header{Type: binlog.EventAnnotateRows}, Data: &binlog.AnnotateRowsEvent{Query: []byte("SET PASSWORD FOR app = PASSWORD('" + canary + "')")}},
+		{Header: binlog.Header{Type: binlog.EventRowsQuery}, Data: &binlog.RowsQueryEvent{Query: []byte("CHANGE MASTER TO MASTER_PASSWORD='" + canary + "'")}},
+		{Header: binlog.Header{Type: binlog.EventIncident}, Data: &binlog.IncidentEvent{Message: "failed: GRANT ALL ON *.* TO x IDENTIFIED BY '" + canary + "'"}},
+	}
+	cases := []struct {
+		name     string
+		printer  func(*bytes.Buffer) *Printer
+		wantRaw  bool
+		wantText string
+	}{
+		{"text", func(b *bytes.Buffer) *Printer { return NewText(b) }, false, "IDENTIFIED BY '<redacted>'"},
+		{"json", func(b *bytes.Buffer) *Printer { return NewJSON(b) }, false, `IDENTIFIED BY '\u003credacted\u003e'`},
+		{"text raw", func(b *bytes.Buffer) *Printer { return NewText(b, RawStatements()) }, true, "IDENTIFIED BY '" + canary + "'"},
+		{"json raw", func(b *bytes.Buffer) *Printer { return NewJSON(b, RawStatements()) }, true, "IDENTIFIED BY '" + canary + "'"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			p := c.printer(&out)
+			for _, ev := range evs {
+				if err := p.Print(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := out.String()
+			if strings.Contains(got, canary) != c.wantRaw || !strings.Contains(got, c.wantText) {
+				t.Errorf("canary printed: %v, want %v; %q present: %v\n%s", strings.Contains(got, canary), c.wantRaw,
+					c.wantText, strings.Contains(got, c.wantText), got)
+			}
+		})
+	}
+}

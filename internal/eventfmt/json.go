@@ -77,7 +77,7 @@ func (p *Printer) addDetails(o *object, data any) {
 		o.add("sequence_number", d.SequenceNumber)
 	case *binlog.QueryEvent:
 		o.add("schema", d.Schema)
-		o.add("query", string(d.Query))
+		o.add("query", p.statement(d.Query))
 		o.add("error_code", d.ErrorCode)
 	case *binlog.XIDEvent:
 		o.add("xid", d.XID)
@@ -89,7 +89,9 @@ func (p *Printer) addDetails(o *object, data any) {
 		o.add("source_file", d.File)
 		o.add("source_pos", d.Pos)
 	case *binlog.AnnotateRowsEvent:
-		o.add("query", string(d.Query))
+		o.add("query", p.statement(d.Query))
+	case *binlog.RowsQueryEvent:
+		o.add("query", p.statement(d.Query))
 	case *binlog.XAPrepareEvent:
 		o.add("xid", d.XID.String())
 	case *binlog.SkippedEvent:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/replica"
 )
 
@@ -16,15 +17,42 @@ import (
 type Printer struct {
 	w    io.Writer
 	json bool
+	raw  bool // print statements as the source logged them, secrets included
 	buf  []byte
 	vals []binlog.Value
 }
 
+// Option changes how a Printer prints.
+type Option func(*Printer)
+
+// RawStatements prints statements exactly as the source logged them. By
+// default, passwords in them (CREATE USER … IDENTIFIED BY 'x', SET
+// PASSWORD, CHANGE MASTER TO MASTER_PASSWORD, …) are hidden: a binlog
+// dump is often pasted into tickets and chats.
+func RawStatements() Option { return func(p *Printer) { p.raw = true } }
+
 // NewText prints in the text form.
-func NewText(w io.Writer) *Printer { return &Printer{w: w} }
+func NewText(w io.Writer, opts ...Option) *Printer { return newPrinter(&Printer{w: w}, opts) }
 
 // NewJSON prints one JSON object per line.
-func NewJSON(w io.Writer) *Printer { return &Printer{w: w, json: true} }
+func NewJSON(w io.Writer, opts ...Option) *Printer {
+	return newPrinter(&Printer{w: w, json: true}, opts)
+}
+
+func newPrinter(p *Printer, opts []Option) *Printer {
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// statement is the text of a statement the source logged, as printed.
+func (p *Printer) statement(q []byte) string {
+	if p.raw {
+		return string(q)
+	}
+	return redact.Statement(string(q))
+}
 
 // Print writes one event.
 func (p *Printer) Print(ev *binlog.Event) error {
@@ -87,7 +115,7 @@ func (p *Printer) appendDetails(b []byte, ev *binlog.Event) []byte {
 		}
 		return fmt.Appendf(b, ": GTID %s last_committed=%d sequence_number=%d\n", d.GTID, d.LastCommitted, d.SequenceNumber)
 	case *binlog.QueryEvent:
-		return fmt.Appendf(b, ": thread_id=%d exec_time=%d error_code=%d db=`%s`\n%s\n", d.ThreadID, d.ExecTime, d.ErrorCode, d.Schema, d.Query)
+		return fmt.Appendf(b, ": thread_id=%d exec_time=%d error_code=%d db=`%s`\n%s\n", d.ThreadID, d.ExecTime, d.ErrorCode, d.Schema, p.statement(d.Query))
 	case *binlog.XIDEvent:
 		return fmt.Appendf(b, ": Xid = %d\nCOMMIT\n", d.XID)
 	case *binlog.TableMap:
@@ -95,9 +123,9 @@ func (p *Printer) appendDetails(b []byte, ev *binlog.Event) []byte {
 	case *binlog.RowsEvent:
 		return p.appendRows(b, d)
 	case *binlog.AnnotateRowsEvent:
-		return fmt.Appendf(b, "\n# %s\n", strings.ReplaceAll(string(d.Query), "\n", "\n# "))
+		return fmt.Appendf(b, "\n# %s\n", strings.ReplaceAll(p.statement(d.Query), "\n", "\n# "))
 	case *binlog.RowsQueryEvent:
-		return fmt.Appendf(b, "\n# %s\n", strings.ReplaceAll(string(d.Query), "\n", "\n# "))
+		return fmt.Appendf(b, "\n# %s\n", strings.ReplaceAll(p.statement(d.Query), "\n", "\n# "))
 	case *binlog.HeartbeatEvent:
 		return fmt.Appendf(b, ": source at %s:%d\n", d.File, d.Pos)
 	case *binlog.XAPrepareEvent:
@@ -105,7 +133,7 @@ func (p *Printer) appendDetails(b []byte, ev *binlog.Event) []byte {
 	case *binlog.PreviousGTIDsEvent:
 		return fmt.Appendf(b, ": %s\n", d.Set)
 	case *binlog.IncidentEvent:
-		return fmt.Appendf(b, ": incident %d: %s\n", d.Incident, d.Message)
+		return fmt.Appendf(b, ": incident %d: %s\n", d.Incident, p.message(d.Message))
 	case *binlog.TransactionPayloadEvent:
 		b = fmt.Appendf(b, ": %d events\n", len(d.Events))
 		for _, inner := range d.Events {
@@ -117,6 +145,15 @@ func (p *Printer) appendDetails(b []byte, ev *binlog.Event) []byte {
 		return fmt.Appendf(b, " (skipped: %s)\n", d.Reason)
 	}
 	return append(b, '\n')
+}
+
+// message is a free text the source logged (an incident's message), as
+// printed: it may quote a statement.
+func (p *Printer) message(m string) string {
+	if p.raw {
+		return m
+	}
+	return redact.Text(m)
 }
 
 func checksumName(alg byte) string {

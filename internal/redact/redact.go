@@ -1,13 +1,314 @@
-// Package redact hides secrets in text binlane prints or stores.
-// (Placeholder until the full implementation lands.)
+// Package redact hides secrets in text that binlane prints or stores:
+// passwords in the account and server statements a source's binlog carries
+// (CREATE USER … IDENTIFIED BY 'x', SET PASSWORD, CHANGE MASTER TO
+// MASTER_PASSWORD, CREATE SERVER … OPTIONS (PASSWORD 'x'), …), and the
+// password part of server addresses embedded in messages.
+//
+// It owns the text transformation only. It is pure: no I/O, no state, and
+// it must never log, keep or return a secret it finds. It must also never
+// change anything but the secrets, so that a redacted statement still reads
+// as the statement it was. Text without any of its keywords costs one scan
+// and no allocation, so it can run on every statement that is printed.
 package redact
 
-import "regexp"
+import "strings"
 
-var identified = regexp.MustCompile(`(?i)((?:IDENTIFIED\s+(?:BY|VIA|WITH)[^']*|PASSWORD\s*(?:\(|=\s*|FOR\s+\S+\s*=\s*)?[^']*)')((?:[^'\\]|\\.|'')*)'`)
+// Marker replaces a secret string literal in a statement.
+const Marker = "'<redacted>'"
 
-// Statement hides passwords in a statement.
-func Statement(q string) string { return identified.ReplaceAllString(q, "$1<redacted>'") }
+// addrMarker replaces the password of a server address, as dsn.DSN.String
+// prints it.
+const addrMarker = "***"
 
-// Text hides passwords in free text.
-func Text(s string) string { return Statement(s) }
+// Statement hides the secrets in one or more SQL statements: the string
+// literals that hold passwords, password hashes or authentication data.
+// The statement is read with SQL's quoting and comment rules, so only the
+// secret literals change.
+//
+// Besides account statements, PASSWORD = 'x' and PASSWORD('x') are hidden
+// wherever they appear, so a statement such as UPDATE t SET password = 'x'
+// shows '<redacted>' as well: that value is a password too.
+func Statement(q string) string {
+	if !hasTrigger(q) {
+		return q
+	}
+	r := rewriter{s: q}
+	l := lexer{s: q}
+	for t := l.next(); t.kind != tEOF; t = l.next() {
+		if t.kind == tWord {
+			r.clause(&l, t)
+		}
+	}
+	return r.result()
+}
+
+// Text hides secrets in a message that may quote statements or server
+// addresses: the statement rules of Statement, applied from each keyword
+// on (a message's own words, such as an apostrophe in "can't", must not
+// hide a statement from them), then the passwords of mysql://user:pass@host
+// URLs and user:pass@tcp(host:port)/ addresses.
+func Text(s string) string {
+	return addresses(statementsIn(s))
+}
+
+// statementsIn applies the statement rules from each keyword of s, instead
+// of reading s from its start as SQL.
+func statementsIn(s string) string {
+	if !hasTrigger(s) {
+		return s
+	}
+	r := rewriter{s: s}
+	for from := 0; ; {
+		i, n := nextTrigger(s, from)
+		if i < 0 {
+			break
+		}
+		from = i + n
+		start := wordStart(s, i)
+		end := wordEnd(s, i+n)
+		// A keyword glued to a quote is quoted text ('password' in a
+		// "Duplicate entry" message), not SQL.
+		if start > 0 && isQuote(s[start-1]) || end < len(s) && isQuote(s[end]) {
+			continue
+		}
+		// SET PASSWORD FOR u = 'x': the secret depends on the SET.
+		if p := prevWord(s, start); p >= 0 && strings.EqualFold(s[p:start-spaceBefore(s, start)], "SET") {
+			start = p
+		}
+		l := lexer{s: s, pos: start}
+		r.clause(&l, l.next())
+		from = max(from, l.pos)
+	}
+	return r.result()
+}
+
+// rewriter copies s with secret tokens replaced, allocating only when the
+// first secret is found.
+type rewriter struct {
+	s     string
+	b     strings.Builder
+	last  int // s[:last] is in b
+	dirty bool
+}
+
+func (r *rewriter) hide(t token, marker string) {
+	if t.start < r.last {
+		return // already hidden
+	}
+	if !r.dirty {
+		r.b.Grow(len(r.s) + len(marker))
+		r.dirty = true
+	}
+	r.b.WriteString(r.s[r.last:t.start])
+	r.b.WriteString(marker)
+	r.last = t.end
+}
+
+func (r *rewriter) result() string {
+	if !r.dirty {
+		return r.s
+	}
+	r.b.WriteString(r.s[r.last:])
+	return r.b.String()
+}
+
+// clause hides the secrets of the clause that word t starts, if it starts
+// one, reading only that clause's tokens from l.
+func (r *rewriter) clause(l *lexer, t token) {
+	switch {
+	case r.is(t, "IDENTIFIED"):
+		r.identified(l)
+	case r.is(t, "SET") && r.is(l.peek(), "PASSWORD"):
+		l.next()
+		r.setPassword(l)
+	case r.isPasswordWord(t):
+		r.passwordOption(l)
+	}
+}
+
+// identified reads what follows IDENTIFIED:
+//
+//	BY 'x' | BY PASSWORD 'hash' | BY RANDOM PASSWORD
+//	WITH|VIA plugin [BY|USING|AS 'x' | PASSWORD('x') | RANDOM PASSWORD] [OR plugin …]…
+//
+// then MySQL's REPLACE 'current' (the old password). AND IDENTIFIED … and
+// the next user's IDENTIFIED are clauses of their own.
+func (r *rewriter) identified(l *lexer) {
+	switch t := l.peek(); {
+	case r.is(t, "BY"):
+		l.next()
+		r.authValue(l)
+	case r.is(t, "WITH") || r.is(t, "VIA"):
+		l.next()
+		for {
+			l.next() // the plugin's name: not a secret
+			t := l.peek()
+			if r.is(t, "BY") || r.is(t, "USING") || r.is(t, "AS") {
+				l.next()
+				r.authValue(l)
+				t = l.peek()
+			}
+			if !r.is(t, "OR") {
+				break
+			}
+			l.next()
+		}
+	}
+	r.replaceClause(l)
+}
+
+// authValue reads the authentication data after BY, USING or AS.
+func (r *rewriter) authValue(l *lexer) {
+	switch t := l.peek(); {
+	case isLiteral(t):
+		r.hide(l.next(), Marker)
+	case r.isPasswordWord(t): // BY PASSWORD '*hash', USING PASSWORD('x')
+		l.next()
+		r.passwordOption(l)
+	case r.is(t, "RANDOM"): // RANDOM PASSWORD: the server makes one up
+		l.next()
+		if r.is(l.peek(), "PASSWORD") {
+			l.next()
+		}
+	}
+}
+
+// passwordOption reads what follows PASSWORD, OLD_PASSWORD,
+// MASTER_PASSWORD or SOURCE_PASSWORD: 'x', = 'x', = PASSWORD('x'), ('x').
+// Anything else (PASSWORD EXPIRE, a column named password) is left alone.
+func (r *rewriter) passwordOption(l *lexer) {
+	switch t := l.peek(); {
+	case isLiteral(t):
+		r.hide(l.next(), Marker)
+	case isPunct(r.s, t, '('):
+		l.next()
+		if isLiteral(l.peek()) {
+			r.hide(l.next(), Marker)
+		}
+	case isPunct(r.s, t, '='):
+		l.next()
+		r.assigned(l)
+	}
+}
+
+// assigned reads a password's value after '=': a literal, or PASSWORD('x')
+// or OLD_PASSWORD('x').
+func (r *rewriter) assigned(l *lexer) {
+	switch t := l.peek(); {
+	case isLiteral(t):
+		r.hide(l.next(), Marker)
+	case r.isPasswordWord(t):
+		l.next()
+		r.passwordOption(l)
+	}
+}
+
+// setPassword reads SET PASSWORD [FOR user] = value [REPLACE 'current'];
+// SET PASSWORD [FOR user] TO RANDOM has no secret.
+func (r *rewriter) setPassword(l *lexer) {
+	// The user part is a few tokens; the bound keeps a stray SET PASSWORD
+	// in a message from reading the whole text.
+	for range 32 {
+		t := l.next()
+		switch {
+		case t.kind == tEOF, isPunct(r.s, t, ';'), r.is(t, "TO"):
+			return
+		case isPunct(r.s, t, '='):
+			r.assigned(l)
+			r.replaceClause(l)
+			return
+		}
+	}
+}
+
+// replaceClause hides MySQL's REPLACE 'current password'.
+func (r *rewriter) replaceClause(l *lexer) {
+	if r.is(l.peek(), "REPLACE") {
+		l.next()
+		if isLiteral(l.peek()) {
+			r.hide(l.next(), Marker)
+		}
+	}
+}
+
+func (r *rewriter) is(t token, kw string) bool {
+	return t.kind == tWord && t.end-t.start == len(kw) && strings.EqualFold(r.s[t.start:t.end], kw)
+}
+
+func (r *rewriter) isPasswordWord(t token) bool {
+	return r.is(t, "PASSWORD") || r.is(t, "OLD_PASSWORD") || r.is(t, "MASTER_PASSWORD") || r.is(t, "SOURCE_PASSWORD")
+}
+
+func isLiteral(t token) bool { return t.kind == tString || t.kind == tHex }
+
+func isPunct(s string, t token, c byte) bool { return t.kind == tPunct && s[t.start] == c }
+
+func isQuote(c byte) bool { return c == '\'' || c == '"' || c == '`' }
+
+// hasTrigger reports whether s has a keyword that can start a secret
+// (IDENTIFIED, or PASSWORD alone or in OLD_, MASTER_, SOURCE_PASSWORD),
+// in any case, without allocating.
+func hasTrigger(s string) bool {
+	i, _ := nextTrigger(s, 0)
+	return i >= 0
+}
+
+// nextTrigger returns the offset and length of the first trigger keyword
+// in s[from:], or -1.
+func nextTrigger(s string, from int) (int, int) {
+	for i := from; i < len(s); i++ {
+		switch s[i] | 0x20 {
+		case 'i':
+			if hasPrefixFold(s[i:], "identified") {
+				return i, len("identified")
+			}
+		case 'p':
+			if hasPrefixFold(s[i:], "password") {
+				return i, len("password")
+			}
+		}
+	}
+	return -1, 0
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// wordStart and wordEnd extend a keyword found inside s to the whole word
+// (MASTER_PASSWORD, or an identifier like user_password that is no keyword).
+func wordStart(s string, i int) int {
+	for i > 0 && isWordByte(s[i-1]) {
+		i--
+	}
+	return i
+}
+
+func wordEnd(s string, i int) int {
+	for i < len(s) && isWordByte(s[i]) {
+		i++
+	}
+	return i
+}
+
+func spaceBefore(s string, i int) int {
+	n := 0
+	for i-n > 0 && (s[i-n-1] == ' ' || s[i-n-1] == '\t' || s[i-n-1] == '\n') {
+		n++
+	}
+	return n
+}
+
+// prevWord returns the start of the word before the one at i, separated
+// by white space only, or -1.
+func prevWord(s string, i int) int {
+	n := spaceBefore(s, i)
+	if n == 0 {
+		return -1
+	}
+	j := wordStart(s, i-n)
+	if j == i-n {
+		return -1
+	}
+	return j
+}

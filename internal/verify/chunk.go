@@ -37,7 +37,14 @@ func checksum(ctx context.Context, conn *sql.Conn, q string, args []any) (sums, 
 func (r *run) walk(ctx context.Context, g *errgroup.Group, ts *tableState) {
 	var lower keyBound
 	for n := 0; ; n++ {
-		if ctx.Err() != nil || ts.failed() {
+		if err := ctx.Err(); err != nil {
+			// The rest of the table is not compared: it must not be
+			// reported (or logged) as equal.
+			ts.fail(fmt.Errorf("%s: interrupted before chunk %d: %w", ts.plan.ID, n, err))
+			ts.walked()
+			return
+		}
+		if ts.failed() {
 			ts.walked()
 			return
 		}

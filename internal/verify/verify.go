@@ -267,6 +267,7 @@ func (r *run) tableTask(ctx context.Context, ts *tableState, err error) error {
 		return nil
 	}
 	if ctx.Err() != nil {
+		ts.fail(fmt.Errorf("interrupted: %w", err)) // not compared to the end
 		return ctx.Err()
 	}
 	ts.fail(err)

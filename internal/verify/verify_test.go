@@ -78,6 +78,7 @@ func TestVerify(t *testing.T) {
 	t.Run("NoPrimaryKey", func(t *testing.T) { testNoPrimaryKey(t, p) })
 	t.Run("Schemas", func(t *testing.T) { testSchemas(t, p) })
 	t.Run("RangeUsesIndex", func(t *testing.T) { testRangeUsesIndex(t, p) })
+	t.Run("Interrupted", func(t *testing.T) { testInterrupted(t, p) })
 	t.Run("SessionsAreIsolatedAndReadOnly", func(t *testing.T) { testSessions(t, p) })
 }
 
