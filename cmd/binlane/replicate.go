@@ -41,6 +41,9 @@ type replicateFlags struct {
 	maxTxnBytes                int
 	lockWaitTimeout            int
 	drainTimeout               time.Duration
+	allowTriggers              bool
+	windowBytes, queueBytes    int
+	maxMemory                  int
 	metricsAddr                string
 	logLevel, logFormat        string
 	cpuProfile, memProfile     string
@@ -97,6 +100,11 @@ saved), 2 any error that stopped the stream, or bad options.
 	fl.IntVar(&f.maxTxnBytes, "max-txn-bytes", 64<<20, "transactions larger than this are streamed, not held in memory")
 	fl.IntVar(&f.lockWaitTimeout, "lock-wait-timeout", 20, "innodb_lock_wait_timeout of binlane's target sessions (seconds)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "on stop, how long to wait for transactions in flight")
+	fl.BoolVar(&f.allowTriggers, "allow-target-triggers", false,
+		"replicate into tables that have triggers on the target (they fire for every replicated row: only for triggers that may run twice)")
+	fl.IntVar(&f.windowBytes, "window-bytes", 128<<20, "bytes of transactions in flight at most (memory bound of the applier)")
+	fl.IntVar(&f.queueBytes, "queue-bytes", 32<<20, "bytes of binlog events read ahead of the applier")
+	fl.IntVar(&f.maxMemory, "max-memory", 448<<20, "soft limit of the process's heap in bytes (the garbage collector works harder near it; 0: none)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9104)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
@@ -164,8 +172,12 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	}
 	// Memory is bounded by the queues (bytes), not by the GC: trading a
 	// larger heap for fewer collections leaves more CPU to the target,
-	// which shares the machine more often than not.
+	// which shares the machine more often than not. The soft limit keeps
+	// that trade from growing the heap past what the bounds promise.
 	debug.SetGCPercent(400)
+	if f.maxMemory > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(f.maxMemory))
+	}
 	obs := &replicate.Observer{}
 	if f.metricsAddr != "" {
 		go func() {
@@ -177,9 +189,9 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	return replicate.Run(ctx, replicate.Config{
 		Source: src, Target: tgt, Stream: f.stream, Rules: rules,
 		StartGTID: f.startGTID, StopAtGTID: f.stopAtGTID, ServerID: f.serverID,
-		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, DrainTimeout: f.drainTimeout,
-		Logger: log, Observer: obs,
+		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, QueueBytes: f.queueBytes, DrainTimeout: f.drainTimeout,
+		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs,
 		Apply: apply.Config{Workers: f.workers, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
-			Window: f.window, BinlogApplied: f.binlogApplied, LockWaitTimeout: f.lockWaitTimeout},
+			Window: f.window, WindowBytes: f.windowBytes, BinlogApplied: f.binlogApplied, LockWaitTimeout: f.lockWaitTimeout},
 	})
 }

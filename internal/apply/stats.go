@@ -41,15 +41,22 @@ type Stats struct {
 
 	mu         sync.Mutex
 	conflicts  map[string]uint64 // by table: transactions that waited on a conflict
-	serialized map[string]uint64 // by reason: transactions that ran alone
+	serialized map[string]uint64 // by reason code: transactions that ran alone
 }
 
 func newStats(workers int) *Stats {
 	return &Stats{Workers: make([]WorkerStats, workers), Started: time.Now(), conflicts: map[string]uint64{}, serialized: map[string]uint64{}}
 }
 
+// maxConflictTables bounds the tables conflicts are counted for by name
+// (they become metric labels); the rest count as "other".
+const maxConflictTables = 100
+
 func (s *Stats) addConflict(table string) {
 	s.mu.Lock()
+	if _, ok := s.conflicts[table]; !ok && len(s.conflicts) >= maxConflictTables {
+		table = "other"
+	}
 	s.conflicts[table]++
 	s.mu.Unlock()
 }
