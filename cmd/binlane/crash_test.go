@@ -31,6 +31,18 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// binlaneURL gives binlane's least-privilege account on s the documented
+// grants on dbs and returns its address: binlane never runs as root in a
+// test.
+func binlaneURL(t *testing.T, s *sandbox.Server, dbs ...string) string {
+	t.Helper()
+	url, err := s.GrantBinlane(context.Background(), false, dbs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
 func sourcePos(t *testing.T, db *sql.DB) string {
 	var pos string
 	if err := db.QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
@@ -68,7 +80,7 @@ func TestCrashAndResume(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	var logs bytes.Buffer
-	args := []string{"replicate", "--source", src.URL(), "--target", dst.URL(), "--stream", "crash",
+	args := []string{"replicate", "--source", binlaneURL(t, src, "wl"), "--target", binlaneURL(t, dst, "wl"), "--stream", "crash",
 		"--workers", "8", "--heartbeat", "500ms", "--max-txn-bytes", "1048576"}
 	kills := 0
 	for deadline := time.Now().Add(25 * time.Second); kills < 20 || time.Now().Before(deadline); kills++ {

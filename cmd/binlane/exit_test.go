@@ -119,7 +119,8 @@ func TestExitStatus(t *testing.T) {
 	src.ExecT(t, "CREATE DATABASE only", "CREATE TABLE only.t (id INT PRIMARY KEY)") // not on the target
 	tgt.ExecT(t, "CREATE DATABASE diff", "CREATE TABLE diff.t (id INT PRIMARY KEY, v VARCHAR(10))", "INSERT INTO diff.t VALUES (1, 'x')")
 	src.ExecT(t, "CREATE DATABASE diff", "CREATE TABLE diff.t (id INT PRIMARY KEY, v VARCHAR(10))", "INSERT INTO diff.t VALUES (1, 'y')")
-	servers := []string{"--source", src.URL(), "--target", tgt.URL()}
+	srcURL, tgtURL := binlaneURL(t, src, "app", "big", "only", "diff"), binlaneURL(t, tgt, "app", "big", "only", "diff")
+	servers := []string{"--source", srcURL, "--target", tgtURL}
 	const unreachable = "mysql://root@127.0.0.1:1/"
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -141,8 +142,8 @@ func TestExitStatus(t *testing.T) {
 			await: "verify started", signal: syscall.SIGINT, want: 2, output: "verify interrupted", absent: "equal"},
 		{name: "verify terminated", args: append([]string{"verify", "--databases", "big", "--chunk-rows", "20", "--parallel", "1", "--json"}, servers...),
 			await: "verify started", signal: syscall.SIGTERM, want: 2, output: "no report", absent: "equal"},
-		{name: "verify unreachable", args: []string{"verify", "--source", unreachable, "--target", tgt.URL()}, want: 2, output: "connection refused"},
-		{name: "verify missing source", args: []string{"verify", "--target", tgt.URL()}, want: 2, output: "--source is required"},
+		{name: "verify unreachable", args: []string{"verify", "--source", unreachable, "--target", tgtURL}, want: 2, output: "connection refused"},
+		{name: "verify missing source", args: []string{"verify", "--target", tgtURL}, want: 2, output: "--source is required"},
 		{name: "bad flag", args: append([]string{"verify", "--wokers", "2"}, servers...), want: 2, output: "unknown flag: --wokers (see binlane verify --help)"},
 		{name: "bad flag value", args: []string{"replicate", "--workers", "many"}, want: 2, output: "invalid argument"},
 		{name: "unknown command", args: []string{"verfy"}, want: 2, output: "unknown command"},
@@ -156,9 +157,9 @@ func TestExitStatus(t *testing.T) {
 		{name: "replicate fatal error", args: append([]string{"replicate", "--databases", "only", "--stream", "fatal"}, servers...),
 			await: "replicating", during: func(t *testing.T) { src.ExecT(t, "INSERT INTO only.t VALUES (1)") }, want: 2, output: "only"},
 		{name: "replicate bad start position", args: append([]string{"replicate", "--start-gtid", "garbage"}, servers...), want: 2},
-		{name: "binlog dump bad flag", args: []string{"binlog", "dump", "--source", src.URL(), "--log-level", "x"}, want: 2,
+		{name: "binlog dump bad flag", args: []string{"binlog", "dump", "--source", srcURL, "--log-level", "x"}, want: 2,
 			output: "unknown flag: --log-level"},
-		{name: "binlog dump streaming, Ctrl-C", args: []string{"binlog", "dump", "--source", src.URL(), "--from-gtid="},
+		{name: "binlog dump streaming, Ctrl-C", args: []string{"binlog", "dump", "--source", srcURL, "--from-gtid="},
 			signal: syscall.SIGINT, want: 0, output: "Format_desc"},
 		{name: "binlog dump unreachable", args: []string{"binlog", "dump", "--source", unreachable}, want: 2, output: "connection refused"},
 		{name: "binlog dump missing file", args: []string{"binlog", "dump", "--file", "/nonexistent/binlog.000001"}, want: 2},

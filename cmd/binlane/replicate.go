@@ -192,6 +192,6 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, QueueBytes: f.queueBytes, DrainTimeout: f.drainTimeout,
 		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs,
 		Apply: apply.Config{Workers: f.workers, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
-			Window: f.window, WindowBytes: f.windowBytes, BinlogApplied: f.binlogApplied, LockWaitTimeout: f.lockWaitTimeout},
+			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: f.lockWaitTimeout},
 	})
 }

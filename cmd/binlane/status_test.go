@@ -108,7 +108,8 @@ func TestReplicateStatusMetrics(t *testing.T) {
 	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
 	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
 	srcDB, dstDB := src.OpenT(t, ""), dst.OpenT(t, "")
-	if out, err := runStatusCmd(t, "--target", dst.URL()); err != nil || out != "no streams on this target\n" {
+	srcURL, dstURL := binlaneURL(t, src, "app"), binlaneURL(t, dst, "app")
+	if out, err := runStatusCmd(t, "--target", dstURL); err != nil || out != "no streams on this target\n" {
 		t.Fatalf("status without streams: %v %q", err, out)
 	}
 	src.ExecT(t, "CREATE DATABASE marker") // a non-empty position to start from
@@ -127,7 +128,7 @@ func TestReplicateStatusMetrics(t *testing.T) {
 		cmd.SilenceUsage, cmd.SilenceErrors = true, true
 		cmd.SetOut(&logs)
 		cmd.SetErr(&logs)
-		cmd.SetArgs([]string{"--source", src.URL(), "--target", dst.URL(), "--stream", "m", "--start-gtid", start,
+		cmd.SetArgs([]string{"--source", srcURL, "--target", dstURL, "--stream", "m", "--start-gtid", start,
 			"--databases", "app", "--workers", "2", "--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0"})
 		done <- cmd.ExecuteContext(runCtx)
 	}()
@@ -196,7 +197,7 @@ func TestReplicateStatusMetrics(t *testing.T) {
 		}
 	}
 
-	out, err := runStatusCmd(t, "--target", dst.URL(), "--stream", "m")
+	out, err := runStatusCmd(t, "--target", dstURL, "--stream", "m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func TestReplicateStatusMetrics(t *testing.T) {
 		}
 		t.Fatalf("after the run: %v\n%s", err, b.String())
 	}
-	out, _ = runStatusCmd(t, "--target", dst.URL())
+	out, _ = runStatusCmd(t, "--target", dstURL)
 	if !strings.HasPrefix(out, "stream m: stopped (") || strings.Contains(out, "lag") || strings.Contains(out, "last error") {
 		t.Errorf("stopped stream:\n%s", out)
 	}
@@ -238,17 +239,17 @@ func TestReplicateStatusMetrics(t *testing.T) {
 	if err := position.SetState(ctx, dstDB, "m", st.Owner.Token, position.StateError, "transaction 0-1-9: boom\nsecond line"); err != nil {
 		t.Fatal(err)
 	}
-	out, _ = runStatusCmd(t, "--target", dst.URL(), "--stream", "m")
+	out, _ = runStatusCmd(t, "--target", dstURL, "--stream", "m")
 	if !strings.HasPrefix(out, "stream m: error (") || !strings.HasSuffix(out, "  last error transaction 0-1-9: boom\n             second line\n") {
 		t.Errorf("failed stream:\n%s", out)
 	}
-	out, err = runStatusCmd(t, "--target", dst.URL(), "--json")
+	out, err = runStatusCmd(t, "--target", dstURL, "--json")
 	var states []position.State
 	if err != nil || json.Unmarshal([]byte(out), &states) != nil || len(states) != 1 || states[0].Name != "m" ||
 		states[0].State != position.StateError || states[0].Message != "transaction 0-1-9: boom\nsecond line" || states[0].Applied < 62 {
 		t.Errorf("--json: %v\n%s", err, out)
 	}
-	if _, err := runStatusCmd(t, "--target", dst.URL(), "--stream", "absent"); err == nil || !strings.Contains(err.Error(), `has no stream "absent"`) {
+	if _, err := runStatusCmd(t, "--target", dstURL, "--stream", "absent"); err == nil || !strings.Contains(err.Error(), `has no stream "absent"`) {
 		t.Errorf("unknown stream: %v", err)
 	}
 	if _, err := runStatusCmd(t); err == nil || !strings.Contains(err.Error(), "--target is required") {

@@ -66,11 +66,11 @@ func TestTLSEverywhere(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, s := range []*sandbox.Server{src, dst} {
-		if err := s.CreateUser(ctx, "binlane", tlsPW, sandbox.RequireSSL); err != nil {
+		if err := s.CreateUser(ctx, "binlane", tlsPW, sandbox.RequireSSL, "app"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := src.CreateUser(ctx, "certified", tlsPW, sandbox.RequireX509); err != nil {
+	if err := src.CreateUser(ctx, "certified", tlsPW, sandbox.RequireX509, "app"); err != nil {
 		t.Fatal(err)
 	}
 	srcCA, dstCA := src.Certs().CA, dst.Certs().CA
@@ -179,7 +179,7 @@ func TestTLSRequiredWithoutTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, s := range []*sandbox.Server{src, dst} {
-		if err := s.CreateUser(ctx, "binlane", tlsPW, sandbox.RequireNone); err != nil {
+		if err := s.CreateUser(ctx, "binlane", tlsPW, sandbox.RequireNone, "app"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,9 +246,11 @@ func TestTLSHostNameMismatch(t *testing.T) {
 	srv := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, TLS: &sandbox.TLS{ServerNames: []string{"db.invalid"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := srv.CreateUser(ctx, "binlane", tlsPW, sandbox.RequireSSL); err != nil {
+	if err := srv.CreateUser(ctx, "binlane", tlsPW, sandbox.RequireSSL, "app"); err != nil {
 		t.Fatal(err)
 	}
+	// The server is read as a target too (status).
+	srv.ExecT(t, sandbox.TargetGrants("'binlane'@'%'")...)
 	addr, ca := addrOf(srv, "binlane"), srv.Certs().CA
 	srv.ExecT(t, "CREATE DATABASE marker")
 

@@ -61,9 +61,10 @@ type Config struct {
 	// Window bounds the transactions in flight (count and bytes).
 	Window      int
 	WindowBytes int
-	// BinlogApplied keeps sql_log_bin on for applied changes, so the
-	// target can have replicas of its own.
-	BinlogApplied bool
+	// SkipBinlog keeps applied changes out of the target's binlog
+	// (sql_log_bin=0, which needs SUPER or BINLOG ADMIN); by default the
+	// target binlogs them, so it can have replicas of its own.
+	SkipBinlog bool
 	// LockWaitTimeout is the target's innodb_lock_wait_timeout for our
 	// sessions (seconds): a backstop behind the lock-wait monitor.
 	LockWaitTimeout int

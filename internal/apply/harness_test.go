@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
@@ -91,8 +90,10 @@ type runOpts struct {
 	rules    filter.Rules
 	start    gtid.Set
 	maxTxn   int
-	// allowTriggers and source: see Config.
+	// allowTriggers and source: see Config; process grants the target
+	// account PROCESS (the lock-wait monitor then sees who waits for whom).
 	allowTriggers bool
+	process       bool
 	source        SourceTables
 }
 
@@ -103,7 +104,21 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	meta := p.dst.OpenT(t, "")
+	// binlane's side runs as the documented least-privilege account; the
+	// harness itself (root) only checks what is left open afterwards.
+	url, err := p.dst.GrantBinlane(ctx, o.process, "app", "dl", "uq", "wl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dsn.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := d.OpenDB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Close()
 	if err := position.Ensure(ctx, meta); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +137,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	if err := position.TakeOver(ctx, meta, "test", testOwner); err != nil {
 		t.Fatal(err)
 	}
-	cfgDSN, err := mysql.ParseDSN(p.dst.DSN(""))
+	cfgDSN, err := d.DriverConfig("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +151,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	}
 	builder := plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: o.allowTriggers})
 	a := New(Config{Stream: "test", Owner: testOwner, Target: cfgDSN, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
-		BinlogApplied: true, Logger: testLogger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
+		Logger: testLogger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
 	src := &skipSource{inner: newFileSource(t, p.src), skip: start}
 	asm := txn.NewAssembler(src, txn.Config{Rules: o.rules, MaxTxnBytes: o.maxTxn})
 	pipe := txn.NewPipe(0)
@@ -157,7 +172,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	// hold row locks. (InnoDB refreshes INNODB_TRX only when it was not read
 	// for 100 ms; the lock monitor may just have read it.)
 	time.Sleep(250 * time.Millisecond)
-	rows, qerr := meta.Query(`SELECT t.trx_mysql_thread_id, t.trx_started, t.trx_rows_modified, t.trx_rows_locked,
+	rows, qerr := p.dst.OpenT(t, "").Query(`SELECT t.trx_mysql_thread_id, t.trx_started, t.trx_rows_modified, t.trx_rows_locked,
 		COALESCE(p.COMMAND,''), COALESCE(p.INFO,'') FROM information_schema.INNODB_TRX t
 		LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id`)
 	if qerr != nil {

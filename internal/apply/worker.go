@@ -40,7 +40,7 @@ func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-
 	return workerConfig{id: id, pool: pool, meta: a.meta, plans: a.plans,
 		commit:   &committer{seq: seq, stream: a.cfg.Stream, owner: a.cfg.Owner, idleSave: a.cfg.IdleSave, stats: a.stats},
 		abortAll: abortAll, stats: a.stats, log: a.cfg.Logger,
-		collapse: a.cfg.MaxBatch > 1, binlogApplied: a.cfg.BinlogApplied, lockWait: a.cfg.LockWaitTimeout,
+		collapse: a.cfg.MaxBatch > 1, binlogApplied: !a.cfg.SkipBinlog, lockWait: a.cfg.LockWaitTimeout,
 		maxRetries: a.cfg.MaxRetries, flavor: a.cfg.Flavor, recoveredDDL: a.cfg.RecoveredDDL}
 }
 

@@ -70,6 +70,7 @@ func TestStopsOnErrors(t *testing.T) {
 			db := fmt.Sprintf("err%d", i)
 			use := "USE " + db
 			tableA := "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10), pad MEDIUMTEXT)"
+			e.grant(t, db)
 			e.src.ExecT(t, "SET SESSION sql_log_bin = 0", "CREATE DATABASE "+db, use, tableA, c.srcB)
 			e.dst.ExecT(t, "CREATE DATABASE "+db, use, tableA)
 			if c.dstB != "" {

@@ -31,7 +31,9 @@ type env struct {
 
 // newEnv starts a source and a target and marks the source's position
 // before any test data, so a stream can start there and replicate the
-// schema too.
+// schema too. binlane connects to both as the least-privilege accounts the
+// README documents, with grants on the workload's database (grant adds
+// more).
 func newEnv(t *testing.T) *env {
 	e := &env{
 		src: sandbox.StartT(t, sandbox.Options{Role: sandbox.Source}),
@@ -39,14 +41,28 @@ func newEnv(t *testing.T) *env {
 	}
 	e.src.ExecT(t, "CREATE DATABASE marker")
 	e.start = gtidPos(t, e.src)
-	var err error
-	if e.srcDSN, err = dsn.Parse(e.src.URL()); err != nil {
-		t.Fatal(err)
-	}
-	if e.dstDSN, err = dsn.Parse(e.dst.URL()); err != nil {
-		t.Fatal(err)
-	}
+	e.grant(t, workload.Schema)
 	return e
+}
+
+// grant gives binlane's accounts the documented privileges on dbs.
+func (e *env) grant(t *testing.T, dbs ...string) {
+	t.Helper()
+	ctx := context.Background()
+	srcURL, err := e.src.GrantBinlane(ctx, false, dbs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstURL, err := e.dst.GrantBinlane(ctx, false, dbs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.srcDSN, err = dsn.Parse(srcURL); err != nil {
+		t.Fatal(err)
+	}
+	if e.dstDSN, err = dsn.Parse(dstURL); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func gtidPos(t *testing.T, s *sandbox.Server) string {

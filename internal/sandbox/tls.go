@@ -152,14 +152,17 @@ const (
 	RequireX509 Require = "X509" // and without a client certificate the server's CA signed
 )
 
-// CreateUser creates user@'%' with password, every privilege (binlane's
-// accounts on a source or a target need a subset of them), and the REQUIRE
-// clause.
-func (s *Server) CreateUser(ctx context.Context, user, password string, req Require) error {
+// CreateUser creates user@'%' with password and the REQUIRE clause, with
+// the privileges the README documents for binlane's account on a server of
+// this role, on the databases dbs.
+func (s *Server) CreateUser(ctx context.Context, user, password string, req Require, dbs ...string) error {
 	quote := func(v string) string {
 		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 	}
-	return s.Exec(ctx,
-		fmt.Sprintf("CREATE USER %s@'%%' IDENTIFIED BY %s REQUIRE %s", quote(user), quote(password), req),
-		fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO %s@'%%'", quote(user)))
+	acct := quote(user) + "@'%'"
+	grants := SourceGrants(acct, dbs...)
+	if s.opts.Role == Target {
+		grants = TargetGrants(acct, dbs...)
+	}
+	return s.Exec(ctx, append([]string{fmt.Sprintf("CREATE USER %s IDENTIFIED BY %s REQUIRE %s", acct, quote(password), req)}, grants...)...)
 }

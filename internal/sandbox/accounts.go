@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// The accounts binlane runs as in tests and the demo: least privilege, with
+// exactly the grants the README documents (TestReadmeGrants keeps the two
+// in step). Nothing in a test may run binlane as root.
+const (
+	SourceUser = "binlane_src"
+	TargetUser = "binlane_dst"
+	// AccountPassword is the password of both accounts (throwaway servers).
+	AccountPassword = "Bl4ne-sandbox"
+)
+
+// SourceGrants are the privileges binlane needs on a MariaDB source, for
+// user (an account name such as 'binlane'@'%') and the replicated
+// databases: the replication stream, reading the current binlog position,
+// and SELECT for the copy, verify and the table engines of transactions
+// that roll back to a savepoint.
+func SourceGrants(user string, dbs ...string) []string {
+	out := []string{"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO " + user}
+	for _, db := range dbs {
+		out = append(out, "GRANT SELECT ON "+quoteDB(db)+".* TO "+user)
+	}
+	return out
+}
+
+// TargetGrants are the privileges binlane needs on a MariaDB target: on each
+// replicated database, writing rows and replaying the source's DDL (tables,
+// indexes, views, routines), and TRIGGER, without which information_schema
+// hides a table's triggers from binlane (it never creates one: trigger DDL
+// from the source is kept for cut-over); everything on its own binlane
+// schema. PROCESS is optional (see TargetOptionalGrants).
+func TargetGrants(user string, dbs ...string) []string {
+	var out []string
+	for _, db := range dbs {
+		out = append(out, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, REFERENCES, "+
+			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, TRIGGER ON "+quoteDB(db)+".* TO "+user)
+	}
+	return append(out, "GRANT ALL PRIVILEGES ON `binlane`.* TO "+user)
+}
+
+// TargetOptionalGrants make binlane faster or enable options: PROCESS lets
+// it see which of its transactions waits for which (lock waits resolved in
+// ~150 ms instead of after --lock-blind-after), BINLOG ADMIN allows
+// --binlog-applied=false.
+func TargetOptionalGrants(user string) []string {
+	return []string{"GRANT PROCESS, BINLOG ADMIN ON *.* TO " + user}
+}
+
+func quoteDB(db string) string { return "`" + strings.ReplaceAll(db, "`", "``") + "`" }
+
+func account(user string) string { return "'" + user + "'@'%'" }
+
+// GrantBinlane creates the binlane account of the server's role (if it
+// does not exist yet) and grants it the documented privileges on dbs;
+// optional adds the optional target grants. It returns the account's
+// address.
+func (s *Server) GrantBinlane(ctx context.Context, optional bool, dbs ...string) (string, error) {
+	user := SourceUser
+	grants := SourceGrants(account(user), dbs...)
+	if s.opts.Role == Target {
+		user = TargetUser
+		grants = TargetGrants(account(user), dbs...)
+		if optional {
+			grants = append(grants, TargetOptionalGrants(account(user))...)
+		}
+	}
+	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY '%s'", account(user), AccountPassword)
+	if err := s.Exec(ctx, append([]string{create}, grants...)...); err != nil {
+		return "", err
+	}
+	return s.UserURL(user, AccountPassword), nil
+}
+
+// UserURL returns the mysql:// address of the server for an account.
+func (s *Server) UserURL(user, password string) string {
+	return fmt.Sprintf("mysql://%s:%s@127.0.0.1:%d/", user, password, s.Port)
+}
