@@ -103,6 +103,13 @@ func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 		c.a.stats.Pending.Store(int64(pending))
 		if c.busy == 0 && (c.firstErr != nil || (inClosed || c.addErr != nil) && units == 0) {
 			if c.firstErr != nil {
+				if !errors.Is(c.firstErr, position.ErrNotOwner) {
+					// What committed before the failure stays committed: save
+					// the position of empty transactions it holds in memory.
+					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+					_ = c.saveIdle(sctx, true)
+					cancel()
+				}
 				return c.firstErr
 			}
 			if err := c.saveIdle(ctx, true); err != nil || c.addErr == nil {

@@ -275,8 +275,8 @@ func (r *run) once(ctx context.Context) error {
 	defer stopWatch(nil)
 	go r.watch(watchCtx, stopWatch)
 	err = pipe(watchCtx, *cfg, stopSource, asm, applier, start)
-	if cause := context.Cause(watchCtx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause // the watcher stopped the run: that is the reason
+	if cause := context.Cause(watchCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause // the watcher stopped the run (after a graceful drain): that is the reason
 	}
 	return err
 }
