@@ -313,3 +313,75 @@ func TestPlan(t *testing.T) {
 		}
 	})
 }
+
+// TestIdentityAcrossSpellings: a table's identity is the same whether it
+// comes from a binlog table map ("Parent", as the source spells it), from a
+// foreign key of another table, or from information_schema ("parent", on a
+// target that stores names in lower case). Seeds once came from the
+// binlog's spelling on one side and information_schema's on the other, so a
+// child/parent conflict could go undetected.
+func TestIdentityAcrossSpellings(t *testing.T) {
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Extra: []string{"lower-case-table-names=1"}})
+	ddl := []string{"CREATE DATABASE Shop",
+		"CREATE TABLE Shop.Parent (Id INT PRIMARY KEY, Code VARCHAR(10) NOT NULL UNIQUE)",
+		"CREATE TABLE Shop.Child (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES Shop.Parent (Id))"}
+	src.ExecT(t, ddl...)
+	dst.ExecT(t, ddl...)
+	src.ExecT(t, "INSERT INTO Shop.Parent VALUES (1, 'a')", "INSERT INTO Shop.Child VALUES (1, 1)", "FLUSH BINARY LOGS")
+	maps := tableMaps(t, src)
+	meta := dst.OpenT(t, "")
+	ctx := context.Background()
+	colls, err := schema.LoadCollations(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := schema.NewCache(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := plan.NewBuilder(cache, colls, plan.Options{})
+	parent, err := b.Get(ctx, maps["Parent"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := b.Get(ctx, maps["Child"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maps["Parent"].Table != "Parent" || parent.Target.Name != "parent" {
+		t.Fatalf("spellings: binlog %q, target %q (the test needs them to differ)", maps["Parent"].Table, parent.Target.Name)
+	}
+	if len(child.Parents) != 1 || child.Parents[0].Seed != parent.Keys[0].Seed || child.Parents[0].ParentTable != parent.TableHash {
+		t.Fatalf("the child's reference (%+v) does not name the parent's key (%+v, table %x)", child.Parents, parent.Keys, parent.TableHash)
+	}
+}
+
+// tableMaps reads a server's closed binlogs and returns the last table map
+// of each table.
+func tableMaps(t *testing.T, s *sandbox.Server) map[string]*binlog.TableMap {
+	t.Helper()
+	maps := map[string]*binlog.TableMap{}
+	files, _ := filepath.Glob(filepath.Join(s.DataDir(), "binlog.[0-9]*"))
+	sort.Strings(files)
+	for _, f := range files[:len(files)-1] {
+		r, err := binlog.OpenFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			ev, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tm, ok := ev.Data.(*binlog.TableMap); ok {
+				maps[tm.Table] = tm
+			}
+		}
+		r.Close()
+	}
+	return maps
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/wire"
 )
 
@@ -47,19 +48,6 @@ func (e *PreflightError) Error() string {
 	return "source does not meet binlane's requirements:\n  - " + strings.Join(e.Problems, "\n  - ")
 }
 
-// retryableCodes are server errors a new connection can get past: the
-// dump thread was killed, the server is shutting down or busy.
-var retryableCodes = map[uint16]bool{
-	wire.ErrCodeShutdown: true, wire.ErrCodeConnKilled: true, wire.ErrCodeQueryInterrupted: true,
-	1040: true,                                     // too many connections
-	1203: true,                                     // user has too many connections
-	1152: true,                                     // aborted connection
-	1158: true, 1159: true, 1160: true, 1161: true, // network read/write errors and timeouts
-	1205: true, // lock wait timeout
-	1213: true, // deadlock
-	4031: true, // MariaDB: client disconnected for inactivity
-}
-
 // retryable reports whether a fresh connection may get past err. Anything
 // the source or our decoder said definitively is final; network-level
 // failures (resets, timeouts, EOF, refused connections while the source
@@ -86,7 +74,10 @@ func retryable(err error) bool {
 		// *net.OpError): it refused our handshake, no network failure.
 		return false
 	case errors.As(err, &se):
-		return retryableCodes[se.Code]
+		// A lost connection, or the dump thread killed or losing a lock
+		// race. On a dump connection only MySQL's meaning of the flavored
+		// codes can occur (MariaDB's 4031 is about triggers).
+		return sqlerr.ConnectionLost(se, sqlerr.MySQL) || sqlerr.Transient(se)
 	}
 	return true
 }

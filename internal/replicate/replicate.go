@@ -183,7 +183,7 @@ func Run(ctx context.Context, cfg Config) error {
 			bo.Reset() // the stream ran a while: start from the shortest wait again
 		}
 		wait := bo.NextBackOff()
-		r.log.Warn("connection lost; restarting from the saved position", "error", redact.Text(err.Error()), "retry_in", wait.Round(time.Millisecond))
+		r.log.Warn("restarting from the saved position", "reason", redact.Text(err.Error()), "retry_in", wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			r.saveState(position.StateStopped, "")

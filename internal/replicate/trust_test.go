@@ -12,6 +12,7 @@ import (
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sandbox"
 )
 
 // runStream runs a stream to end (the source's position now) and returns
@@ -312,4 +313,40 @@ func (e *env) waitStream(t *testing.T, stream, pos string) {
 		}
 	}
 	t.Fatalf("stream %s did not reach %s", stream, pos)
+}
+
+// TestUniqueKeyAddedOnTarget: the target's definitions are read when a
+// table is first met; a unique key added on the target afterwards is not
+// in the plans, and merged rows of that table can then collide with it
+// in an order the source never had. The failure must lead to reading the
+// definitions again (and a restart from the saved position with the new
+// plans), not to 20 retries and a stop.
+func TestUniqueKeyAddedOnTarget(t *testing.T) {
+	e := newEnv(t)
+	e.grant(t, "uk")
+	for _, s := range []*sandbox.Server{e.src, e.dst} {
+		s.ExecT(t, "CREATE DATABASE uk", "CREATE TABLE uk.t (id INT PRIMARY KEY, u INT NOT NULL)",
+			"CREATE TABLE uk.big (id INT PRIMARY KEY, pad CHAR(100))", "INSERT INTO uk.t VALUES (1, 1), (2, 2)")
+	}
+	cfg := e.config(t, 1)
+	cfg.Stream, cfg.Rules, cfg.StartGTID = "uk", mustRules(t, "uk"), gtidPos(t, e.src)
+	obs := &Observer{}
+	cfg.Observer = obs
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	e.src.ExecT(t, "UPDATE uk.t SET u = 3 WHERE id = 1", "UPDATE uk.t SET u = 1 WHERE id = 1", "INSERT INTO uk.big VALUES (0, '')") // plans built
+	e.waitStream(t, "uk", gtidPos(t, e.src))
+	e.dst.ExecT(t, "ALTER TABLE uk.t ADD UNIQUE KEY u (u)")
+	// A big transaction, then a swap through a free value: merged behind it
+	// (one worker), the last images collide on the new key.
+	e.src.ExecT(t, "INSERT INTO uk.big SELECT seq, 'x' FROM uk.seq_1_to_100000",
+		"UPDATE uk.t SET u = 9 WHERE id = 1", "UPDATE uk.t SET u = 1 WHERE id = 2", "UPDATE uk.t SET u = 2 WHERE id = 1")
+	e.waitStream(t, "uk", gtidPos(t, e.src))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	verifyDB(t, e.src.OpenT(t, ""), e.dst.OpenT(t, ""), "uk")
 }

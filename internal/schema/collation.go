@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"github.com/binlane/binlane/internal/sqlerr"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -44,7 +46,7 @@ type Collations map[uint16]Collation
 func LoadCollations(ctx context.Context, db *sql.DB) (Collations, error) {
 	rows, err := db.QueryContext(ctx, `SELECT ID, FULL_COLLATION_NAME, CHARACTER_SET_NAME
 		FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID IS NOT NULL`)
-	if err != nil && strings.Contains(err.Error(), "Error 1054") { // unknown column
+	if sqlerr.Is(err, sqlerr.UnknownColumn) {
 		rows, err = db.QueryContext(ctx, `SELECT ID, COLLATION_NAME, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL`)
 	}
 	if err != nil {

@@ -3,6 +3,8 @@ package wire
 import (
 	"errors"
 	"fmt"
+
+	"github.com/binlane/binlane/internal/sqlerr"
 )
 
 // ErrNoTLS is returned by Dial when TLS is required (Config.TLS without
@@ -24,16 +26,20 @@ func (e *ServerError) Error() string {
 	return fmt.Sprintf("server error %d (%s): %s", e.Code, e.SQLState, e.Message)
 }
 
-// Server error codes callers test for.
+// ServerCode makes the error's code readable by package sqlerr, binlane's
+// one vocabulary of server error codes.
+func (e *ServerError) ServerCode() uint16 { return e.Code }
+
+// Server error codes callers test for (names from sqlerr).
 const (
-	ErrCodeAccessDenied     = 1045 // ER_ACCESS_DENIED_ERROR
-	ErrCodeDBAccessDenied   = 1044 // ER_DBACCESS_DENIED_ERROR
-	ErrCodeSpecificAccess   = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR: missing privilege
-	ErrCodeUnknownSystemVar = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
-	ErrCodeShutdown         = 1053 // ER_SERVER_SHUTDOWN
-	ErrCodeQueryInterrupted = 1317 // ER_QUERY_INTERRUPTED
-	ErrCodeConnKilled       = 1927 // MariaDB ER_CONNECTION_KILLED
-	ErrCodeMasterFatal      = 1236 // ER_MASTER_FATAL_ERROR_READING_BINLOG
+	ErrCodeAccessDenied     = sqlerr.AccessDeniedError
+	ErrCodeDBAccessDenied   = sqlerr.DBAccessDenied
+	ErrCodeSpecificAccess   = sqlerr.SpecificAccessDenied
+	ErrCodeUnknownSystemVar = sqlerr.UnknownSystemVar
+	ErrCodeShutdown         = sqlerr.ServerShutdown
+	ErrCodeQueryInterrupted = sqlerr.QueryInterrupted
+	ErrCodeConnKilled       = sqlerr.ConnectionKilled
+	ErrCodeMasterFatal      = sqlerr.MasterFatalReading
 )
 
 // IsServerError reports whether err wraps a ServerError with one of codes.

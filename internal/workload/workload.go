@@ -12,19 +12,16 @@ package workload
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/binlane/binlane/internal/sqlerr"
 )
 
 // Schema is the database the workload writes to.
@@ -227,15 +224,7 @@ func (s *session) connect(ctx context.Context) (*sql.Conn, error) {
 	}
 }
 
-func lostConnection(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1053 || me.Number == 1927
-	}
-	var ne net.Error
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne)
-}
+func lostConnection(err error) bool { return sqlerr.ConnectionLost(err, sqlerr.MariaDB) }
 
 func runTxn(ctx context.Context, conn *sql.Conn, stmts []string) error {
 	if len(stmts) == 1 && isDDL(stmts[0]) {
@@ -261,15 +250,9 @@ func isDDL(q string) bool {
 
 // expected lists the errors racing sessions produce on the source.
 func expected(err error) bool {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case 1062, 1213, 1205, 1451, 1452, 1048, 1060, 1091, 1050, 1051, 1054, 1146, 1072:
-		return true
-	}
-	return false
+	return sqlerr.Is(err, sqlerr.DupEntry, sqlerr.Deadlock, sqlerr.LockWaitTimeout, sqlerr.RowIsReferenced2,
+		sqlerr.NoReferencedRow2, sqlerr.BadNull, sqlerr.DupColumn, sqlerr.CantDropField, sqlerr.TableExists,
+		sqlerr.UnknownTable, sqlerr.UnknownColumn, sqlerr.NoSuchTable, sqlerr.KeyColumnDoesNotExist)
 }
 
 // bigTransaction inserts rows rows into wl.log in one transaction.
