@@ -12,12 +12,29 @@ func (s *session) transaction() []string {
 	if s.cfg.DDL && s.rng.IntN(150) == 0 {
 		return []string{s.ddl()}
 	}
+	if s.cfg.Savepoints && s.rng.IntN(40) == 0 {
+		return s.savepoints()
+	}
 	n := 1 + s.rng.IntN(4)
 	var out []string
 	for i := 0; i < n; i++ {
 		out = append(out, s.op()...)
 	}
+	if s.cfg.Ledger && s.rng.IntN(5) == 0 {
+		out = append(out, fmt.Sprintf("INSERT INTO wl.ledger VALUES (%d, %d, NOW(6))", s.id, s.n))
+	}
 	return out
+}
+
+// savepoints mixes transactional and non-transactional changes around a
+// rolled-back savepoint: the source keeps wl.nontx's row and undoes the
+// rest after the savepoint.
+func (s *session) savepoints() []string {
+	out := s.op()
+	out = append(out, "SAVEPOINT sp1", fmt.Sprintf("INSERT INTO wl.nontx (session, n) VALUES (%d, %d)", s.id, s.n))
+	out = append(out, s.op()...)
+	out = append(out, "ROLLBACK TO SAVEPOINT sp1")
+	return append(out, s.op()...)
 }
 
 type op struct {

@@ -41,6 +41,14 @@ type Config struct {
 	DDL bool
 	// BigTxnRows, when > 0, adds one transaction inserting that many rows.
 	BigTxnRows int
+	// Ledger adds to every fifth transaction a row in wl.ledger, a table
+	// without a key whose rows count transactions: one applied twice shows
+	// as a duplicate row (verify compares such tables as multisets).
+	Ledger bool
+	// Savepoints adds transactions that roll back to a savepoint over
+	// changes to wl.nontx, which the caller creates non-transactional on the
+	// source (see NonTransactionalDDL).
+	Savepoints bool
 	Logger     *slog.Logger
 }
 
@@ -90,6 +98,21 @@ var schemaDDL = []string{
 	) ENGINE=InnoDB`,
 	`CREATE TABLE IF NOT EXISTS wl.hot (id INT PRIMARY KEY, counter BIGINT NOT NULL, touched DATETIME(6) NULL) ENGINE=InnoDB`,
 	`CREATE TABLE IF NOT EXISTS wl.log (a INT NULL, b VARCHAR(20) NULL, c DOUBLE NULL) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS wl.ledger (session INT NOT NULL, n INT NOT NULL, at DATETIME(6) NOT NULL) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS wl.audit (n BIGINT AUTO_INCREMENT PRIMARY KEY, order_id BIGINT NOT NULL, what CHAR(1) NOT NULL) ENGINE=InnoDB`,
+}
+
+// TriggerDDL creates the source's triggers: their effects reach the
+// binlog as rows (wl.audit), and a replica must not run them again.
+var TriggerDDL = []string{
+	"CREATE TRIGGER IF NOT EXISTS wl.orders_ai AFTER INSERT ON wl.orders FOR EACH ROW INSERT INTO wl.audit (order_id, what) VALUES (NEW.id, 'i')",
+	"CREATE TRIGGER IF NOT EXISTS wl.orders_ad AFTER DELETE ON wl.orders FOR EACH ROW INSERT INTO wl.audit (order_id, what) VALUES (OLD.id, 'd')",
+}
+
+// NonTransactionalDDL creates wl.nontx with engine (MyISAM on the source,
+// InnoDB on a target: binlane refuses non-transactional target tables).
+func NonTransactionalDDL(engine string) string {
+	return "CREATE TABLE IF NOT EXISTS wl.nontx (id INT AUTO_INCREMENT PRIMARY KEY, session INT, n INT) ENGINE=" + engine
 }
 
 // Setup creates the schema and seed rows.

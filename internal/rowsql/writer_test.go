@@ -1,0 +1,287 @@
+package rowsql
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// sink keeps what a Writer sends.
+type sink struct {
+	trips [][]string // statements of each round trip
+	stmts [][]Stmt
+}
+
+func (s *sink) Send(sql []byte, stmts []Stmt) error {
+	var trip []string
+	for _, q := range strings.Split(strings.TrimSuffix(string(sql), ";\n"), ";\n") {
+		trip = append(trip, q)
+	}
+	s.trips = append(s.trips, trip)
+	s.stmts = append(s.stmts, append([]Stmt(nil), stmts...))
+	return nil
+}
+
+func (s *sink) all() []string {
+	var out []string
+	for _, t := range s.trips {
+		out = append(out, t...)
+	}
+	return out
+}
+
+// table plans a test table: columns by name, the first rowKey of them
+// identify a row; utf8mb4 strings unless a column is named bin*.
+func table(name string, rowKey int, collapsible bool, cols ...string) *plan.Table {
+	p := &plan.Table{Name: "`d`.`" + name + "`", Source: &binlog.TableMap{Schema: "d", Table: name}, Collapsible: collapsible}
+	for i, c := range cols {
+		col := plan.Col{Name: c, Quoted: "`" + c + "`", Target: i, Introducer: "utf8mb4"}
+		if strings.HasPrefix(c, "bin") {
+			col.Introducer = ""
+		}
+		p.Cols = append(p.Cols, col)
+		p.Source.Columns = append(p.Source.Columns, binlog.Column{Name: c})
+		p.Write = append(p.Write, i)
+		if i < rowKey {
+			p.RowKey = append(p.RowKey, i)
+		}
+	}
+	return p
+}
+
+func i64(n int64) binlog.Value  { return binlog.Value{Kind: binlog.KindInt, N: n} }
+func str(s string) binlog.Value { return binlog.Value{Kind: binlog.KindString, B: []byte(s)} }
+
+var null = binlog.Value{Kind: binlog.KindNull}
+
+func row(v ...binlog.Value) []binlog.Value { return v }
+func ins(after []binlog.Value) txn.Change  { return txn.Change{Kind: binlog.RowsInsert, After: after} }
+func del(before []binlog.Value) txn.Change {
+	return txn.Change{Kind: binlog.RowsDelete, Before: before}
+}
+func upd(before, after []binlog.Value) txn.Change {
+	return txn.Change{Kind: binlog.RowsUpdate, Before: before, After: after}
+}
+
+var t1 = &txn.Txn{Seq: 1}
+
+func TestOrderedStatements(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	pair := table("pair", 2, false, "a", "b", "c")
+	nokey := table("nokey", 0, false, "a", "b")
+	cases := []struct {
+		name    string
+		p       *plan.Table
+		changes []txn.Change
+		want    []string // row statements (guards left out)
+		expects []int64
+	}{
+		{"inserts merge into one statement", kv, []txn.Change{ins(row(i64(1), str("a"))), ins(row(i64(2), null))},
+			[]string{"INSERT INTO `d`.`kv` (`k`,`v`) VALUES (1,_utf8mb4'a'),(2,NULL)"}, []int64{2}},
+		{"deletes by key in one IN list", kv, []txn.Change{del(row(i64(1), str("a"))), del(row(i64(2), str("b")))},
+			[]string{"DELETE FROM `d`.`kv` WHERE `k` IN (1,2)"}, []int64{2}},
+		{"composite keys delete with OR", pair, []txn.Change{del(row(i64(1), i64(2), null)), del(row(i64(3), i64(4), null))},
+			[]string{"DELETE FROM `d`.`pair` WHERE (`a`=1 AND `b`=2) OR (`a`=3 AND `b`=4)"}, []int64{2}},
+		{"an update writes the changed columns only", pair, []txn.Change{upd(row(i64(1), i64(2), str("x")), row(i64(1), i64(2), str("y")))},
+			[]string{"UPDATE `d`.`pair` SET `c`=_utf8mb4'y' WHERE `a`=1 AND `b`=2"}, []int64{1}},
+		// An update that changes nothing still checks the row is there.
+		{"an update without change checks the row exists", kv, []txn.Change{upd(row(i64(7), str("same")), row(i64(7), str("same")))},
+			[]string{"UPDATE `d`.`kv` SET `k`=`k` WHERE `k`=7"}, []int64{1}},
+		{"a key change updates the key", kv, []txn.Change{upd(row(i64(1), str("a")), row(i64(9), str("a")))},
+			[]string{"UPDATE `d`.`kv` SET `k`=9 WHERE `k`=1"}, []int64{1}},
+		// No key: one row at a time, matched on the whole image, byte for byte.
+		{"no key matches the whole image", nokey, []txn.Change{del(row(i64(1), str("A "))), upd(row(null, str("b")), row(i64(2), str("b")))},
+			[]string{"DELETE FROM `d`.`nokey` WHERE `a`<=>1 AND BINARY `b`<=>_utf8mb4'A ' LIMIT 1",
+				"UPDATE `d`.`nokey` SET `a`=2 WHERE `a`<=>NULL AND BINARY `b`<=>_utf8mb4'b' LIMIT 1"}, []int64{1, 1}},
+		{"a change of kind closes the statement", kv, []txn.Change{ins(row(i64(1), null)), del(row(i64(2), null)), ins(row(i64(3), null))},
+			[]string{"INSERT INTO `d`.`kv` (`k`,`v`) VALUES (1,NULL)", "DELETE FROM `d`.`kv` WHERE `k` IN (2)",
+				"INSERT INTO `d`.`kv` (`k`,`v`) VALUES (3,NULL)"}, []int64{1, 1, 1}},
+	}
+	for _, c := range cases {
+		s := &sink{}
+		w := NewWriter(s)
+		if err := w.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Rows(t1, c.p, c.changes); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		var expects []int64
+		for i, q := range s.all() {
+			st := s.stmts[0][i]
+			if st.Txn == nil {
+				continue
+			}
+			got = append(got, q)
+			expects = append(expects, st.Expect)
+		}
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+		if len(expects) != len(c.expects) {
+			t.Errorf("%s: expects %v, want %v", c.name, expects, c.expects)
+			continue
+		}
+		for i := range expects {
+			if expects[i] != c.expects[i] {
+				t.Errorf("%s: expects %v, want %v", c.name, expects, c.expects)
+			}
+		}
+	}
+}
+
+// TestCollapse: merged transactions write the last image of each row of a
+// collapsible table: deletes, then inserts of new rows, then an upsert of
+// changed ones whose found rows are counted for the guard.
+func TestCollapse(t *testing.T) {
+	h := table("h", 1, true, "id", "v")
+	s := &sink{}
+	w := NewWriter(s)
+	w.Collapse = true
+	w.Begin()
+	changes := []txn.Change{
+		upd(row(i64(1), i64(0)), row(i64(1), i64(1))),      // changed
+		upd(row(i64(1), i64(1)), row(i64(1), i64(2))),      // changed again: one image
+		ins(row(i64(5), i64(0))),                           // new
+		upd(row(i64(5), i64(0)), row(i64(5), i64(9))),      // new, changed: still an insert
+		del(row(i64(2), i64(0))),                           // gone
+		ins(row(i64(3), i64(0))), del(row(i64(3), i64(0))), // in and out: nothing
+		del(row(i64(4), i64(0))), ins(row(i64(4), i64(7))), // replaced: upsert
+	}
+	if err := w.Rows(t1, h, changes); err != nil {
+		t.Fatal(err)
+	}
+	w.Finish()
+	w.Flush()
+	got := strings.Join(s.all(), "\n")
+	for _, want := range []string{
+		"DELETE FROM `d`.`h` WHERE `id` IN (2)",
+		"INSERT INTO `d`.`h` (`id`,`v`) VALUES (5,9)",
+		"INSERT INTO `d`.`h` (`id`,`v`) VALUES (1,2),(4,7) ON DUPLICATE KEY UPDATE `v`=IF((@binlane_n:=@binlane_n+1)>0,VALUES(`v`),NULL)",
+		"SET @binlane_bad=@binlane_bad+(@binlane_n<>2),@binlane_n=0",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "(3,") || strings.Contains(got, "IN (2,3") {
+		t.Errorf("a row inserted and deleted in the batch was written:\n%s", got)
+	}
+}
+
+func TestLiterals(t *testing.T) {
+	p := table("lit", 0, false, "s", "bin")
+	enum := binlog.Column{EnumValues: [][]byte{[]byte("a"), []byte("b'c")}}
+	set := binlog.Column{SetValues: [][]byte{[]byte("x"), []byte("y")}}
+	cases := []struct {
+		v    binlog.Value
+		src  *binlog.Column
+		col  *plan.Col
+		want string
+	}{
+		{str("it's a \\ back\x00slash\n\r\x1a"), &p.Source.Columns[0], &p.Cols[0], `_utf8mb4'it\'s a \\ back\0slash\n\r\Z'`},
+		{binlog.Value{Kind: binlog.KindString, B: []byte{0xff, 0x00, '\''}}, &p.Source.Columns[1], &p.Cols[1], `_binary'` + "\xff" + `\0\''`},
+		{str(""), &p.Source.Columns[0], &p.Cols[0], `_utf8mb4''`},
+		{null, &p.Source.Columns[0], &p.Cols[0], "NULL"},
+		{i64(-42), nil, &p.Cols[0], "-42"},
+		{binlog.Value{Kind: binlog.KindUint, N: -1}, nil, &p.Cols[0], "18446744073709551615"},
+		{binlog.Value{Kind: binlog.KindDouble, N: int64(math.Float64bits(0.1))}, nil, &p.Cols[0], "1e-01"},
+		{binlog.Value{Kind: binlog.KindEnum, N: 2}, &enum, &p.Cols[0], `_utf8mb4'b\'c'`},
+		{binlog.Value{Kind: binlog.KindSet, N: 3}, &set, &p.Cols[0], `_utf8mb4'x,y'`},
+	}
+	for _, c := range cases {
+		var l literal
+		got, err := l.append(nil, &c.v, c.src, c.col)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%v: got %s (%v), want %s", c.v, got, err, c.want)
+		}
+	}
+	var l literal
+	if _, err := l.append(nil, &binlog.Value{Kind: binlog.KindDouble, N: int64(math.Float64bits(math.Inf(1)))}, nil, &p.Cols[0]); err == nil {
+		t.Error("infinity rendered")
+	}
+	// The ENUM error value 0 needs a relaxed sql_mode for its statement.
+	if _, err := l.append(nil, &binlog.Value{Kind: binlog.KindEnum, N: 0}, &enum, &p.Cols[0]); err != nil || !l.lax {
+		t.Errorf("enum 0: lax %v, %v", l.lax, err)
+	}
+}
+
+// TestLargeValueNotDoubled: a value is sent about its own size (a hex
+// literal doubled it, so a 9 MiB BLOB that both servers accept did not fit
+// a 16 MiB max_allowed_packet).
+func TestLargeValueNotDoubled(t *testing.T) {
+	p := table("blob", 1, false, "id", "bin")
+	big := make([]byte, 9<<20)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	s := &sink{}
+	w := NewWriter(s)
+	w.Begin()
+	w.Rows(t1, p, []txn.Change{ins(row(i64(1), binlog.Value{Kind: binlog.KindString, B: big}))})
+	w.Finish()
+	w.Flush()
+	n := 0
+	for _, q := range s.all() {
+		n = max(n, len(q))
+	}
+	if n > len(big)*103/100 {
+		t.Fatalf("a %d-byte value took a %d-byte statement", len(big), n)
+	}
+}
+
+func TestRoundTripsAndSession(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	s := &sink{}
+	w := NewWriter(s)
+	w.MaxRoundTrip = 200
+	w.Begin()
+	noFK := txn.Change{Kind: binlog.RowsInsert, After: row(i64(1), str(strings.Repeat("x", 300))), Flags: binlog.RowsFlagNoForeignKeyChecks}
+	if err := w.Rows(t1, kv, []txn.Change{noFK, ins(row(i64(2), null))}); err != nil {
+		t.Fatal(err)
+	}
+	w.Finish()
+	if err := w.Commit("s", "owner", position.Save{GTID: "0-1-5", Applied: 1}); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(s.all(), "\n")
+	for _, want := range []string{"SET SESSION foreign_key_checks=0", "SET SESSION foreign_key_checks=1", "START TRANSACTION", "COMMIT",
+		"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>1)", "@binlane_bad=0"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing %q in\n%s", want, all)
+		}
+	}
+	if len(s.trips) < 2 {
+		t.Errorf("a round trip over MaxRoundTrip was not split: %d trips", len(s.trips))
+	}
+	if !strings.HasSuffix(all, "COMMIT") {
+		t.Errorf("COMMIT is not last:\n%s", all)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	stmts := []Stmt{{Expect: -1, What: "session"}, {Expect: 1, Txn: &txn.Txn{}, Table: kv, What: "delete", Row: row(i64(42), null), Key: []int{0}}}
+	if err := Check(stmts, []int64{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	err := Check(stmts, []int64{0, 0})
+	var rc *RowCountError
+	if !errors.As(err, &rc) || !errors.Is(err, ErrRowCount) || !strings.Contains(err.Error(), "`d`.`kv`, row (k=42)") ||
+		!strings.Contains(err.Error(), "delete affected 0 rows on the target, expected 1") {
+		t.Fatalf("row count error: %v", err)
+	}
+}
