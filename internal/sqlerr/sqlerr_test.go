@@ -15,7 +15,9 @@ type wireErr struct{ code uint16 }
 func (e *wireErr) Error() string      { return fmt.Sprintf("server error %d", e.code) }
 func (e *wireErr) ServerCode() uint16 { return e.code }
 
-func my(code uint16) error { return fmt.Errorf("wrapped: %w", &mysql.MySQLError{Number: code, Message: "x"}) }
+func my(code uint16) error {
+	return fmt.Errorf("wrapped: %w", &mysql.MySQLError{Number: code, Message: "x"})
+}
 
 func TestClassify(t *testing.T) {
 	cases := []struct {
