@@ -264,7 +264,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s after %s", what, timeout)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
