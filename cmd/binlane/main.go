@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/binlane/binlane/internal/redact"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -34,7 +36,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
-		msg := err.Error()
+		// The last line of defence: no secret in what binlane prints, even
+		// from an error that embeds a statement or an address.
+		msg := redact.Text(err.Error())
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) && !strings.Contains(msg, "interrupted") {
 			msg = "interrupted: " + msg
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,14 +12,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/redact"
 )
 
 type statusFlags struct {
 	target, passEnv, passFile string
 	tls                       tlsFlags
 	stream                    string
-	json                      bool
+	json, raw                 bool
 }
 
 func newStatusCmd() *cobra.Command {
@@ -56,16 +59,24 @@ Exit status: 0 shown, 2 error (including an unknown --stream).
 					return fmt.Errorf("target %s has no stream %q", d, f.stream)
 				}
 			}
+			views := make([]streamView, len(streams))
+			for i, s := range streams {
+				deferred, err := position.ListDeferred(cmd.Context(), db, s.Name)
+				if err != nil {
+					return fmt.Errorf("target %s: %w", d, err)
+				}
+				views[i] = newStreamView(s, deferred, f.raw)
+			}
 			if f.json {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(streams)
+				return enc.Encode(views)
 			}
 			if len(streams) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no streams on this target")
 			}
-			for _, s := range streams {
-				printStream(cmd.OutOrStdout(), s, time.Now())
+			for _, v := range views {
+				printStream(cmd.OutOrStdout(), v, time.Now())
 			}
 			return nil
 		},
@@ -77,6 +88,7 @@ Exit status: 0 shown, 2 error (including an unknown --stream).
 	addTLSFlags(fl, "target-", "target", &f.tls)
 	fl.StringVar(&f.stream, "stream", "", "show only this stream")
 	fl.BoolVar(&f.json, "json", false, "print JSON")
+	fl.BoolVar(&f.raw, "raw-statements", false, "show kept statements as the source wrote them, passwords included")
 	return cmd
 }
 
@@ -89,7 +101,25 @@ func filterStreams(all []position.State, name string) []position.State {
 	return nil
 }
 
-func printStream(w io.Writer, s position.State, now time.Time) {
+// streamView is what status shows of a stream: its row, with every text
+// that may hold a secret redacted, and the statements kept for cut-over.
+type streamView struct {
+	position.State
+	Deferred []position.Deferred `json:"deferred,omitempty"`
+}
+
+func newStreamView(s position.State, deferred []position.Deferred, raw bool) streamView {
+	s.Message = redact.Text(s.Message)
+	for i := range deferred {
+		if !raw {
+			deferred[i].Statement = redact.Statement(deferred[i].Statement)
+		}
+	}
+	return streamView{State: s, Deferred: deferred}
+}
+
+func printStream(w io.Writer, v streamView, now time.Time) {
+	s := v.State
 	fmt.Fprintf(w, "stream %s: %s (source %s, %s)\n", s.Name, s.State, s.SourceID, s.Flavor)
 	fmt.Fprintf(w, "  position   %s\n", s.GTID)
 	if s.File != "" {
@@ -105,9 +135,42 @@ func printStream(w io.Writer, s position.State, now time.Time) {
 		fmt.Fprintf(w, "  lag        %s (reported %s ago)\n", time.Duration(s.LagMillis)*time.Millisecond, age)
 		printWorkers(w, s.Stats)
 	}
+	if s.Owner.Token != "" && s.State == position.StateRunning {
+		fmt.Fprintf(w, "  run by     %s\n", s.Owner)
+	}
+	if s.DDL.GTID != "" {
+		what := "running (or interrupted: the next run checks whether it applied)"
+		if s.DDL.State == position.DDLFailed {
+			what = "failed: it was not applied and runs again at the next start"
+		}
+		fmt.Fprintf(w, "  statement  %s %s\n", s.DDL.GTID, what)
+	}
 	if s.Message != "" {
 		fmt.Fprintf(w, "  last error %s\n", strings.ReplaceAll(s.Message, "\n", "\n             "))
 	}
+	if len(v.Deferred) > 0 {
+		fmt.Fprintf(w, "  kept for cut-over (%d statements binlane did not run on the target; apply them when it stops being a replica):\n",
+			len(v.Deferred))
+		for _, d := range v.Deferred {
+			fmt.Fprintf(w, "    %s %s: %s\n", d.GTID, d.Reason, abbreviate(d.Statement, 300))
+		}
+	}
+}
+
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// aloneReasons explains the codes of transactions that ran alone.
+var aloneReasons = map[string]string{
+	apply.AloneDDL:                  "statements (DDL)",
+	apply.AloneTooLarge:             "transactions too large to hold in memory (sent in parts)",
+	apply.AloneSavepoint:            "transactions rolled back to a savepoint over non-transactional changes",
+	plan.SerializeTriggers:          "transactions on tables with (allowed) triggers on the target",
+	plan.SerializeUniqueNotInSource: "transactions on tables with a target unique key over a column the source lacks",
 }
 
 // printWorkers shows each worker's share of time busy, waiting for its
@@ -133,7 +196,16 @@ func printWorkers(w io.Writer, stats string) {
 			pct(ws.CommitWait), pct(ws.Commit), ws.Retries)
 	}
 	tw.Flush()
-	for reason, n := range snap.Serialized {
-		fmt.Fprintf(w, "  ran alone  %d x %s\n", n, reason)
+	reasons := make([]string, 0, len(snap.Serialized))
+	for r := range snap.Serialized {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		text, ok := aloneReasons[r]
+		if !ok {
+			text = r
+		}
+		fmt.Fprintf(w, "  ran alone  %d x %s\n", snap.Serialized[r], text)
 	}
 }

@@ -55,7 +55,7 @@ func TestPrintStream(t *testing.T) {
 		State: position.StateRunning, LagMillis: 1500, Stats: string(stats), ReportedAt: now.Add(-2 * time.Second),
 		Message: "earlier: lost\nthe connection"}
 	var b strings.Builder
-	printStream(&b, s, now)
+	printStream(&b, streamView{State: s}, now)
 	want := `stream main: running (source abc-uuid, mariadb)
   position   0-1-1000
   source at  binlog.000007:4242, last transaction 0-1-1000
@@ -76,7 +76,7 @@ func TestPrintStream(t *testing.T) {
 	// A stopped stream shows no lag or workers, even with an old report.
 	s.State = position.StateStopped
 	b.Reset()
-	printStream(&b, s, now)
+	printStream(&b, streamView{State: s}, now)
 	if strings.Contains(b.String(), "lag") || strings.Contains(b.String(), "worker") {
 		t.Errorf("stopped stream:\n%s", b.String())
 	}

@@ -27,8 +27,14 @@ const addrMarker = "***"
 //
 // Besides account statements, PASSWORD = 'x' and PASSWORD('x') are hidden
 // wherever they appear, so a statement such as UPDATE t SET password = 'x'
-// shows '<redacted>' as well: that value is a password too.
+// shows '<redacted>' as well: that value is a password too. So are the
+// passwords of server addresses a statement holds (a FEDERATED or CONNECT
+// table's CONNECTION='mysql://user:pass@host/...').
 func Statement(q string) string {
+	return addresses(accountSecrets(q))
+}
+
+func accountSecrets(q string) string {
 	if !hasTrigger(q) {
 		return q
 	}

@@ -168,3 +168,13 @@ func FuzzStatement(f *testing.F) {
 		_ = Text(q)
 	})
 }
+
+// TestStatementAddresses: an address with a password inside a statement
+// (a FEDERATED table's CONNECTION, a comment) is hidden too.
+func TestStatementAddresses(t *testing.T) {
+	q := "CREATE TABLE f (id INT) ENGINE=FEDERATED CONNECTION='mysql://app:Secret1@10.0.0.1:3306/db/t' COMMENT 'u:Secret2@tcp(h:1)/d'"
+	got := Statement(q)
+	if strings.Contains(got, "Secret1") || strings.Contains(got, "Secret2") || !strings.Contains(got, "mysql://app:***@10.0.0.1") {
+		t.Fatalf("Statement(%q) = %q", q, got)
+	}
+}
