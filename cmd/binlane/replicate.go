@@ -104,7 +104,7 @@ saved), 2 any error that stopped the stream, or bad options.
 		"replicate into tables that have triggers on the target (they fire for every replicated row: only for triggers that may run twice)")
 	fl.IntVar(&f.windowBytes, "window-bytes", 128<<20, "bytes of transactions in flight at most (memory bound of the applier)")
 	fl.IntVar(&f.queueBytes, "queue-bytes", 32<<20, "bytes of binlog events read ahead of the applier")
-	fl.IntVar(&f.maxMemory, "max-memory", 448<<20, "soft limit of the process's heap in bytes (the garbage collector works harder near it; 0: none)")
+	fl.IntVar(&f.maxMemory, "max-memory", 384<<20, "soft limit of the process's heap in bytes (the garbage collector works harder near it; 0: none)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9104)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")

@@ -80,8 +80,11 @@ func newWorker(ctx context.Context, cfg workerConfig) (*worker, error) {
 // transaction, table and row named.
 func (w *worker) apply(ctx context.Context, b *batch) result {
 	w.cur.Store(b)
-	defer w.cur.Store(nil)
 	w.ctx, w.batch = ctx, b
+	defer func() {
+		w.cur.Store(nil)
+		w.batch = nil // it holds the batch's rows
+	}()
 	res := result{b: b, worker: w.id}
 	if res.err = w.ensureConn(ctx); res.err != nil {
 		return res

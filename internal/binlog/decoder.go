@@ -117,14 +117,14 @@ func (d *Decoder) Decode(raw []byte) (*Event, error) {
 	ev.Data = data
 	switch x := data.(type) {
 	case *RowsEvent:
-		x.ev = ev
+		x.where = DecodeError{File: ev.File, Pos: ev.Pos, Type: h.Type}
 	case *TransactionPayloadEvent:
 		// Inner events have no position of their own: they are located
 		// by the payload event that carries them.
 		for _, in := range x.Events {
 			in.Pos = ev.Pos
 			if rows, ok := in.Data.(*RowsEvent); ok {
-				rows.ev = in
+				rows.where = DecodeError{File: ev.File, Pos: ev.Pos, Type: in.Header.Type}
 			}
 		}
 	}

@@ -55,7 +55,12 @@ type RowsEvent struct {
 	partialJSON  bool
 	data         []byte // the encoded row images
 	flavor       Flavor
-	ev           *Event // the event, to locate AppendRows errors
+	// where locates AppendRows errors. It is a copy, not a pointer to the
+	// event: events and rows events are allocated in batches (slabs), and
+	// pointers both ways chained every batch to the next, so that the
+	// decoder's current batch kept every event ever decoded, and its
+	// buffer, alive.
+	where DecodeError
 }
 
 // Data returns the encoded row images (for size accounting).
@@ -79,8 +84,16 @@ func rowsKind(t EventType) RowsKind {
 	return RowsDelete
 }
 
+// slabRowsMax is the largest rows event allocated in a batch: a kept rows
+// event keeps its batch alive, and with it the buffers of the other rows
+// events in it; batching only small ones bounds that to 64 x 64 KiB.
+const slabRowsMax = 64 << 10
+
 func (d *Decoder) decodeRows(h Header, body []byte) (*RowsEvent, error) {
-	e := d.alloc.rows.next()
+	e := new(RowsEvent)
+	if len(body) <= slabRowsMax {
+		e = d.alloc.rows.next()
+	}
 	*e = RowsEvent{Kind: rowsKind(h.Type), flavor: d.fde.Flavor, partialJSON: h.Type == EventPartialUpdateRows}
 	idLen := 6
 	if d.fde.postHeaderLen(h.Type) == 6 {
@@ -255,10 +268,7 @@ func growValues(dst []Value, n int) []Value {
 // imageErr locates a row-image error: a *DecodeError naming the event's
 // file, position and type, wrapping the table, column and cause.
 func (e *RowsEvent) imageErr(col int, err error) error {
-	var de DecodeError
-	if e.ev != nil {
-		de = DecodeError{File: e.ev.File, Pos: e.ev.Pos, Type: e.ev.Header.Type}
-	}
+	de := e.where
 	if col < 0 {
 		de.Err = fmt.Errorf("table %s: row image: %w", e.Table.QualifiedName(), err)
 		return &de

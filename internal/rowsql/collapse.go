@@ -43,11 +43,15 @@ type collapsedRow struct {
 	txn     *txn.Txn       // last transaction that touched it
 }
 
+// reset forgets the batch's rows, clearing them: each points into a binlog
+// event whose buffer a stale entry would keep alive.
 func (c *collapser) reset() {
 	for _, t := range c.tables {
+		clear(t.rows)
 		t.rows = t.rows[:0]
 		clear(t.index)
 	}
+	clear(c.tables)
 	c.tables = c.tables[:0]
 	clear(c.byPlan)
 }

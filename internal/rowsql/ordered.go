@@ -178,5 +178,7 @@ func (w *Writer) closeOpen() error {
 	if o.kind == binlog.RowsDelete {
 		w.buf = append(w.buf, ')')
 	}
-	return w.end(o.info)
+	info := o.info
+	w.o = openStmt{} // holds a row: let it go (see reset)
+	return w.end(info)
 }

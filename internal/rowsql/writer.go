@@ -98,12 +98,15 @@ func (w *Writer) Begin() error {
 	return w.Raw("SET " + guardVar + "=0," + countVar + "=0")
 }
 
-// reset forgets what was written and not sent.
+// reset forgets what was written and not sent. Descriptions are cleared,
+// not only truncated: each holds a row whose values point into a binlog
+// event, and a stale one would keep that event's buffer alive.
 func (w *Writer) reset() {
+	clear(w.stmts)
 	w.buf, w.stmts = w.buf[:0], w.stmts[:0]
 	w.fkOff, w.constraintsOff = false, false
 	w.dml = 0
-	w.open = nil
+	w.open, w.o = nil, openStmt{}
 	w.col.reset()
 }
 
@@ -193,6 +196,7 @@ func (w *Writer) Flush() error {
 		return nil
 	}
 	err := w.sink.Send(w.buf, w.stmts)
+	clear(w.stmts) // see reset
 	w.buf, w.stmts = w.buf[:0], w.stmts[:0]
 	return err
 }
