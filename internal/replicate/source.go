@@ -3,6 +3,7 @@ package replicate
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -46,6 +47,12 @@ func (s *sourceTables) Transactional(ctx context.Context, tm *binlog.TableMap) (
 	err := s.db.QueryRowContext(ctx, `SELECT t.ENGINE, e.TRANSACTIONS FROM information_schema.TABLES t
 		LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
 		WHERE t.TABLE_SCHEMA = ? AND t.TABLE_NAME = ?`, tm.Schema, tm.Table).Scan(&engine, &tx)
+	if errors.Is(err, sql.ErrNoRows) {
+		// The stream is behind the source, which has dropped the table
+		// since: the DROP will reach the target too and remove whatever
+		// this transaction leaves in it. Take it as the usual kind.
+		return true, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("read the engine of %s on the source %s (the source user needs SELECT on it): %w",
 			tm.QualifiedName(), s.d, err)
