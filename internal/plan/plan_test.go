@@ -112,7 +112,7 @@ func setup(t *testing.T) (map[string]*binlog.TableMap, *plan.Builder) {
 		}
 		r.Close()
 	}
-	meta := dst.OpenT(t, "")
+	meta := dst.OpenBinlaneT(t, "p")
 	colls, err := schema.LoadCollations(context.Background(), meta)
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestIdentityAcrossSpellings(t *testing.T) {
 	dst.ExecT(t, ddl...)
 	src.ExecT(t, "INSERT INTO Shop.Parent VALUES (1, 'a')", "INSERT INTO Shop.Child VALUES (1, 1)", "FLUSH BINARY LOGS")
 	maps := tableMaps(t, src)
-	meta := dst.OpenT(t, "")
+	meta := dst.OpenBinlaneT(t, "shop")
 	ctx := context.Background()
 	colls, err := schema.LoadCollations(ctx, meta)
 	if err != nil {

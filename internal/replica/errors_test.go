@@ -220,7 +220,7 @@ func TestCurrentPositionStartsFromNow(t *testing.T) {
 	c := newConsumer(t, openT(t, cfg))
 	drain(t, c)
 	c.checkSequence(4, 4)
-	info, err := Inspect(context.Background(), Config{Addr: srv.Addr(), User: "root"})
+	info, err := Inspect(context.Background(), Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword})
 	if err != nil || info.Flavor != gtid.MariaDB || info.ServerID != 1 || !strings.Contains(info.Version, "MariaDB") {
 		t.Fatalf("inspect: %+v %v", info, err)
 	}

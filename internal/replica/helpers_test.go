@@ -28,15 +28,26 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// baseConfig streams from srv with settings suited to tests.
+// baseConfig streams from srv with settings suited to tests, as binlane's
+// least-privilege source account.
 func baseConfig(t testing.TB, srv *sandbox.Server) Config {
 	return Config{
-		Addr: srv.Addr(), User: "root", ServerID: 1001,
+		Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword, ServerID: 1001,
 		Start:           StartAtGTID(gtid.Set{}),
 		HeartbeatPeriod: time.Second,
 		MinBackoff:      20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
 		Logger: testLogger(t),
 	}
+}
+
+// sourceAccount creates binlane's source account on srv (with the
+// documented grants) and returns its name.
+func sourceAccount(t testing.TB, srv *sandbox.Server) string {
+	t.Helper()
+	if _, err := srv.GrantBinlane(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	return sandbox.SourceUser
 }
 
 func openT(t testing.TB, cfg Config) *Stream {

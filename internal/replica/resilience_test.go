@@ -175,7 +175,7 @@ func currentPositionT(t *testing.T, srv *sandbox.Server) Position {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pos, err := CurrentPosition(ctx, Config{Addr: srv.Addr(), User: "root"})
+	pos, err := CurrentPosition(ctx, Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,5 +164,6 @@ func (s *Server) CreateUser(ctx context.Context, user, password string, req Requ
 	if s.opts.Role == Target {
 		grants = TargetGrants(acct, dbs...)
 	}
-	return s.Exec(ctx, append([]string{fmt.Sprintf("CREATE USER %s IDENTIFIED BY %s REQUIRE %s", acct, quote(password), req)}, grants...)...)
+	return s.Exec(ctx, append([]string{"SET SESSION sql_log_bin = 0",
+		fmt.Sprintf("CREATE USER %s IDENTIFIED BY %s REQUIRE %s", acct, quote(password), req)}, grants...)...)
 }

@@ -28,7 +28,7 @@ func TestLoadTable(t *testing.T) {
 		"CREATE TABLE s.logged (id INT PRIMARY KEY)",
 		"CREATE TRIGGER s.logged_bi BEFORE INSERT ON s.logged FOR EACH ROW SET NEW.id = NEW.id")
 	ctx := context.Background()
-	cache, err := schema.NewCache(ctx, srv.OpenT(t, ""))
+	cache, err := schema.NewCache(ctx, srv.OpenBinlaneT(t, "s"))
 	if err != nil {
 		t.Fatal(err)
 	}

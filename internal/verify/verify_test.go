@@ -26,8 +26,22 @@ func startPair(t *testing.T) *pair {
 		src: sandbox.StartT(t, sandbox.Options{Role: sandbox.Source}),
 		tgt: sandbox.StartT(t, sandbox.Options{Role: sandbox.Target}),
 	}
-	p.srcDB, p.tgtDB = p.src.OpenT(t, ""), p.tgt.OpenT(t, "")
+	// verify runs as an account that may only read (SELECT is all it
+	// needs; its sessions are read-only besides); the test sets up data as
+	// root through both().
+	p.srcDB, p.tgtDB = readerPool(t, p.src), readerPool(t, p.tgt)
 	return p
+}
+
+func readerPool(t *testing.T, s *sandbox.Server) *sql.DB {
+	t.Helper()
+	s.ExecT(t, "SET SESSION sql_log_bin = 0", "CREATE USER verifier@'%' IDENTIFIED BY 'v3rifier'", "GRANT SELECT ON *.* TO verifier@'%'")
+	db, err := sql.Open("mysql", "verifier:v3rifier@tcp("+s.Addr()+")/?charset=utf8mb4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // both runs the same statements on both servers.
