@@ -80,3 +80,22 @@ func TestDuplicateNamedNotRetried(t *testing.T) {
 	}
 	t.Logf("retries before stopping: %d", retries(st))
 }
+
+// TestBatchBytesBound: merged batches are bounded in bytes, counted from
+// what each transaction holds (transactions were once counted as 256
+// bytes, so 40 transactions of 570 KB went in 2 batches under a 256 KiB
+// bound).
+func TestBatchBytesBound(t *testing.T) {
+	p, start := driftPair(t, "CREATE DATABASE app", "CREATE TABLE app.b (id INT PRIMARY KEY, pad MEDIUMBLOB)")
+	for i := 1; i <= 40; i++ {
+		p.src.ExecT(t, "INSERT INTO app.b VALUES ("+itoa(i)+", REPEAT('x', 570000))")
+	}
+	st, err := p.replay(t, runOpts{workers: 1, maxBatch: 128, maxBatchBytes: 256 << 10, start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Workers[0].Batches.Load(); n < 40 {
+		t.Fatalf("40 transactions of 570 KB went in %d batches under a 256 KiB bound", n)
+	}
+	p.compare(t, "app")
+}

@@ -90,6 +90,8 @@ type runOpts struct {
 	rules    filter.Rules
 	start    gtid.Set
 	maxTxn   int
+	// maxBatchBytes bounds a merged batch (Config.MaxBatchBytes).
+	maxBatchBytes int
 	// allowTriggers and source: see Config; process grants the target
 	// account PROCESS (the lock-wait monitor then sees who waits for whom).
 	allowTriggers bool
@@ -151,6 +153,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	}
 	builder := plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: o.allowTriggers})
 	a := New(Config{Stream: "test", Owner: testOwner, Target: cfgDSN, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
+		MaxBatchBytes: o.maxBatchBytes,
 		Logger: testLogger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
 	src := &skipSource{inner: newFileSource(t, p.src), skip: start}
 	asm := txn.NewAssembler(src, txn.Config{Rules: o.rules, MaxTxnBytes: o.maxTxn})
