@@ -109,9 +109,13 @@ func (c *targetConn) exec(ctx context.Context, sqlText []byte) ([]int64, error) 
 	return counts, err
 }
 
-// rollback ends a transaction, ignoring errors (the connection is closed
-// and replaced if it is broken).
+// rollback ends a transaction and puts back the session settings a batch
+// may have switched (the writer turns them back only when it finishes a
+// batch, and the next batch assumes they are on). A caller that sees an
+// error closes and replaces the connection.
 func (c *targetConn) rollback(ctx context.Context) error {
-	_, err := c.conn.ExecContext(ctx, "ROLLBACK")
+	_, err := c.conn.ExecContext(ctx, rollbackSQL)
 	return err
 }
+
+const rollbackSQL = "ROLLBACK; SET SESSION foreign_key_checks=1, check_constraint_checks=1"
