@@ -47,6 +47,11 @@ type replicateFlags struct {
 	metricsAddr                string
 	logLevel, logFormat        string
 	cpuProfile, memProfile     string
+	copyMode                   string
+	copyWorkers                int
+	chunkTime                  time.Duration
+	maxThreadsRunning          int
+	exitWhenCopied             bool
 }
 
 func newReplicateCmd() *cobra.Command {
@@ -61,8 +66,11 @@ source order, each with the stream's position in the same transaction, so a
 crash loses nothing and applies nothing twice.
 
 The stream starts from --start-gtid, else from the position saved in the
-target (binlane.streams), else from the source's current position (the
-tables must then already be in sync). SIGINT/SIGTERM finish or roll back
+target (binlane.streams). A stream with neither first copies the selected
+tables into the (empty) target while it replicates (--copy=auto, see
+"binlane copy"); with --copy=never it starts from the source's current
+position and the tables must already be in sync. An unfinished copy
+resumes where its checkpoints left it. SIGINT/SIGTERM finish or roll back
 what is in flight and exit 0. --stop-at-gtid stops right after that
 transaction.
 
@@ -76,6 +84,44 @@ saved), 2 any error that stopped the stream, or bad options.
 		},
 	}
 	withConfig(cmd)
+	addStreamFlags(cmd, &f)
+	return cmd
+}
+
+// newCopyCmd is replicate that ends once the copy is done and caught up.
+func newCopyCmd() *cobra.Command {
+	f := replicateFlags{exitWhenCopied: true}
+	cmd := &cobra.Command{
+		Use:   "copy --source DSN --target DSN",
+		Short: "Copy the selected tables into an empty target online, catch up from the binlog, and exit",
+		Long: `Copy the selected tables of a live source into an empty target: chunks of
+rows read in consistent snapshots by --copy-workers readers at once, each
+applied at its exact place in the binlog stream, which runs at the same
+time; then catch up and exit 0 once every table is copied and the target
+has applied everything the source had committed by then. The tables are
+created on the target from the source's definitions (without triggers).
+
+Run "binlane replicate" with the same --stream afterwards to keep the target
+in sync from where copy stopped; or run replicate from the start, which
+copies the same way and goes on replicating. A copy stopped or killed
+resumes from its checkpoints (binlane.copy) with the next copy or
+replicate.
+
+Exit status: 0 copied and caught up (or stopped by SIGINT/SIGTERM with its
+position saved), 2 any error.
+
+` + configHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runReplicate(cmd.Context(), cmd, f)
+		},
+	}
+	withConfig(cmd)
+	addStreamFlags(cmd, &f)
+	return cmd
+}
+
+func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.source, "source", "", "source server address (mysql://user@host:port/ or user@tcp(host:port)/)")
 	fl.StringVar(&f.target, "target", "", "target server address")
@@ -112,7 +158,10 @@ saved), 2 any error that stopped the stream, or bad options.
 	_ = fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go allocation profile at exit to this file")
 	_ = fl.MarkHidden("mem-profile")
-	return cmd
+	fl.StringVar(&f.copyMode, "copy", "auto", "auto: copy the tables first when the stream has no position and no --start-gtid; never: assume the target is in sync")
+	fl.IntVar(&f.copyWorkers, "copy-workers", 4, "source connections reading chunks at once during the copy")
+	fl.DurationVar(&f.chunkTime, "chunk-time", 500*time.Millisecond, "time a copied chunk should take; chunk sizes adapt to it")
+	fl.IntVar(&f.maxThreadsRunning, "max-threads-running", 0, "hold the copy back while the source's Threads_running is above this (0: no limit)")
 }
 
 func parseMode(s string) (scheduler.Mode, error) {
@@ -150,6 +199,15 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	}
 	if f.workers < 1 || f.maxBatch < 1 {
 		return fmt.Errorf("--workers and --max-batch must be at least 1")
+	}
+	if f.copyMode != "auto" && f.copyMode != "never" {
+		return fmt.Errorf("--copy %q: want auto or never", f.copyMode)
+	}
+	if f.exitWhenCopied && f.copyMode != "auto" {
+		return fmt.Errorf("binlane copy needs --copy=auto")
+	}
+	if f.copyWorkers < 1 {
+		return fmt.Errorf("--copy-workers must be at least 1")
 	}
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
@@ -191,6 +249,8 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		StartGTID: f.startGTID, StopAtGTID: f.stopAtGTID, ServerID: f.serverID,
 		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, QueueBytes: f.queueBytes, DrainTimeout: f.drainTimeout,
 		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs,
+		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyWorkers, ChunkTime: f.chunkTime,
+			MaxThreadsRunning: f.maxThreadsRunning, ExitWhenDone: f.exitWhenCopied},
 		Apply: apply.Config{Workers: f.workers, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
 			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: f.lockWaitTimeout},
 	})

@@ -86,6 +86,8 @@ type Config struct {
 	// Source tells which source tables are transactional, for transactions
 	// with ROLLBACK TO SAVEPOINT (nil: such transactions are an error).
 	Source SourceTables
+	// Copy is the copy running in the stream (nil when none).
+	Copy   Copy
 	Logger *slog.Logger
 }
 
@@ -172,6 +174,12 @@ type work struct {
 	statements bool
 	added      time.Time
 	tries      int // failures of its own while first in line (coordinator only)
+	// chunk is set for copied rows (t then only carries the Seq); skip
+	// says they are not written. checkpoints are the copy's progress the
+	// work's commit records (chunks, statements that replace tables).
+	chunk       *txn.Chunk
+	skip        bool
+	checkpoints []position.CopyProgress
 }
 
 // batch is what one worker applies as one target transaction.
@@ -218,6 +226,9 @@ var errAborted = errors.New("rolled back to let an earlier transaction through")
 var ErrSchemaChanged = errors.New("a target table's definition changed while replicating")
 
 func (b *batch) describe() string {
+	if len(b.works) == 1 && b.works[0].chunk != nil {
+		return describeChunk(b.works[0].chunk)
+	}
 	if len(b.works) == 1 {
 		return "transaction " + rowsql.DescribeTxn(b.works[0].t)
 	}

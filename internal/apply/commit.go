@@ -58,7 +58,11 @@ func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
 // deferred statements) and commits. When the batch is already at the head,
 // the position update and COMMIT ride in the last round trip of statements.
 func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpts) error {
-	onlyBegin := w.sql.RowStatements() == 0 && len(o.deferred) == 0
+	var checkpoints []position.CopyProgress
+	for _, wk := range b.works {
+		checkpoints = append(checkpoints, wk.checkpoints...)
+	}
+	onlyBegin := w.sql.RowStatements() == 0 && len(o.deferred) == 0 && len(checkpoints) == 0
 	if !c.seq.atHead(b.first) {
 		if !onlyBegin {
 			if err := w.sql.Flush(); err != nil {
@@ -87,6 +91,13 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 			return err
 		}
 	}
+	for _, cp := range checkpoints {
+		err := w.sql.Append(func(buf []byte) []byte { return position.AppendCopyProgress(buf, c.stream, cp) },
+			rowsql.Stmt{Expect: 1, What: "record the copy's progress"})
+		if err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	if err := w.sql.Commit(c.stream, c.owner, save); err != nil {
 		return err
@@ -100,10 +111,16 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 // done passes the turn on and counts the batch.
 func (c *committer) done(w *worker, b *batch, rows int) {
 	c.seq.advance(b.last)
+	txns := 0
+	for _, wk := range b.works {
+		if wk.chunk == nil {
+			txns++
+		}
+	}
 	w.ws.Batches.Add(1)
-	w.ws.Txns.Add(uint64(len(b.works)))
+	w.ws.Txns.Add(uint64(txns))
 	w.ws.Rows.Add(uint64(rows))
-	c.stats.Committed.Add(uint64(len(b.works)))
+	c.stats.Committed.Add(uint64(txns))
 	c.stats.LastCommitAt.Store(time.Now().UnixNano())
 	if ts := b.works[len(b.works)-1].t.Timestamp; ts != 0 {
 		c.stats.LastCommitTS.Store(int64(ts))

@@ -190,6 +190,9 @@ const (
 
 // add analyses a transaction and puts it into the scheduler.
 func (c *coordinator) add(ctx context.Context, p txn.Part) error {
+	if p.Chunk != nil {
+		return c.addChunk(p)
+	}
 	t := p.Txn
 	w := &work{t: t, body: p.Body, added: time.Now()}
 	u := &w.unit
@@ -214,6 +217,9 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 	}
 	if reason == "" && w.body.HasStatements() {
 		reason, w.statements = AloneDDL, true
+		if err := c.copyStatements(w); err != nil {
+			return err
+		}
 	}
 	if reason != "" {
 		w.alone, u.Barrier = true, true
@@ -292,12 +298,19 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 			return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(t), err)
 		}
 		w.plans[i] = p
+	}
+	filterCopied(c.a.cfg.Copy, &w.body, w.plans)
+	for i, p := range w.plans {
+		if p == nil {
+			continue
+		}
 		if c.a.cfg.Mode != scheduler.ModeWriteset {
 			if p.Serialize != "" && w.set.Barrier == "" {
 				w.set.Barrier = p.Serialize
 			}
 			continue
 		}
+		it := &w.body.Items[i]
 		for j := it.First; j < it.Last; j++ {
 			c.ws.AddChange(&w.set, p, &w.body.Changes[j])
 		}
@@ -343,6 +356,7 @@ func (c *coordinator) handle(r result) {
 		}
 		for _, w := range b.works {
 			w.body, w.plans, w.set = txn.Body{}, nil, writeset.Set{} // let the rows go before the unit leaves the window
+			w.chunk = nil
 		}
 	case c.firstErr != nil:
 		// Stopping: whatever this batch did was rolled back.

@@ -154,7 +154,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	builder := plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: o.allowTriggers})
 	a := New(Config{Stream: "test", Owner: testOwner, Target: cfgDSN, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
 		MaxBatchBytes: o.maxBatchBytes,
-		Logger: testLogger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
+		Logger:        testLogger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
 	src := &skipSource{inner: newFileSource(t, p.src), skip: start}
 	asm := txn.NewAssembler(src, txn.Config{Rules: o.rules, MaxTxnBytes: o.maxTxn})
 	pipe := txn.NewPipe(0)

@@ -82,6 +82,9 @@ func (s *sequencer) next(ws []*work) (gtid.Set, position.Save) {
 	pos := s.pos.Clone()
 	save := position.Save{File: s.file, Pos: s.filePos, LastGTID: s.lastGTID, SourceTS: s.sourceTS, Applied: s.unsaved}
 	for _, w := range ws {
+		if w.chunk != nil {
+			continue // copied rows: no source position of their own
+		}
 		t := w.t
 		if t.GTID.Flavor != 0 {
 			pos.Add(t.GTID)

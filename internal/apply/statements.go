@@ -128,10 +128,18 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 			if err != nil {
 				return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(t), err)
 			}
-			if err := w.sql.Rows(t, p, body.Changes[it.First:it.Last]); err != nil {
+			changes := body.Changes[it.First:it.Last]
+			if w.copy != nil && w.copy.Copying() {
+				// Run alone: every chunk before it in the stream is sequenced,
+				// none after it yet.
+				if out, ok := w.copy.Filter(p, changes); ok {
+					changes = out
+				}
+			}
+			if err := w.sql.Rows(t, p, changes); err != nil {
 				return err
 			}
-			s.rows += it.Last - it.First
+			s.rows += len(changes)
 		}
 	}
 	return nil

@@ -25,6 +25,7 @@ type Stats struct {
 	// scheduler to being dispatched while waiting on a conflict.
 	DependencyWait atomic.Int64
 	Committed      atomic.Uint64 // source transactions committed
+	CopiedRows     atomic.Uint64 // rows of copied chunks committed
 	InFlight       atomic.Int64  // transactions in the scheduler
 	Pending        atomic.Int64  // of those, not yet dispatched
 	LockWaitKills  atomic.Uint64 // later transactions rolled back to let an earlier one through

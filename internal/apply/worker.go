@@ -34,6 +34,7 @@ type workerConfig struct {
 	maxRetries    int
 	flavor        sqlerr.Flavor
 	recoveredDDL  position.DDLMark
+	copy          Copy
 }
 
 func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-chan struct{}) workerConfig {
@@ -41,7 +42,7 @@ func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-
 		commit:   &committer{seq: seq, stream: a.cfg.Stream, owner: a.cfg.Owner, idleSave: a.cfg.IdleSave, stats: a.stats},
 		abortAll: abortAll, stats: a.stats, log: a.cfg.Logger,
 		collapse: a.cfg.MaxBatch > 1, binlogApplied: !a.cfg.SkipBinlog, lockWait: a.cfg.LockWaitTimeout,
-		maxRetries: a.cfg.MaxRetries, flavor: a.cfg.Flavor, recoveredDDL: a.cfg.RecoveredDDL}
+		maxRetries: a.cfg.MaxRetries, flavor: a.cfg.Flavor, recoveredDDL: a.cfg.RecoveredDDL, copy: a.cfg.Copy}
 }
 
 // worker applies batches on its own target connection. It owns the
@@ -123,6 +124,12 @@ func (w *worker) apply(ctx context.Context, b *batch) result {
 		// here; their errors name what failed already.
 	case !headAtStart && (sqlerr.Code(err) != 0 || errors.Is(err, rowsql.ErrRowCount)):
 		res.retry = retryDependent
+	case b.works[0].chunk != nil && sqlerr.Transient(err) && !w.finalTry(b):
+		res.retry = retryTransient
+	case b.works[0].chunk != nil:
+		// Copied rows the target refuses: the copy and the target disagree
+		// (a row already there, a value it cannot hold).
+		res.err = fmt.Errorf("%s: %w", b.describe(), err)
 	case sqlerr.Transient(err):
 		res.retry = retryTransient
 		if w.finalTry(b) {
@@ -204,6 +211,9 @@ func (w *worker) ensureConn(ctx context.Context) error {
 
 // run writes and commits a batch.
 func (w *worker) run(ctx context.Context, b *batch) error {
+	if b.works[0].chunk != nil {
+		return w.runChunk(ctx, b)
+	}
 	if wk := b.works[0]; wk.parts != nil || wk.statements {
 		return w.runAlone(ctx, b)
 	}

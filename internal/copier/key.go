@@ -178,3 +178,17 @@ type Range struct {
 func (r Range) Contains(cols []KeyColumn, k Key) bool {
 	return (r.Lo == nil || Compare(cols, r.Lo, k) < 0) && (r.Hi == nil || Compare(cols, k, r.Hi) <= 0)
 }
+
+// SameKey reports whether two chunking keys are the same columns, compared
+// the same way.
+func SameKey(a, b []KeyColumn) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !strings.EqualFold(a[i].Name, b[i].Name) || a[i].Kind != b[i].Kind || a[i].PadSpace != b[i].PadSpace {
+			return false
+		}
+	}
+	return true
+}

@@ -49,7 +49,7 @@ func TestCompare(t *testing.T) {
 		{Key{[]byte("a"), uint64(1)}, Key{[]byte("b"), uint64(0)}, -1},
 		{Key{[]byte("b"), uint64(0)}, Key{[]byte("a"), uint64(9)}, 1},
 		{Key{[]byte("a"), uint64(1 << 63)}, Key{[]byte("a"), uint64(1)}, 1}, // unsigned, not two's complement
-		{Key{[]byte("é"), uint64(0)}, Key{[]byte("z"), uint64(0)}, 1},        // code point order
+		{Key{[]byte("é"), uint64(0)}, Key{[]byte("z"), uint64(0)}, 1},       // code point order
 	}
 	for _, c := range cases {
 		if got := Compare(cols, c.a, c.b); got != c.want {
@@ -94,7 +94,7 @@ func TestCoverage(t *testing.T) {
 		t.Fatalf("round trip %s: %+v %v", b, back.Ranges, err)
 	}
 	c.Add(Range{Lo: ik(200)})
-	if !c.All || !in(1 << 40) || c.Gaps() != nil {
+	if !c.All || !in(1<<40) || c.Gaps() != nil {
 		t.Fatalf("complete: %+v", c)
 	}
 	empty := Coverage{Cols: intKey}

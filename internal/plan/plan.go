@@ -239,3 +239,9 @@ func (e *TriggerError) Error() string {
 		"while it is a replica (binlane keeps the trigger DDL it reads from the source for cut-over: see binlane status), "+
 		"or pass --allow-target-triggers if they only write outside the replicated tables and may run twice", e.Table)
 }
+
+// TableHash is a table's identity for table-level conflicts, as the
+// writesets of its row changes carry it.
+func (b *Builder) TableHash(schemaName, table string) uint64 {
+	return TableSeed(b.cache.Ident(schemaName, table))
+}

@@ -131,6 +131,7 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 			recorded_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
 			KEY (stream, id)
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+		CopyDDL,
 	}
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {

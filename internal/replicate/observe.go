@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/copier"
 	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/txn"
@@ -20,6 +21,58 @@ type Observer struct {
 	applier   *apply.Applier
 	asm       *txn.Assembler
 	heartbeat time.Duration // the heartbeat period asked of the source
+	copier    *copier.Copier
+	copyState *copier.State
+}
+
+// AttachCopy is called by a run that copies.
+func (o *Observer) AttachCopy(c *copier.Copier, s *copier.State) {
+	o.mu.Lock()
+	o.copier, o.copyState = c, s
+	o.mu.Unlock()
+}
+
+// CopyProgress is one table's copy as far as the target committed it.
+type CopyProgress struct {
+	Table    string `json:"table"`
+	Rows     int64  `json:"rows"`
+	Estimate int64  `json:"estimate"`
+	Done     bool   `json:"done"`
+	OnePass  string `json:"one_pass,omitempty"`
+}
+
+// Copy returns the copy's progress (nil when the run does not copy).
+func (o *Observer) Copy() []CopyProgress {
+	o.mu.Lock()
+	c := o.copier
+	o.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	var out []CopyProgress
+	for _, p := range c.Tables() {
+		out = append(out, CopyProgress{Table: p.Table, Rows: p.Rows.Load(), Estimate: p.Estimate, Done: p.Done.Load(), OnePass: p.OnePass})
+	}
+	return out
+}
+
+// logCopy logs the copy's progress while it runs.
+func (o *Observer) logCopy(log *slog.Logger) {
+	o.mu.Lock()
+	s := o.copyState
+	o.mu.Unlock()
+	if s == nil || !s.Copying() {
+		return
+	}
+	var rows, est int64
+	done, all := 0, 0
+	for _, p := range o.Copy() {
+		rows, est, all = rows+p.Rows, est+p.Estimate, all+1
+		if p.Done {
+			done++
+		}
+	}
+	log.Info("copying", "rows", rows, "rows_estimated", est, "tables_done", done, "tables", all)
 }
 
 // Attach is called by each run with its applier and assembler.
@@ -88,6 +141,7 @@ func (o *Observer) report(ctx context.Context, db *sql.DB, stream string, owner 
 			return
 		case <-t.C:
 			o.writeReport(ctx, db, stream, owner(), log)
+			o.logCopy(log)
 		}
 	}
 }

@@ -73,6 +73,8 @@ type Config struct {
 	// WatchPeriod is how often the target's triggers and the stream lock
 	// are checked.
 	WatchPeriod time.Duration
+	// Copy is how an empty target is filled before (and while) replicating.
+	Copy CopyConfig
 }
 
 func (c *Config) defaults() {
@@ -105,6 +107,9 @@ func (c *Config) defaults() {
 	}
 	if c.PipeBytes <= 0 {
 		c.PipeBytes = 32 << 20
+	}
+	if c.Copy.Workers <= 0 {
+		c.Copy.Workers = 4
 	}
 	c.Apply.Stream = c.Stream
 	if c.Apply.Logger == nil {
@@ -163,7 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 		began := time.Now()
 		err := r.once(ctx)
 		switch {
-		case err == nil, errors.Is(err, txn.ErrStopped), ctx.Err() != nil:
+		case err == nil, errors.Is(err, txn.ErrStopped), errors.Is(err, errCopied), ctx.Err() != nil:
 			r.saveState(position.StateStopped, "")
 			if errors.Is(err, txn.ErrStopped) {
 				r.log.Info("stop position reached", "stop_at", cfg.StopAtGTID)
@@ -226,6 +231,11 @@ func (r *run) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cr, err := r.prepareCopy(ctx, rcfg)
+	if err != nil {
+		return err
+	}
+	defer cr.close()
 	start, st, err := startPosition(ctx, *cfg, r.meta, rcfg, r.log)
 	if err != nil {
 		return err
@@ -265,6 +275,11 @@ func (r *run) once(ctx context.Context) error {
 	defer tables.close()
 	acfg := cfg.Apply
 	acfg.Target, acfg.Flavor, acfg.Owner, acfg.RecoveredDDL, acfg.Source = tgt.driver, tgt.flavor, r.currentOwner(), st.DDL, tables
+	if cr != nil {
+		acfg.Copy = cr.state
+		cr.begin(cfg, start, r.log)
+		cfg.Observer.AttachCopy(cr.copier, cr.state)
+	}
 	applier := apply.New(acfg, plan.NewBuilder(tgt.cache, tgt.collations, plan.Options{AllowTriggers: cfg.AllowTriggers}), r.meta)
 	asm := txn.NewAssembler(stream, txn.Config{Rules: cfg.Rules, MaxTxnBytes: cfg.MaxTxnBytes, StopAt: stop,
 		Start: start, Logger: r.log})
@@ -274,7 +289,15 @@ func (r *run) once(ctx context.Context) error {
 	watchCtx, stopWatch := context.WithCancelCause(ctx)
 	defer stopWatch(nil)
 	go r.watch(watchCtx, stopWatch)
-	err = pipe(watchCtx, *cfg, stopSource, asm, applier, start)
+	if cr != nil && cfg.Copy.ExitWhenDone {
+		cr.readDone = make(chan struct{})
+		go func() {
+			if err := r.waitCopied(watchCtx, cr, rcfg, cr.readDone); err != nil {
+				stopWatch(err)
+			}
+		}()
+	}
+	err = pipe(watchCtx, *cfg, stopSource, asm, applier, start, cr)
 	if cause := context.Cause(watchCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause // the watcher stopped the run (after a graceful drain): that is the reason
 	}
@@ -311,7 +334,8 @@ func (r *run) takeOver(ctx context.Context) error {
 
 // pipe runs the assembler and the applier together (see the package doc
 // for the stop order).
-func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *txn.Assembler, a *apply.Applier, start gtid.Set) error {
+func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *txn.Assembler, a *apply.Applier, start gtid.Set,
+	cr *copyRun) error {
 	p := txn.NewPipe(cfg.PipeBytes)
 	srcErr := make(chan error, 1)
 	go func() {
@@ -321,6 +345,12 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 	}()
 	applyCtx, cancelApply := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelApply()
+	in, copyErr := p, func() error { return nil }
+	if cr != nil {
+		var stopCopy func()
+		in, copyErr, stopCopy = runCopy(ctx, applyCtx, cfg, cr, p, stopSource)
+		defer stopCopy()
+	}
 	go func() {
 		// A stop drains what is in flight, within a bound.
 		select {
@@ -334,13 +364,16 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 		case <-applyCtx.Done():
 		}
 	}()
-	applyErr := a.Run(applyCtx, p, apply.Start{GTID: start, FirstSeq: 1})
+	applyErr := a.Run(applyCtx, in, apply.Start{GTID: start, FirstSeq: 1})
 	stopSource()
 	for part := range p.C() { // let the assembler finish after an apply failure
 		p.Taken(&part)
 	}
 	sErr := <-srcErr
+	cErr := copyErr()
 	switch {
+	case cErr != nil:
+		return cErr
 	case applyErr != nil && !(ctx.Err() != nil && errors.Is(applyErr, txn.ErrStreamBroken)):
 		return applyErr
 	case sErr == nil, ctx.Err() != nil && (errors.Is(sErr, context.Canceled) || errors.Is(sErr, txn.ErrStreamBroken)):

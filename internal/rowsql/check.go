@@ -65,6 +65,13 @@ func Describe(st Stmt) string {
 		b.WriteString("transaction ")
 		b.WriteString(DescribeTxn(st.Txn))
 	}
+	if st.Subject != "" {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(st.Subject)
+		return b.String()
+	}
 	if st.Table != nil {
 		fmt.Fprintf(&b, ", table %s", st.Table.Name)
 	}

@@ -98,6 +98,11 @@ func AppendString(dst, b []byte, charset string) []byte {
 		charset = "binary"
 	}
 	dst = append(dst, charset...)
+	return appendQuoted(dst, b)
+}
+
+// appendQuoted writes '...' with the escapes of AppendString.
+func appendQuoted(dst, b []byte) []byte {
 	dst = append(dst, '\'')
 	dst = slices.Grow(dst, len(b)+len(b)/32+2)
 	from := 0

@@ -37,6 +37,9 @@ type Stmt struct {
 	What   string
 	Row    []binlog.Value // a row of the statement, for messages
 	Key    []int          // the columns that name the row
+	// Subject, when set, is what the statement was for instead of Table
+	// and Row (copied rows).
+	Subject string
 }
 
 // Sink receives round trips. sql and stmts are only valid during the call.

@@ -54,12 +54,12 @@ func (s *Scheduler) grow(start int) (batch []*Unit, bytes int) {
 	first := s.pending[start]
 	batch, bytes = []*Unit{first}, first.Bytes
 	first.batch = s.batchID // so that depsSatisfied sees the batch's members
-	if first.Barrier || first.headOnly {
+	if first.Barrier || first.headOnly || first.Solo {
 		return batch, bytes
 	}
 	for i := start + 1; i < len(s.pending) && len(batch) < s.cfg.MaxBatch; i++ {
 		v := s.pending[i]
-		if v.Seq != batch[len(batch)-1].Seq+1 || v.Barrier || v.headOnly || bytes+v.Bytes > s.cfg.MaxBatchBytes {
+		if v.Seq != batch[len(batch)-1].Seq+1 || v.Barrier || v.headOnly || v.Solo || bytes+v.Bytes > s.cfg.MaxBatchBytes {
 			break
 		}
 		if !s.depsSatisfied(v, s.batchID) {

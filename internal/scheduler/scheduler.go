@@ -60,6 +60,10 @@ type Unit struct {
 	// Barrier units run alone: after every earlier unit committed, and
 	// before any later unit starts.
 	Barrier bool
+	// Solo units are never merged with others into one batch (copied
+	// chunks: each commits with its own checkpoint); unlike a barrier they
+	// run beside independent units.
+	Solo bool
 	// Bytes counts toward the window.
 	Bytes int
 	// Commit-order metadata.

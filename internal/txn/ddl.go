@@ -436,3 +436,47 @@ func (p *ddlParser) alterTable() []TableName {
 	}
 	return out
 }
+
+// Renames reports whether a statement gives a table another name (RENAME
+// TABLE, ALTER TABLE ... RENAME [TO|AS]); renaming a column or an index
+// does not count.
+func (s *Statement) Renames() bool {
+	toks := tokenize(s.Query, 0)
+	if len(toks) == 0 {
+		return false
+	}
+	switch toks[0].text {
+	case "RENAME":
+		return len(toks) > 1 && (toks[1].text == "TABLE" || toks[1].text == "TABLES")
+	case "ALTER":
+		for i := 1; i < len(toks); i++ {
+			if toks[i].quoted || toks[i].text != "RENAME" {
+				continue
+			}
+			next := ""
+			if i+1 < len(toks) && !toks[i+1].quoted {
+				next = toks[i+1].text
+			}
+			if next != "COLUMN" && next != "INDEX" && next != "KEY" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ReplacesContents reports whether a statement leaves the tables it names
+// with nothing they held before it: TRUNCATE, DROP TABLE, DROP DATABASE,
+// CREATE OR REPLACE TABLE.
+func (s *Statement) ReplacesContents() bool {
+	k := append(keywords(s.Query, 4), "", "", "", "")
+	switch {
+	case k[0] == "TRUNCATE":
+		return true
+	case k[0] == "DROP":
+		return k[1] == "TABLE" || k[1] == "TABLES" || k[1] == "DATABASE" || k[1] == "SCHEMA"
+	case k[0] == "CREATE" && k[1] == "OR" && k[2] == "REPLACE":
+		return k[3] == "TABLE"
+	}
+	return false
+}

@@ -120,3 +120,48 @@ func TestParseSavepoint(t *testing.T) {
 		}
 	}
 }
+
+func TestRenames(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want bool
+	}{
+		{"RENAME TABLE a TO b", true},
+		{"rename tables a to b, c to d", true},
+		{"ALTER TABLE a RENAME TO b", true},
+		{"ALTER TABLE a RENAME b", true},
+		{"ALTER TABLE a ADD COLUMN x INT, RENAME AS b", true},
+		{"ALTER TABLE a RENAME COLUMN x TO y", false},
+		{"ALTER TABLE a RENAME INDEX i TO j", false},
+		{"ALTER TABLE `rename` ADD COLUMN x INT", false},
+		{"ALTER TABLE a ADD COLUMN `rename` INT", false},
+		{"CREATE TABLE rename_log (id INT)", false},
+		{"DROP TABLE a", false},
+	} {
+		if got := (&Statement{Query: c.q}).Renames(); got != c.want {
+			t.Errorf("Renames(%q) = %v, want %v", c.q, got, c.want)
+		}
+	}
+}
+
+func TestReplacesContents(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want bool
+	}{
+		{"TRUNCATE TABLE a", true},
+		{"truncate a", true},
+		{"/* x */ DROP TABLE IF EXISTS a", true},
+		{"DROP DATABASE app", true},
+		{"DROP TEMPORARY TABLE a", false},
+		{"DROP INDEX i ON a", false},
+		{"CREATE OR REPLACE TABLE a (id INT)", true},
+		{"CREATE OR REPLACE VIEW v AS SELECT 1", false},
+		{"CREATE TABLE a (id INT)", false},
+		{"ALTER TABLE a ADD COLUMN b INT", false},
+	} {
+		if got := (&Statement{Query: c.q}).ReplacesContents(); got != c.want {
+			t.Errorf("ReplacesContents(%q) = %v, want %v", c.q, got, c.want)
+		}
+	}
+}

@@ -15,6 +15,8 @@
 package txn
 
 import (
+	"time"
+
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 )
@@ -63,6 +65,10 @@ type Part struct {
 	// transaction ended: the applier rolls back what it wrote of it, and the
 	// source sends the whole transaction again after it reconnects.
 	Abort error
+	// Chunk, when set, makes the part copied rows instead of a transaction
+	// (Txn then only carries the Seq; a chunk has no source position of
+	// its own). A table copied in one pass arrives in several parts.
+	Chunk *Chunk
 }
 
 // Whole reports whether the part is an entire transaction.
@@ -145,3 +151,46 @@ func (b *Body) HasStatements() bool {
 // Empty reports a body with nothing to apply (every table filtered out):
 // only the transaction's position matters.
 func (b *Body) Empty() bool { return len(b.Items) == 0 }
+
+// Chunk is rows of one table read from the source in a consistent
+// snapshot whose position is Pos: it belongs in the stream right after the
+// last transaction Pos contains. The applier writes it there, so that every
+// change before it is in its rows and every change after it is applied on
+// top (see package copier).
+type Chunk struct {
+	Schema, Table string
+	Columns       []ChunkColumn
+	Rows          [][][]byte // text values, nil for NULL
+	Pos           gtid.Set
+	// Covers is what the chunk copies, in the copier's terms (a key range,
+	// or nil for the whole table); the applier hands it back to the copier
+	// when the chunk takes its place in the stream.
+	Covers any
+	// Whole is set when the chunk is the whole table (copied in one pass);
+	// such a chunk arrives in parts, each but the last with More set.
+	Whole bool
+	More  bool
+	Part  int // of a whole table's parts, from 0
+	// Bytes is the memory the rows hold.
+	Bytes int
+	// Committed, when set, is called once the chunk committed, with the
+	// time the target took: the copier sizes the next chunks from it.
+	Committed func(rows int, took time.Duration)
+}
+
+// Chunk column kinds: how a column's text renders as SQL.
+const (
+	KindNumber = "number" // digits as they are
+	KindQuoted = "quoted" // ASCII text, quoted (temporals)
+	KindText   = "text"   // bytes in the column's Charset
+	KindBinary = "binary" // bytes
+	KindBits   = "bits"   // BIT: bytes as a hex number
+)
+
+// ChunkColumn is a column of a chunk and how its text renders as SQL.
+type ChunkColumn struct {
+	Name string
+	Kind string // Kind* below
+
+	Charset string
+}

@@ -1,0 +1,294 @@
+package copier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// Merger puts copied chunks into the stream of source transactions, each
+// exactly where its snapshot falls: after the last transaction its
+// snapshot position contains, before the first one it does not. That one
+// rule makes the copy correct by construction:
+//
+//   - a change the snapshot saw is in the chunk's rows; the applier skips
+//     it for rows not copied yet (see the coverage filter), so it is
+//     neither lost nor applied twice;
+//   - a change after the snapshot comes after the chunk in the stream, and
+//     the applier, which commits in stream order, applies it on top of the
+//     copied rows — also a delete of a row the chunk copied, which is why
+//     chunks are not written with INSERT IGNORE or REPLACE.
+//
+// The stream must not pass a chunk's position before the chunk is there.
+// A reader therefore takes a ticket before it starts its snapshot: while a
+// ticket's position is unknown the merger lets no transaction through, so
+// the snapshot sees at least everything the stream has passed; once the
+// position is known, transactions it contains flow on, and the stream waits
+// at it for the chunk. A table copied in one pass arrives as several parts
+// of one ticket, emitted back to back.
+//
+// The merger is the only goroutine that touches its state; readers talk to
+// it through channels. It assigns every part its place (Seq) in the stream.
+type Merger struct {
+	reserve chan *Ticket
+	done    chan struct{} // closed when Run returns: nobody takes parts
+	pos     gtid.Set      // everything emitted so far
+	seq     uint64
+	tickets []*Ticket // unfinished, in order of position (unknown ones last)
+	open    bool      // a transaction sent in parts is half emitted
+	openID  gtid.GTID // and its GTID
+}
+
+// Ticket is a reader's place in the stream.
+type Ticket struct {
+	posKnown chan ticketPos
+	placed   chan bool // the merger's answer to SetPos
+	parts    chan *txn.Chunk
+	pos      gtid.Set
+	known    bool
+	done     <-chan struct{} // the merger's
+}
+
+// errChunkAbandoned ends a chunk sent in parts whose reader failed.
+var errChunkAbandoned = errors.New("copier: the copy of a table was interrupted")
+
+// errMergerDone: the stream stopped; nothing more is placed.
+var errMergerDone = errors.New("copier: the stream stopped")
+
+// NewMerger returns a merger for a stream starting after start.
+func NewMerger(start gtid.Set) *Merger {
+	return &Merger{reserve: make(chan *Ticket), done: make(chan struct{}), pos: start.Clone()}
+}
+
+// Reserve takes a ticket. Call it before starting the snapshot, then
+// SetPos with the snapshot's position (or Cancel).
+func (m *Merger) Reserve(ctx context.Context) (*Ticket, error) {
+	t := &Ticket{posKnown: make(chan ticketPos, 1), placed: make(chan bool, 1), parts: make(chan *txn.Chunk), done: m.done}
+	select {
+	case m.reserve <- t:
+		return t, nil
+	case <-m.done:
+		return nil, errMergerDone
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type ticketPos struct {
+	pos       gtid.Set
+	cancelled bool
+}
+
+// SetPos gives the ticket's snapshot position. It reports false when the
+// stream has already passed a transaction the snapshot does not contain:
+// the binlog (which the stream reads) is written before the storage engine
+// commits, so the stream can be a transaction ahead of a snapshot begun
+// after it. Such a chunk has no place left; the ticket is gone, and the
+// reader reads again in a new snapshot.
+func (t *Ticket) SetPos(ctx context.Context, pos gtid.Set) (bool, error) {
+	t.posKnown <- ticketPos{pos: pos}
+	select {
+	case ok := <-t.placed:
+		return ok, nil
+	case <-t.done:
+		return false, errMergerDone
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// Cancel gives a ticket up before its position is known (the snapshot
+// could not start). After SetPos, give up with Send(ctx, nil) instead.
+func (t *Ticket) Cancel() { t.posKnown <- ticketPos{cancelled: true} }
+
+// Send hands over a part of the ticket's chunk; it blocks until the stream
+// is at the ticket's position. The last part has More unset.
+func (t *Ticket) Send(ctx context.Context, c *txn.Chunk) error {
+	select {
+	case t.parts <- c:
+		return nil
+	case <-t.done:
+		return errMergerDone
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// abandon gives a ticket up whose placement is unknown (SetPos was
+// interrupted): if the merger placed it, it gets nothing when it gets
+// there; if not, the send ends when the merger does.
+func (t *Ticket) abandon() {
+	go func() { _ = t.Send(context.Background(), nil) }()
+}
+
+func (m *Merger) drop(t *Ticket) {
+	for i, x := range m.tickets {
+		if x == t {
+			m.tickets = append(m.tickets[:i], m.tickets[i+1:]...)
+			return
+		}
+	}
+}
+
+// Run merges until in closes (then it returns nil) or ctx ends.
+func (m *Merger) Run(ctx context.Context, in *txn.Pipe, out *txn.Pipe) error {
+	defer close(m.done)
+	for {
+		if err := m.flushDue(ctx, out); err != nil {
+			return err
+		}
+		var intake <-chan txn.Part
+		if m.canTake() {
+			intake = in.C()
+		}
+		var known chan ticketPos
+		var unknown *Ticket
+		for _, t := range m.tickets {
+			if !t.known {
+				unknown, known = t, t.posKnown
+				break
+			}
+		}
+		select {
+		case t := <-m.reserve:
+			m.tickets = append(m.tickets, t)
+		case tp := <-known:
+			if tp.cancelled {
+				m.drop(unknown)
+				continue
+			}
+			if !m.placeable(tp.pos) {
+				m.drop(unknown)
+				unknown.placed <- false
+				continue
+			}
+			unknown.pos, unknown.known = tp.pos, true
+			unknown.placed <- true
+			m.sort()
+		case p, ok := <-intake:
+			if !ok {
+				return nil
+			}
+			in.Taken(&p)
+			if err := m.emit(ctx, out, p); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// canTake reports whether the next transaction part may be read: none of a
+// half-emitted transaction is held back; a new transaction waits while a
+// ticket's position is unknown.
+func (m *Merger) canTake() bool {
+	if m.open {
+		return true
+	}
+	for _, t := range m.tickets {
+		if !t.known {
+			return false
+		}
+	}
+	return true
+}
+
+// placeable reports whether a snapshot at pos can still be placed: the
+// stream has emitted nothing pos lacks, and a half-emitted transaction is
+// in pos (the chunk then goes after it).
+func (m *Merger) placeable(pos gtid.Set) bool {
+	return pos.ContainsSet(m.pos) && (!m.open || m.openID.Flavor == 0 || pos.Contains(m.openID))
+}
+
+// emit sends a transaction part, first the chunks due before it.
+func (m *Merger) emit(ctx context.Context, out *txn.Pipe, p txn.Part) error {
+	if p.First && !m.open {
+		for len(m.tickets) > 0 && m.tickets[0].known && !m.tickets[0].pos.Contains(p.Txn.GTID) {
+			if err := m.emitTicket(ctx, out, m.tickets[0]); err != nil {
+				return err
+			}
+			m.tickets = m.tickets[1:]
+		}
+		m.seq++
+		p.Txn.Seq = m.seq
+		m.openID = p.Txn.GTID
+	}
+	m.open = !p.Last
+	if err := out.Send(ctx, p); err != nil {
+		return err
+	}
+	// An aborted transaction is sent again from its start (after the
+	// stream restarts): it is not part of the position.
+	if p.Last && p.Abort == nil && p.Txn.GTID.Flavor != 0 {
+		m.pos.Add(p.Txn.GTID)
+	}
+	return nil
+}
+
+// flushDue emits the chunks whose position the stream has reached (when no
+// transaction is half emitted).
+func (m *Merger) flushDue(ctx context.Context, out *txn.Pipe) error {
+	for !m.open && len(m.tickets) > 0 && m.tickets[0].known && m.pos.ContainsSet(m.tickets[0].pos) {
+		if err := m.emitTicket(ctx, out, m.tickets[0]); err != nil {
+			return err
+		}
+		m.tickets = m.tickets[1:]
+	}
+	return nil
+}
+
+// emitTicket waits for the ticket's chunk and emits all its parts. The
+// stream waits meanwhile: it is at the chunk's place.
+func (m *Merger) emitTicket(ctx context.Context, out *txn.Pipe, t *Ticket) error {
+	if !m.pos.ContainsSet(t.pos) {
+		return fmt.Errorf("copier: the stream passed a chunk's position (%s, stream at %s)", t.pos, m.pos)
+	}
+	header := &txn.Txn{}
+	for first := true; ; first = false {
+		var c *txn.Chunk
+		select {
+		case c = <-t.parts:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if c == nil { // the reader gave up: nothing (more) to place
+			if !first {
+				// Parts of a table copied in one pass went ahead: the applier
+				// rolls them back.
+				return out.Send(ctx, txn.Part{Txn: header, Last: true, Abort: errChunkAbandoned})
+			}
+			return nil
+		}
+		if first {
+			m.seq++
+			header.Seq = m.seq
+		}
+		last := !c.More
+		if err := out.Send(ctx, txn.Part{Txn: header, Chunk: c, First: first, Last: last, Bytes: c.Bytes}); err != nil {
+			return err
+		}
+		if last {
+			return nil
+		}
+	}
+}
+
+// sort orders tickets by position; unknown positions last.
+func (m *Merger) sort() {
+	sort.SliceStable(m.tickets, func(i, j int) bool {
+		a, b := m.tickets[i], m.tickets[j]
+		switch {
+		case !a.known || !b.known:
+			return a.known && !b.known
+		}
+		return b.pos.ContainsSet(a.pos) && !a.pos.ContainsSet(b.pos)
+	})
+}
+
+// IsStopped reports the error readers get once the stream stopped.
+func IsStopped(err error) bool { return errors.Is(err, errMergerDone) }

@@ -1,0 +1,277 @@
+package copier
+
+import (
+	"context"
+	"errors"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// readSession is how chunk reads run: text values as the table stores them
+// (character_set_results binary: no conversion), TIMESTAMP in UTC like the
+// applier's sessions.
+const readSession = "SET SESSION character_set_results = binary, time_zone = '+00:00'"
+
+// columns reads the columns a chunk copies (generated ones are left out:
+// the target computes them), how each renders, and their types. It runs in
+// the chunk's snapshot transaction: a definition changed since the
+// snapshot began makes the chunk's SELECT fail (and the chunk is read
+// again), so the columns always match the rows.
+func columns(ctx context.Context, q schema.Querier, t *Table) ([]txn.ChunkColumn, map[string]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COALESCE(CHARACTER_SET_NAME, ''), EXTRA
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, t.Schema, t.Name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the columns of %s: %w", t.Quoted(), err)
+	}
+	defer rows.Close()
+	var out []txn.ChunkColumn
+	types := map[string]string{}
+	for rows.Next() {
+		var name, dt, cs, extra string
+		if err := rows.Scan(&name, &dt, &cs, &extra); err != nil {
+			return nil, nil, err
+		}
+		ex := strings.ToUpper(extra)
+		if strings.Contains(ex, "VIRTUAL") || strings.Contains(ex, "STORED") || strings.Contains(ex, "PERSISTENT") {
+			continue
+		}
+		dt = strings.ToLower(dt)
+		types[name] = dt
+		kind := renderKind(dt, cs)
+		if kind == "" {
+			return nil, nil, fmt.Errorf("copy %s: column %s has type %s, which binlane cannot copy yet", t.Quoted(), schema.QuoteName(name), dt)
+		}
+		out = append(out, txn.ChunkColumn{Name: name, Kind: kind, Charset: cs})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(out) == 0 {
+		// information_schema is not read in the snapshot: a table dropped
+		// since shows no columns.
+		return nil, nil, errGone
+	}
+	return out, types, nil
+}
+
+// errGone: the table was dropped after the chunk's snapshot began.
+var errGone = errors.New("the table is gone")
+
+// renderKind says how a column's text is written back.
+func renderKind(dataType, charset string) string {
+	switch dataType {
+	case "tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "float", "double", "year":
+		return txn.KindNumber
+	case "date", "datetime", "timestamp", "time", "inet4", "inet6", "uuid":
+		return txn.KindQuoted // ASCII text the column parses back
+	case "bit":
+		return txn.KindBits
+	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+		"geometrycollection", "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
+		return txn.KindBinary
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json":
+		if charset == "" || charset == "binary" {
+			return txn.KindBinary
+		}
+		return txn.KindText
+	}
+	return "" // a type binlane does not know how to copy: refused by columns
+}
+
+// selectList writes the chunk's SELECT list: FLOAT columns widened to
+// DOUBLE, whose text round-trips (a FLOAT's own text is rounded to six
+// digits), BIT as its bytes.
+func selectList(cols []txn.ChunkColumn, types map[string]string) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		q := schema.QuoteName(c.Name)
+		switch types[c.Name] {
+		case "float":
+			q = "CAST(" + q + " AS DOUBLE)"
+		}
+		parts[i] = q
+	}
+	return strings.Join(parts, ", ")
+}
+
+// keyCondition writes the condition selecting the range (lo, hi] of a
+// chunking key, expanded so that the index serves it: for (a, b) > (x, y),
+// a > x OR (a = x AND b > y).
+func keyCondition(key []KeyColumn, r Range) (string, []any) {
+	var conds []string
+	var args []any
+	if r.Lo != nil {
+		c, a := tupleCompare(key, r.Lo, ">")
+		conds, args = append(conds, c), append(args, a...)
+	}
+	if r.Hi != nil {
+		c, a := tupleCompare(key, r.Hi, "<=")
+		conds, args = append(conds, c), append(args, a...)
+	}
+	if len(conds) == 0 {
+		return "TRUE", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// tupleCompare writes key op k lexicographically (op is ">" or "<=").
+func tupleCompare(key []KeyColumn, k Key, op string) (string, []any) {
+	strict := op[:1] // ">" or "<"
+	var ors []string
+	var args []any
+	for i := range key {
+		var ands []string
+		for j := 0; j < i; j++ {
+			ands = append(ands, schema.QuoteName(key[j].Name)+" = ?")
+			args = append(args, k[j])
+		}
+		last := strict
+		if i == len(key)-1 {
+			last = op
+		}
+		ands = append(ands, schema.QuoteName(key[i].Name)+" "+last+" ?")
+		args = append(args, k[i])
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", args
+}
+
+func keyList(key []KeyColumn) string {
+	parts := make([]string, len(key))
+	for i, c := range key {
+		parts[i] = schema.QuoteName(c.Name)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// boundary returns the key n rows after lo (inclusive of the n-th), or nil
+// when fewer than n rows follow.
+func boundary(ctx context.Context, src *sql.DB, t *Table, lo Key, n int) (Key, error) {
+	cond, args := keyCondition(t.Key, Range{Lo: lo})
+	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT 1 OFFSET %d",
+		keyList(t.Key), t.Quoted(), cond, keyOrder(t.Key), n-1)
+	vals := make([]any, len(t.Key))
+	ptrs := make([]any, len(t.Key))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	err := src.QueryRowContext(ctx, q, args...).Scan(ptrs...)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find the next chunk boundary of %s: %w", t.Quoted(), err)
+	}
+	return FromSQL(t.Key, vals)
+}
+
+func keyOrder(key []KeyColumn) string {
+	parts := make([]string, len(key))
+	for i, c := range key {
+		parts[i] = schema.QuoteName(c.Name)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// snapshotPos reads the binlog position a consistent snapshot sees, as a
+// GTID position (MariaDB: binlog_snapshot_file/position, no privilege
+// needed).
+const snapshotPos = `SELECT BINLOG_GTID_POS(f.VARIABLE_VALUE, p.VARIABLE_VALUE)
+	FROM information_schema.SESSION_STATUS f, information_schema.SESSION_STATUS p
+	WHERE f.VARIABLE_NAME = 'BINLOG_SNAPSHOT_FILE' AND p.VARIABLE_NAME = 'BINLOG_SNAPSHOT_POSITION'`
+
+// reader is a connection of its own that reads chunks, each in a
+// consistent snapshot whose binlog position it knows. Starting the next
+// snapshot ends the previous one (START TRANSACTION commits implicitly), so
+// a chunk costs three short round trips besides its SELECT.
+type reader struct {
+	conn *sql.Conn
+	pos  gtid.Set // of the current snapshot
+}
+
+func newReader(ctx context.Context, src *sql.DB) (*reader, error) {
+	conn, err := src.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, readSession); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("prepare a source session for the copy: %w", err)
+	}
+	return &reader{conn: conn}, nil
+}
+
+// snapshot starts a new consistent snapshot and reads its position.
+func (r *reader) snapshot(ctx context.Context) error {
+	if _, err := r.conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+		return fmt.Errorf("start a consistent snapshot: %w", err)
+	}
+	var pos sql.NullString
+	if err := r.conn.QueryRowContext(ctx, snapshotPos).Scan(&pos); err != nil || !pos.Valid {
+		return fmt.Errorf("read the snapshot's binlog position (the copy needs a MariaDB source with its binlog on): %v", err)
+	}
+	var err error
+	if r.pos, err = gtid.ParseSet(pos.String); err != nil {
+		return fmt.Errorf("snapshot position %q: %w", pos.String, err)
+	}
+	return nil
+}
+
+func (r *reader) close() {
+	_, _ = r.conn.ExecContext(context.Background(), "ROLLBACK")
+	r.conn.Close()
+}
+
+// rows reads the rows of a range in key order, calling emit with at most
+// batchBytes of them at a time.
+func (r *reader) rows(ctx context.Context, t *Table, cols []txn.ChunkColumn, types map[string]string, rng Range,
+	batchBytes int, emit func(rows [][][]byte, bytes int) error) error {
+	cond, args := "TRUE", []any(nil)
+	order := ""
+	if t.Key != nil {
+		cond, args = keyCondition(t.Key, rng)
+		order = " ORDER BY " + keyOrder(t.Key)
+	}
+	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s%s", selectList(cols, types), t.Quoted(), cond, order)
+	rows, err := r.conn.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", t.Quoted(), err)
+	}
+	defer rows.Close()
+	raw := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	var batch [][][]byte
+	size := 0
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		row := make([][]byte, len(cols))
+		for i, v := range raw {
+			if v != nil {
+				row[i] = append(make([]byte, 0, len(v)), v...)
+				size += len(v)
+			}
+			size += 24
+		}
+		batch = append(batch, row)
+		if size >= batchBytes {
+			if err := emit(batch, size); err != nil {
+				return err
+			}
+			batch, size = nil, 0
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", t.Quoted(), err)
+	}
+	return emit(batch, size)
+}

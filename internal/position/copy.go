@@ -1,0 +1,130 @@
+package position
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// CopyTable is in binlane.copy: a table of a stream's copy, with the key
+// ranges copied so far (the copier's checkpoint, written in the same
+// transaction as the rows it covers).
+type CopyTable struct {
+	Schema, Table string
+	State         string // CopyCopying or CopyDone
+	Coverage      string // the copier's JSON
+	Rows          int64  // rows copied
+	Estimate      int64  // rows the source estimated at the start
+	OnePass       string // why the table is copied in one pass ("" chunked)
+	UpdatedAt     time.Time
+}
+
+// Copy states.
+const (
+	CopyCopying = "copying"
+	CopyDone    = "done"
+)
+
+// CopyDDL creates binlane.copy.
+const CopyDDL = "CREATE TABLE IF NOT EXISTS " + CopyTableName + ` (
+	stream VARCHAR(64) NOT NULL,
+	schema_name VARCHAR(64) NOT NULL,
+	table_name VARCHAR(64) NOT NULL,
+	state VARCHAR(16) NOT NULL,
+	coverage MEDIUMTEXT NOT NULL,
+	rows_copied BIGINT NOT NULL DEFAULT 0,
+	rows_estimate BIGINT NOT NULL DEFAULT 0,
+	one_pass VARCHAR(255) NOT NULL DEFAULT '',
+	updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+	PRIMARY KEY (stream, schema_name, table_name)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// CopyTableName is the copy's state table.
+const CopyTableName = "`binlane`.`copy`"
+
+// StartCopy records the tables of a new copy, in one transaction with the
+// stream's start position (owner-checked): a copy either starts whole from
+// its position or not at all.
+func StartCopy(ctx context.Context, db *sql.DB, stream, owner, start string, tables []CopyTable) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "DELETE FROM "+CopyTableName+" WHERE stream = ?", stream); err != nil {
+		return fmt.Errorf("start the copy: %w", err)
+	}
+	for _, t := range tables {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO "+CopyTableName+
+			" (stream, schema_name, table_name, state, coverage, rows_estimate, one_pass) VALUES (?, ?, ?, ?, '', ?, ?)",
+			stream, t.Schema, t.Table, CopyCopying, t.Estimate, t.OnePass); err != nil {
+			return fmt.Errorf("start the copy of %s.%s: %w", t.Schema, t.Table, err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, "UPDATE "+Table+" SET gtid_pos = ?, applied_trx = 0 WHERE name = ? AND owner = ?", start, stream, owner)
+	if err != nil {
+		return fmt.Errorf("start the copy: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		if err := checkOwner(ctx, tx, stream, owner); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// LoadCopy reads a stream's copy (nil when it has none).
+func LoadCopy(ctx context.Context, db *sql.DB, stream string) ([]CopyTable, error) {
+	rows, err := db.QueryContext(ctx, "SELECT schema_name, table_name, state, coverage, rows_copied, rows_estimate, one_pass, "+
+		"UNIX_TIMESTAMP(updated_at) FROM "+CopyTableName+" WHERE stream = ? ORDER BY schema_name, table_name", stream)
+	if isNoTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the copy of stream %q: %w", stream, err)
+	}
+	defer rows.Close()
+	var out []CopyTable
+	for rows.Next() {
+		var t CopyTable
+		var upd float64
+		if err := rows.Scan(&t.Schema, &t.Table, &t.State, &t.Coverage, &t.Rows, &t.Estimate, &t.OnePass, &upd); err != nil {
+			return nil, err
+		}
+		t.UpdatedAt = unix(upd)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// CopyProgress is a table's copy after a chunk (or a statement that
+// replaced the table's contents), written with it.
+type CopyProgress struct {
+	Schema, Table string
+	Coverage      string // the copier's JSON
+	Rows          int    // rows the chunk copied
+	Done          bool
+}
+
+// AppendCopyProgress appends the statement that records a chunk's rows and
+// the table's coverage after it, for the transaction that writes the chunk.
+func AppendCopyProgress(buf []byte, stream string, p CopyProgress) []byte {
+	state := CopyCopying
+	if p.Done {
+		state = CopyDone
+	}
+	buf = append(buf, "UPDATE "+CopyTableName+" SET coverage="...)
+	buf = appendQuoted(buf, p.Coverage)
+	buf = append(buf, ",state="...)
+	buf = appendQuoted(buf, state)
+	buf = append(buf, ",rows_copied=rows_copied+"...)
+	buf = strconv.AppendInt(buf, int64(p.Rows), 10)
+	buf = append(buf, " WHERE stream="...)
+	buf = appendQuoted(buf, stream)
+	buf = append(buf, " AND schema_name="...)
+	buf = appendQuoted(buf, p.Schema)
+	buf = append(buf, " AND table_name="...)
+	return appendQuoted(buf, p.Table)
+}

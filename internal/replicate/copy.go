@@ -1,0 +1,345 @@
+package replicate
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/binlane/binlane/internal/copier"
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/replica"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// CopyConfig describes the copy of a stream that starts with an empty
+// target.
+type CopyConfig struct {
+	// Mode: "auto" copies when the stream has no position yet (and no
+	// --start-gtid); "never" (or "") assumes the target is in sync.
+	Mode    string
+	Workers int
+	// ChunkTime is the time a chunk should take; MaxThreadsRunning holds
+	// the copy back while the source is busier (0: no limit).
+	ChunkTime         time.Duration
+	MaxThreadsRunning int
+	// ExitWhenDone ends the run once every table is copied and the target
+	// caught up with the source's position at that moment (binlane copy).
+	ExitWhenDone bool
+}
+
+// copyRun is the copy of one attempt.
+type copyRun struct {
+	src    *sql.DB
+	state  *copier.State
+	tables []*copier.Table
+	copier *copier.Copier
+	merger *copier.Merger
+	// readDone is closed when every chunk is read (binlane copy waits for
+	// it before it looks for the end).
+	readDone chan struct{}
+}
+
+func (c *copyRun) close() {
+	if c != nil {
+		c.src.Close()
+	}
+}
+
+// errCopied ends a run whose copy is done (binlane copy).
+var errCopied = errors.New("copy done and caught up")
+
+// prepareCopy starts a new copy (empty target, no position) or resumes an
+// unfinished one; nil when the stream does not copy.
+func (r *run) prepareCopy(ctx context.Context, rcfg replica.Config) (*copyRun, error) {
+	cfg := &r.cfg
+	saved, err := position.LoadCopy(ctx, r.meta, cfg.Stream)
+	if err != nil {
+		return nil, err
+	}
+	unfinished := false
+	for _, t := range saved {
+		unfinished = unfinished || t.State != position.CopyDone
+	}
+	if !unfinished {
+		if len(saved) > 0 || cfg.Copy.Mode != "auto" || cfg.StartGTID != "" {
+			return nil, nil
+		}
+		st, ok, err := position.Load(ctx, r.meta, cfg.Stream)
+		if err != nil {
+			return nil, err
+		}
+		if ok && (st.GTID != "" || st.Applied > 0) {
+			return nil, nil // replicating already, without a copy
+		}
+	} else if cfg.StartGTID != "" {
+		return nil, fmt.Errorf("--start-gtid cannot be used while the stream's copy is unfinished (%d tables); "+
+			"let it resume, or drop the target's tables and start again", len(saved))
+	}
+	src, err := cfg.Source.OpenDB("")
+	if err != nil {
+		return nil, err
+	}
+	src.SetMaxOpenConns(cfg.Copy.Workers + 3)
+	cr := &copyRun{src: src}
+	if err := r.setUpCopy(ctx, cr, rcfg, saved, unfinished); err != nil {
+		src.Close()
+		return nil, err
+	}
+	return cr, nil
+}
+
+func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, saved []position.CopyTable, resume bool) error {
+	cfg := &r.cfg
+	if resume {
+		tables, err := copier.ListTables(ctx, cr.src, cfg.Rules)
+		if err != nil {
+			return fmt.Errorf("copy: %w", err)
+		}
+		if tables, err = resumeTables(tables, saved); err != nil {
+			return err
+		}
+		r.log.Info("resuming the copy", "tables", len(tables))
+		cr.state, err = copier.NewState(tables, saved)
+		cr.tables = tables
+		return err
+	}
+	tables, pos, err := stableTables(ctx, cr.src, cfg, rcfg)
+	if err != nil {
+		return err
+	}
+	{
+		if len(tables) == 0 {
+			return fmt.Errorf("copy: no source table matches the stream's filters")
+		}
+		nonEmpty, err := copier.PrepareTarget(ctx, r.meta, tables)
+		if err != nil {
+			return fmt.Errorf("copy: %w", err)
+		}
+		if len(nonEmpty) > 0 {
+			return fmt.Errorf("copy: the target's tables %s already hold rows; binlane copies into empty tables only "+
+				"(empty them, or use --copy=never with --start-gtid if the target is already in sync)", strings.Join(nonEmpty, ", "))
+		}
+		rows := make([]position.CopyTable, len(tables))
+		for i, t := range tables {
+			rows[i] = position.CopyTable{Schema: t.Schema, Table: t.Name, Estimate: t.Rows, OnePass: t.OnePass}
+		}
+		if err := position.StartCopy(ctx, r.meta, cfg.Stream, r.currentOwner(), pos.String(), rows); err != nil {
+			return err
+		}
+		saved = rows
+		r.log.Info("copying", "tables", len(tables), "start", pos.String(), "workers", cfg.Copy.Workers)
+	}
+	cr.tables = tables
+	cr.state, err = copier.NewState(tables, saved)
+	return err
+}
+
+// stableTables lists the tables to copy and the source's position, which
+// starts the stream: their definitions as they are at that position, which
+// is read between two listings that must agree (a table created, dropped
+// or altered in between would be copied with a definition the stream does
+// not follow from there).
+func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Config) ([]*copier.Table, gtid.Set, error) {
+	for attempt := 1; ; attempt++ {
+		before, err := copier.ListTables(ctx, src, cfg.Rules)
+		if err != nil {
+			return nil, gtid.Set{}, fmt.Errorf("copy: %w", err)
+		}
+		pos, err := replica.CurrentPosition(ctx, rcfg)
+		if err != nil {
+			return nil, gtid.Set{}, fmt.Errorf("read the source's current position: %w", err)
+		}
+		after, err := copier.ListTables(ctx, src, cfg.Rules)
+		if err != nil {
+			return nil, gtid.Set{}, fmt.Errorf("copy: %w", err)
+		}
+		if sameTables(before, after) {
+			return after, pos.GTIDs, nil
+		}
+		if attempt == 20 {
+			return nil, gtid.Set{}, fmt.Errorf("copy: the source's tables keep changing (DDL); could not find a start")
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, gtid.Set{}, ctx.Err()
+		}
+	}
+}
+
+func sameTables(a, b []*copier.Table) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID() != b[i].ID() || a[i].Create != b[i].Create {
+			return false
+		}
+	}
+	return true
+}
+
+// begin makes the merger and the copier of a stream starting after start.
+func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
+	cr.merger = copier.NewMerger(start)
+	throttle := copier.NewThrottle(cr.src, nil, cfg.Copy.MaxThreadsRunning, 0, log)
+	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
+		Workers: cfg.Copy.Workers, ChunkTime: cfg.Copy.ChunkTime, Throttle: throttle, Logger: log})
+}
+
+// resumeTables keeps the tables of a saved copy; one the source no longer
+// has (its DROP is ahead in the stream) keeps its saved key, so that the
+// changes before the DROP are still filtered the same way.
+func resumeTables(listed []*copier.Table, saved []position.CopyTable) ([]*copier.Table, error) {
+	byID := map[string]*copier.Table{}
+	for _, t := range listed {
+		byID[t.ID()] = t
+	}
+	var out []*copier.Table
+	for _, s := range saved {
+		var cov copier.Coverage
+		if s.Coverage != "" {
+			if err := json.Unmarshal([]byte(s.Coverage), &cov); err != nil {
+				return nil, fmt.Errorf("the copy checkpoint of %s.%s: %w", s.Schema, s.Table, err)
+			}
+		}
+		t := byID[s.Schema+"."+s.Table]
+		switch {
+		case t == nil:
+			t = &copier.Table{Schema: s.Schema, Name: s.Table, Key: cov.Cols, OnePass: s.OnePass}
+		case s.State != position.CopyDone && len(cov.Ranges) > 0 && !copier.SameKey(t.Key, cov.Cols):
+			return nil, fmt.Errorf("the chunking key of %s changed since its copy started; drop the target's copy of the "+
+				"table and the stream (binlane.copy, binlane.streams) and start the copy again", t.Quoted())
+		}
+		if s.State != position.CopyDone && cov.Cols != nil {
+			t.Key = cov.Cols
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// waitCopied ends the run (errCopied) once the copy is done and the target
+// has applied everything the source had committed by then.
+func (r *run) waitCopied(ctx context.Context, cr *copyRun, rcfg replica.Config, done <-chan struct{}) error {
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var target gtid.Set
+	have := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if !cr.state.Done() {
+			continue
+		}
+		if !have {
+			pos, err := replica.CurrentPosition(ctx, rcfg)
+			if err != nil {
+				return fmt.Errorf("read the source's current position: %w", err)
+			}
+			target, have = pos.GTIDs, true
+		}
+		st, _, err := position.Load(ctx, r.meta, r.cfg.Stream)
+		if err != nil {
+			return err
+		}
+		applied, err := gtid.ParseSet(st.GTID)
+		if err != nil {
+			return err
+		}
+		if applied.ContainsSet(target) && copyFinished(ctx, r.meta, r.cfg.Stream) {
+			r.log.Info("copy done; the target has caught up", "position", target.String())
+			return errCopied
+		}
+	}
+}
+
+// copyFinished reports whether every table's copy is committed as done.
+func copyFinished(ctx context.Context, meta *sql.DB, stream string) bool {
+	tables, err := position.LoadCopy(ctx, meta, stream)
+	if err != nil {
+		return false
+	}
+	for _, t := range tables {
+		if t.State != position.CopyDone {
+			return false
+		}
+	}
+	return true
+}
+
+// runCopy puts the merger between the assembler's pipe and the applier and
+// starts the copier's readers. copyErr, called once the applier returned,
+// reports a failure of either; stop ends the readers and waits for them.
+func runCopy(ctx, applyCtx context.Context, cfg Config, cr *copyRun, from *txn.Pipe, stopSource context.CancelFunc) (
+	out *txn.Pipe, copyErr func() error, stop func()) {
+	out = txn.NewPipe(cfg.PipeBytes)
+	mergeErr := make(chan error, 1)
+	mergeCtx, cancelMerge := context.WithCancel(applyCtx)
+	go func() {
+		// The merger lives as long as the applier: a stop closes the
+		// assembler's pipe, the merger passes that on, the applier drains.
+		err := cr.merger.Run(mergeCtx, from, out)
+		out.Close()
+		if err != nil {
+			stopSource()
+		}
+		mergeErr <- err
+	}()
+	copyCtx, cancelCopy := context.WithCancel(ctx)
+	readErr := make(chan error, 1)
+	go func() {
+		err := cr.copier.Run(copyCtx)
+		if err == nil && cr.readDone != nil {
+			close(cr.readDone)
+		}
+		if err != nil && copyCtx.Err() == nil {
+			stopSource() // the stream stops; the applier drains what is merged
+		}
+		readErr <- err
+	}()
+	var readRes error
+	waited := false
+	wait := func() {
+		if !waited {
+			cancelCopy()
+			readRes, waited = <-readErr, true
+		}
+	}
+	copyErr = func() error {
+		// The applier returned: nothing reads what the merger sends.
+		cancelMerge()
+		if err := <-mergeErr; err != nil && !errors.Is(err, context.Canceled) {
+			wait()
+			return fmt.Errorf("copy: %w", err)
+		}
+		if copyCtx.Err() == nil {
+			// Still reading: a failure of the readers already stopped the stream.
+			select {
+			case err := <-readErr:
+				readRes, waited = err, true
+			default:
+			}
+		}
+		wait()
+		if readRes != nil && !errors.Is(readRes, context.Canceled) && !copier.IsStopped(readRes) {
+			return fmt.Errorf("copy: %w", readRes)
+		}
+		return nil
+	}
+	return out, copyErr, wait
+}
