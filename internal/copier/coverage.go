@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Coverage is the part of a table's key space that has been copied: sorted,
@@ -94,24 +95,31 @@ func (c *Coverage) Gaps() []Range {
 // encoded is the checkpoint form: each key value as a number or as hex
 // bytes (kept in JSON in binlane.copy).
 type encoded struct {
-	All    bool       `json:"all,omitempty"`
-	Ranges [][2][]any `json:"ranges,omitempty"`
+	All    bool        `json:"all,omitempty"`
+	Cols   []KeyColumn `json:"cols,omitempty"`
+	Ranges [][2][]any  `json:"ranges,omitempty"`
 }
 
 // MarshalJSON writes the checkpoint form.
 func (c *Coverage) MarshalJSON() ([]byte, error) {
-	e := encoded{All: c.All}
+	e := encoded{All: c.All, Cols: c.Cols}
 	for _, r := range c.Ranges {
 		e.Ranges = append(e.Ranges, [2][]any{encodeKey(r.Lo), encodeKey(r.Hi)})
 	}
 	return json.Marshal(e)
 }
 
-// UnmarshalJSON reads the checkpoint form; Cols must be set.
+// UnmarshalJSON reads the checkpoint form. When Cols is set (the table's
+// key now), the checkpoint's key must be the same.
 func (c *Coverage) UnmarshalJSON(b []byte) error {
 	var e encoded
 	if err := json.Unmarshal(b, &e); err != nil {
 		return err
+	}
+	if c.Cols == nil {
+		c.Cols = e.Cols
+	} else if e.Cols != nil && !SameKey(c.Cols, e.Cols) {
+		return fmt.Errorf("the checkpoint's key (%s) is not the table's key (%s)", keyNames(e.Cols), keyNames(c.Cols))
 	}
 	c.All, c.Ranges = e.All, nil
 	for _, r := range e.Ranges {
@@ -178,4 +186,12 @@ func (c *Coverage) decodeKey(vals []any) (Key, error) {
 		}
 	}
 	return k, nil
+}
+
+func keyNames(cols []KeyColumn) string {
+	names := make([]string, len(cols))
+	for i, k := range cols {
+		names[i] = k.Name
+	}
+	return strings.Join(names, ", ")
 }

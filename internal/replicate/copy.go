@@ -51,6 +51,8 @@ func (c *copyRun) close() {
 	}
 }
 
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // errCopied ends a run whose copy is done (binlane copy).
 var errCopied = errors.New("copy done and caught up")
 
@@ -243,7 +245,7 @@ func (r *run) waitCopied(ctx context.Context, cr *copyRun, rcfg replica.Config, 
 			return nil
 		case <-tick.C:
 		}
-		if !cr.state.Done() {
+		if cr != nil && !cr.state.Done() {
 			continue
 		}
 		if !have {

@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"database/sql"
 	"strconv"
 	"testing"
 	"time"
@@ -75,6 +76,54 @@ func TestCopyUnderLoad(t *testing.T) {
 	// Replicate the rest from where the copy stopped.
 	cfg = e.copyConfig(t)
 	cfg.StopAtGTID = gtidPos(t, e.src)
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyEqual(t)
+}
+
+// TestCopyResumes stops a copy in the middle (the source idle) and runs it
+// again: the second run resumes from the checkpoints and finishes.
+func TestCopyResumes(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e.seedCopy(t, ctx, 40000)
+	cfg := e.copyConfig(t)
+	cfg.Copy.ExitWhenDone = true
+	dst := e.dst.OpenT(t, "")
+	runCtx, stop := context.WithCancel(ctx)
+	go func() { // stop once the first chunk committed
+		for runCtx.Err() == nil {
+			var n sql.NullInt64
+			dst.QueryRow("SELECT SUM(rows_copied) FROM binlane.copy").Scan(&n)
+			if n.Int64 > 0 {
+				stop()
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	err := Run(runCtx, cfg)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := position.LoadCopy(ctx, dst, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copied int64
+	done := 0
+	for _, c := range before {
+		copied += c.Rows
+		if c.State == position.CopyDone {
+			done++
+		}
+	}
+	t.Logf("after the first run: %d rows, %d of %d tables done", copied, done, len(before))
+	if copied == 0 || done == len(before) {
+		t.Fatalf("the first run should stop in the middle of the copy")
+	}
 	if err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}

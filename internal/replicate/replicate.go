@@ -223,19 +223,21 @@ func (r *run) once(ctx context.Context) error {
 	if err := r.takeOver(ctx); err != nil {
 		return err
 	}
-	tgt, err := inspectTarget(ctx, r.meta, cfg)
-	if err != nil {
-		return err
-	}
 	rcfg, err := replicaConfig(*cfg, r.log)
 	if err != nil {
 		return err
 	}
+	// The copy creates the target's tables first: the checks and the
+	// definitions read next see them.
 	cr, err := r.prepareCopy(ctx, rcfg)
 	if err != nil {
 		return err
 	}
 	defer cr.close()
+	tgt, err := inspectTarget(ctx, r.meta, cfg)
+	if err != nil {
+		return err
+	}
 	start, st, err := startPosition(ctx, *cfg, r.meta, rcfg, r.log)
 	if err != nil {
 		return err
@@ -289,10 +291,16 @@ func (r *run) once(ctx context.Context) error {
 	watchCtx, stopWatch := context.WithCancelCause(ctx)
 	defer stopWatch(nil)
 	go r.watch(watchCtx, stopWatch)
-	if cr != nil && cfg.Copy.ExitWhenDone {
-		cr.readDone = make(chan struct{})
+	if cfg.Copy.ExitWhenDone {
+		// A stream whose copy was done before this run (killed before it
+		// could exit) ends once caught up, too.
+		readDone := closedChan
+		if cr != nil {
+			cr.readDone = make(chan struct{})
+			readDone = cr.readDone
+		}
 		go func() {
-			if err := r.waitCopied(watchCtx, cr, rcfg, cr.readDone); err != nil {
+			if err := r.waitCopied(watchCtx, cr, rcfg, readDone); err != nil {
 				stopWatch(err)
 			}
 		}()
