@@ -20,8 +20,8 @@ package copier
 
 import (
 	"context"
-	"errors"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"

@@ -2,8 +2,8 @@ package copier
 
 import (
 	"context"
-	"errors"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
