@@ -7,7 +7,7 @@ PKGS      ?= ./...
 TESTFLAGS ?= -race -timeout 60m
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps demo test test-short bench fuzz vet fmt clean
+.PHONY: all build deps bench-deps demo test test-short bench bench-copy fuzz vet fmt clean
 
 all: build
 
@@ -35,8 +35,16 @@ test: deps
 test-short:
 	$(GO) test -short $(PKGS)
 
-bench: deps build
+# The copy benchmark also compares with mydumper/myloader.
+bench-deps: deps
+	@command -v mydumper >/dev/null 2>&1 || { echo "installing mydumper"; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends mydumper >/dev/null; }
+
+bench: bench-deps build
 	$(GO) run ./bench $(BENCHFLAGS)
+
+bench-copy: bench-deps build
+	$(GO) run ./bench --mode copy $(BENCHFLAGS)
 
 # fuzz runs every fuzz target for FUZZTIME each. Minimizing a new input may
 # take 60 s by default, during which no new inputs are tried: keep it short.

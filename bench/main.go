@@ -45,6 +45,10 @@ type config struct {
 	profileDir   string
 	repeat       int
 	machine      string
+	mode         string
+	copyRows     int
+	copyWorkers  []int
+	copyLoadRate int
 }
 
 func main() {
@@ -63,7 +67,17 @@ func main() {
 	flag.IntVar(&c.maxBatch, "max-batch", 0, "binlane --max-batch (0: its default)")
 	flag.IntVar(&c.repeat, "repeat", 1, "runs of every contender (interleaved); the median counts")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write a CPU profile of every binlane run into this folder")
+	var copyWorkers string
+	flag.StringVar(&c.mode, "mode", "drain", "drain: replay backlogs against MariaDB's replica; copy: copy an idle and a busy source into an empty target against mariadb-dump, mydumper and LOAD DATA")
+	flag.IntVar(&c.copyRows, "copy-rows", 250000, "rows per sysbench table in the copy benchmark")
+	flag.StringVar(&copyWorkers, "copy-workers", "1,2,4,8", "copy worker and tool thread counts (the last one also runs under load for binlane)")
+	flag.IntVar(&c.copyLoadRate, "copy-load-rate", 300, "sysbench trx/s on the source during the loaded copy runs (0: skip them)")
 	flag.Parse()
+	for _, w := range split(copyWorkers) {
+		var n int
+		fmt.Sscan(w, &n)
+		c.copyWorkers = append(c.copyWorkers, n)
+	}
 	c.scenarios = split(scenarios)
 	c.native = split(native)
 	for _, w := range split(workers) {
@@ -101,6 +115,13 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	outDir := filepath.Join(c.out, stamp)
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
+	}
+	if c.mode == "copy" {
+		if err := runCopyBench(ctx, c, bin, outDir, log); err != nil {
+			return err
+		}
+		log.Info("results written", "folder", outDir)
+		return nil
 	}
 	var all []scenarioResult
 	backlogs := map[string]*backlog{}

@@ -54,37 +54,34 @@ func writeResults(dir string, c config, all []scenarioResult) error {
 			if best > 0 {
 				rel = fmt.Sprintf("%.2fx", r.TrxPerS/best)
 			}
-			secs := fmt.Sprintf("%.1f", r.Elapsed.Seconds())
-			if len(r.All) > 1 {
-				var all []string
-				for _, d := range r.All {
-					all = append(all, fmt.Sprintf("%.1f", d.Seconds()))
-				}
-				secs += " (" + strings.Join(all, ", ") + ")"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s |\n", r.Name, secs, r.TrxPerS, rel, r.Verified, r.Detail)
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s |\n", r.Name, secondsCell(r), r.TrxPerS, rel, r.Verified, r.Detail)
 		}
 		b.WriteString("\n")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chart(all)), 0o644)
+	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chart(all, "trx/s")), 0o644)
 }
 
-func bestNative(sc scenarioResult) float64 {
-	best := 0.0
-	for _, r := range sc.Runs {
-		if r.Kind == "mariadb" && r.TrxPerS > best {
-			best = r.TrxPerS
+func bestNative(sc scenarioResult) float64 { return bestOf(sc, "mariadb") }
+
+// secondsCell is the median and, with repetitions, every run's seconds.
+func secondsCell(r runResult) string {
+	secs := fmt.Sprintf("%.1f", r.Elapsed.Seconds())
+	if len(r.All) > 1 {
+		var all []string
+		for _, d := range r.All {
+			all = append(all, fmt.Sprintf("%.1f", d.Seconds()))
 		}
+		secs += " (" + strings.Join(all, ", ") + ")"
 	}
-	return best
+	return secs
 }
 
-// chart draws one horizontal bar group per scenario: trx/s per contender,
-// binlane in blue, MariaDB in grey.
-func chart(all []scenarioResult) string {
+// chart draws one horizontal bar group per scenario: the rate (trx/s or
+// rows/s) per contender, binlane in blue, the others in grey.
+func chart(all []scenarioResult, unit string) string {
 	const width, left, barH, gap = 900, 230, 18, 4
 	max := 1.0
 	rows := 0
@@ -101,7 +98,7 @@ func chart(all []scenarioResult) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	y := 10
 	for _, sc := range all {
-		fmt.Fprintf(&b, `<text x="4" y="%d" font-weight="bold">%s (trx/s)</text>`+"\n", y+barH-4, html.EscapeString(sc.Spec.title))
+		fmt.Fprintf(&b, `<text x="4" y="%d" font-weight="bold">%s (%s)</text>`+"\n", y+barH-4, html.EscapeString(sc.Spec.title), unit)
 		y += barH + gap
 		for _, r := range sc.Runs {
 			w := int(float64(width-left-80) * r.TrxPerS / max)

@@ -74,6 +74,7 @@ func (c *Config) defaults() {
 type Copier struct {
 	cfg      Config
 	progress map[string]*Progress
+	posCache posCache
 }
 
 // Progress is one table's copy, as far as the target committed it.
@@ -216,7 +217,7 @@ func send[T any](ctx context.Context, ch chan<- T, v T) error {
 
 // read is one reader: it reads chunks until the producer is done.
 func (c *Copier) read(ctx context.Context, jobs <-chan job) error {
-	rd, err := newReader(ctx, c.cfg.Source)
+	rd, err := newReader(ctx, c.cfg.Source, &c.posCache)
 	if err != nil {
 		return err
 	}

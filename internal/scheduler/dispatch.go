@@ -126,6 +126,9 @@ func (s *Scheduler) Committed(batch []*Unit) {
 				if t.Exclusive && s.tableExcl[t.Table] == u {
 					delete(s.tableExcl, t.Table)
 				}
+				if s.tableLast[t.Table] == u {
+					delete(s.tableLast, t.Table)
+				}
 			}
 		}
 		if s.barrier == u {

@@ -114,6 +114,7 @@ type Scheduler struct {
 	barrier   *Unit   // uncommitted barrier, if any
 	keyOwner  map[uint64]*Unit
 	tableExcl map[uint64]*Unit
+	tableLast map[uint64]*Unit // the last unit that touched each table
 	order     commitOrder
 	batchID   uint64
 	// ready counts pending units that wait for nothing, so that Next can
@@ -135,7 +136,7 @@ func New(cfg Config, first uint64) *Scheduler {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 8 << 20
 	}
-	return &Scheduler{cfg: cfg, committed: first - 1, keyOwner: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{},
+	return &Scheduler{cfg: cfg, committed: first - 1, keyOwner: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
 		order: commitOrder{domains: map[uint32]*domainState{}}}
 }
 
@@ -193,14 +194,17 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	}
 	for _, t := range u.Set.Tables {
 		if t.Exclusive {
-			// A whole table taken: order after everything earlier (coarser
-			// than needed, never finer), and make later users of the table
-			// wait for this unit.
-			s.depend(u, s.last)
+			// A whole table taken: order after every earlier unit that
+			// touched the table — waiting for the last one is enough, as
+			// units commit in Seq order — and make later users of the
+			// table wait for this unit. Units on other tables run beside it
+			// (copied chunks of different tables, above all).
+			s.depend(u, s.tableLast[t.Table])
 			s.tableExcl[t.Table] = u
 		} else if e := s.tableExcl[t.Table]; e != nil {
 			s.depend(u, e)
 		}
+		s.tableLast[t.Table] = u
 	}
 }
 

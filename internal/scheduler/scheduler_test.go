@@ -80,6 +80,13 @@ func TestSchedulerScenarios(t *testing.T) {
 		{"exclusive table orders after all earlier", []string{"a", "T:t,b", "X:t", "T:t,c", "d"}, 1,
 			[]step{{"next", "[1]"}, {"next", "[2]"}, {"next", "[5]"}, {"next", "[]"}, {"commit", ""}, {"commit", ""},
 				{"next", "[3]"}, {"next", "[]"}, {"commit", ""}, {"next", "[4]"}}},
+		// Copied chunks take their table exclusively; chunks of different
+		// tables and work on other tables must run beside them.
+		{"exclusive table runs beside other tables", []string{"T:u,a", "X:t", "X:v", "T:u,b"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[2]"}, {"next", "[3]"}, {"next", "[4]"}}},
+		{"exclusive table waits for the last earlier user of the table", []string{"T:t,a", "T:u,b", "X:t", "T:t,c"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[2]"}, {"next", "[]"}, {"commit", ""}, {"next", "[3]"}, {"next", "[]"},
+				{"commit", ""}, {"commit", ""}, {"next", "[4]"}}},
 		{"shared table accesses do not conflict", []string{"T:t,a", "T:t,b"}, 1,
 			[]step{{"next", "[1]"}, {"next", "[2]"}}},
 		{"batch bound", []string{"a", "b", "c"}, 2,
