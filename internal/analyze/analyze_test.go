@@ -10,10 +10,10 @@ import (
 	"github.com/binlane/binlane/internal/writeset"
 )
 
-// txn builds a transaction from a compact description: "k1,k2" are row
+// mk builds a transaction from a compact description: "k1,k2" are row
 // keys, "X:t" takes table t whole, "T:t" shares it, "B" runs alone (ddl),
 // "g7" sets commit id 7.
-func txn(i int, desc string) Txn {
+func mk(i int, desc string) Txn {
 	t := Txn{GTID: fmt.Sprintf("0-1-%d", i+1), Rows: 1, Bytes: 100, Set: &writeset.Set{}}
 	for _, f := range strings.Split(desc, ",") {
 		switch {
@@ -36,7 +36,7 @@ func txn(i int, desc string) Txn {
 func txns(descs ...string) []Txn {
 	out := make([]Txn, len(descs))
 	for i, d := range descs {
-		out[i] = txn(i, d)
+		out[i] = mk(i, d)
 	}
 	return out
 }
