@@ -155,6 +155,7 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, f analyzeFlags) erro
 	model := analyze.DefaultModel(f.durable)
 	model.Cores, model.MaxBatch = f.cores, f.maxBatch
 	rep := analyze.Analyze(collector.Txns(), analyze.Options{Model: model, Workers: f.workers, Namer: collector.Namer()})
+	rep.Filtered = collector.Skipped()
 	rep.Notes = append(append(notes, planner.notes()...), rep.Notes...)
 	if f.json {
 		enc := json.NewEncoder(out)
@@ -319,6 +320,9 @@ func printAnalysis(w io.Writer, r analyze.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
 	p("transactions\t%d\n", r.Transactions)
+	if r.Filtered > 0 {
+		p("left out by the filter\t%d\n", r.Filtered)
+	}
 	if r.Transactions == 0 {
 		p("\nnothing to analyse in this range\n")
 		return tw.Flush()

@@ -82,12 +82,15 @@ var DefaultWorkers = []int{1, 2, 4, 8, 16, 32, 64}
 
 // Report is the result of an analysis.
 type Report struct {
-	Transactions int    `json:"transactions"`
-	Rows         int64  `json:"rows"`
-	Bytes        int64  `json:"bytes"`
-	Tables       int    `json:"tables"`
-	FirstGTID    string `json:"first_gtid,omitempty"`
-	LastGTID     string `json:"last_gtid,omitempty"`
+	Transactions int `json:"transactions"`
+	// Filtered counts transactions left out because the filter selected
+	// none of their tables (set by the caller).
+	Filtered  int    `json:"filtered,omitempty"`
+	Rows      int64  `json:"rows"`
+	Bytes     int64  `json:"bytes"`
+	Tables    int    `json:"tables"`
+	FirstGTID string `json:"first_gtid,omitempty"`
+	LastGTID  string `json:"last_gtid,omitempty"`
 	// TablesByRows are the tables with the most row changes.
 	TablesByRows []Count `json:"tables_by_rows,omitempty"`
 	// Alone counts the transactions that must run alone, by reason.

@@ -29,6 +29,8 @@ type Collector struct {
 	tables map[uint64]string    // table hash -> name
 	keys   map[uint64][2]string // conflicting key -> table, value
 	tmp    writeset.Set
+	// skipped counts transactions left empty by the filter.
+	skipped int
 }
 
 // NewCollector returns a collector that plans tables with plans.
@@ -42,6 +44,10 @@ func (c *Collector) Add(p txn.Part) error {
 		return nil
 	}
 	t := p.Txn
+	if p.First && p.Last && p.Body.Empty() {
+		c.skipped++ // every table filtered out: nothing to apply
+		return nil
+	}
 	if p.First {
 		c.cur = &Txn{GTID: t.GTID.String(), Domain: t.GTID.Domain, CommitID: t.CommitID,
 			LastCommitted: t.LastCommitted, SequenceNumber: t.SequenceNumber, File: t.File}
@@ -202,6 +208,10 @@ func values(p *plan.Table, row []binlog.Value, cols []int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Skipped returns how many transactions had nothing left to apply after
+// the filter (they are not in Txns).
+func (c *Collector) Skipped() int { return c.skipped }
 
 // Txns returns the transactions collected so far.
 func (c *Collector) Txns() []Txn { return c.txns }
