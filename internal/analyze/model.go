@@ -15,25 +15,32 @@ import "time"
 // reach the scheduler at Intake + IntakePerRow × rows each (receiving,
 // decoding, writesets: one goroutine). Workers, the commit and the intake
 // share Cores (0: as many cores as they need) with processor sharing;
-// Sync uses none.
+// Sync uses none, Background runs beside everything.
 //
 // Calibration (bench/results/20261122-171516, 2-core VM, fsync 115 µs;
-// binlane, source and target on the same 2 cores, so Cores 2 there):
-//   - Non-durable oltp_write_only, 1 worker: 13,016 trx/s with 127 source
-//     transactions (4 row changes, 3 rows after merging) per commit:
-//     77 µs per transaction. The processes' CPU seconds split it: target
-//     75 µs, binlane 23-27 µs per transaction, of which about 10 in the
-//     intake (decoding, writesets) and the rest in the workers (SQL text).
-//     Durable, 1 worker: 9,711 trx/s, 103 µs: the 26 µs difference is the
-//     commit (2.6 ms per commit of 127 transactions; the target's CPU
-//     seconds grow by 17 µs per transaction, so most of it is CPU: writing
-//     the binlog and redo of ~380 rows, CommitPerRow; the rest is fsyncs).
-//   - 1-row oltp_update_index, durable, 1 worker: 18,364 trx/s (54 µs)
-//     sets PerTxn against PerRow.
-//   - Hot rows (16 rows, 127 transactions per commit) are 3x cheaper per
-//     row than random rows of 100,000-row tables (cached pages, no
-//     secondary index changes); the model keeps the random-row cost and
-//     says so when a workload's rows are mostly hot.
+// binlane, source and target on the same 2 cores, so Cores 2 there). With
+// one worker the time per source transaction is the worker's critical path
+// (about 127 source transactions per commit, r rows written each):
+// PerTxn + r×PerRow + (Commit + Sync)/127 + r×CommitPerRow.
+//   - non-durable oltp_write_only (4 changes, r = 3): 13,016 trx/s = 77 µs;
+//   - durable oltp_write_only: 9,711 trx/s = 103 µs;
+//   - durable 1-row oltp_update_index (r = 1): 18,364 trx/s = 54.5 µs.
+//
+// The two durable rows give PerRow + CommitPerRow = 24.25 µs (CommitPerRow
+// 5: binlog and redo written at commit), the non-durable one PerTxn = 18
+// (with a 150 µs commit), the update_index one Commit + Sync = 1.55 ms per
+// durable commit (Sync 350 µs: two to three fsyncs of 115 µs). Background is
+// the CPU the processes' measured CPU seconds show beyond that (121 µs per
+// durable oltp_write_only transaction in all: target 92, binlane 27, source
+// 2): purge, log writer, the source's dump thread, garbage collection. It
+// takes its share of the cores but delays no transaction. Intake is
+// binlane's decoding and writesets (its CPU seconds less the SQL its
+// workers build).
+//
+// Hot rows (16 rows, 127 transactions per commit) cost the target about 3x
+// less per row than random rows of 100,000-row tables (cached pages, no
+// secondary index changes); the model keeps the random-row cost and says so
+// when a workload's rows are mostly hot.
 //
 // Absolute rates depend on the target's hardware and schema; the speedups
 // (ratios at the same model) are what the simulation is for.
@@ -46,6 +53,10 @@ type Model struct {
 	Sync         time.Duration `json:"sync_ns"`
 	Intake       time.Duration `json:"intake_per_txn_ns"`
 	IntakePerRow time.Duration `json:"intake_per_row_ns"`
+	// Background and BackgroundPerRow are CPU spent beside the workers per
+	// committed transaction and row (server threads, the source).
+	Background       time.Duration `json:"background_per_txn_ns"`
+	BackgroundPerRow time.Duration `json:"background_per_row_ns"`
 	// Cores shared by workers, commits and intake; 0 for unlimited.
 	Cores int `json:"cores"`
 	// MaxBatch and MaxBatchBytes bound merged batches (replicate's
@@ -59,12 +70,13 @@ type Model struct {
 // with unlimited cores.
 func DefaultModel(durable bool) Model {
 	m := Model{Durable: durable,
-		PerTxn: 12 * time.Microsecond, PerRow: 17 * time.Microsecond,
-		Commit: 150 * time.Microsecond, CommitPerRow: 0,
+		PerTxn: 18 * time.Microsecond, PerRow: 19 * time.Microsecond,
+		Commit: 150 * time.Microsecond,
 		Intake: 4 * time.Microsecond, IntakePerRow: 2 * time.Microsecond,
+		Background: 2 * time.Microsecond, BackgroundPerRow: 1500 * time.Nanosecond,
 		MaxBatch: 128, MaxBatchBytes: 4 << 20}
 	if durable {
-		m.Commit, m.CommitPerRow, m.Sync = 300*time.Microsecond, 5*time.Microsecond, 350*time.Microsecond
+		m.Commit, m.CommitPerRow, m.Sync = 1200*time.Microsecond, 5*time.Microsecond, 350*time.Microsecond
 	}
 	return m
 }

@@ -96,6 +96,7 @@ func Simulate(txns []Txn, mode scheduler.Mode, workers int, m Model) SimResult {
 		cpuSat     float64 // time the cores were oversubscribed
 		keys       = map[uint64]struct{}{}
 		written    float64
+		background float64 // µs of background CPU owed
 	)
 	intakeCost := func(i int) float64 { return micro(m.Intake) + micro(m.IntakePerRow)*float64(txns[i].Rows) }
 	if n > 0 {
@@ -136,8 +137,12 @@ func Simulate(txns []Txn, mode scheduler.Mode, workers int, m Model) SimResult {
 		}
 		// The next event: a CPU job ending at the shared rate, or a sync.
 		intakeOn := next < n && !s.Full()
+		backOn := background > 0
 		active := 0
 		if intakeOn {
+			active++
+		}
+		if backOn {
 			active++
 		}
 		for i := range ws {
@@ -153,6 +158,9 @@ func Simulate(txns []Txn, mode scheduler.Mode, workers int, m Model) SimResult {
 		if intakeOn {
 			dt = intakeLeft / rate
 		}
+		if backOn {
+			dt = min(dt, background/rate)
+		}
 		for i := range ws {
 			w := &ws[i]
 			switch w.phase {
@@ -162,7 +170,7 @@ func Simulate(txns []Txn, mode scheduler.Mode, workers int, m Model) SimResult {
 				dt = min(dt, w.until-now)
 			}
 		}
-		if math.IsInf(dt, 1) {
+		if math.IsInf(dt, 1) && committed < n {
 			panic("analyze: simulation stalled") // a scheduler that hands out nothing with nothing in flight
 		}
 		dt = max(dt, 0)
@@ -180,6 +188,12 @@ func Simulate(txns []Txn, mode scheduler.Mode, workers int, m Model) SimResult {
 		}
 		// Advance every job; complete those that ended.
 		const eps = 1e-9
+		if backOn {
+			background = max(0, background-dt*rate)
+			if background <= eps {
+				background = 0
+			}
+		}
 		if intakeOn {
 			intakeLeft -= dt * rate
 			if intakeLeft <= eps {
@@ -209,6 +223,7 @@ func Simulate(txns []Txn, mode scheduler.Mode, workers int, m Model) SimResult {
 					w.commit += now - w.since
 					s.Committed(w.batch)
 					committed += len(w.batch)
+					background += micro(m.Background)*float64(len(w.batch)) + micro(m.BackgroundPerRow)*w.rows
 					commits++
 					w.phase, w.batch = idle, nil
 				}
