@@ -89,6 +89,15 @@ type Unit struct {
 // Blocked reports whether the unit waits for an uncommitted conflict.
 func (u *Unit) Blocked() bool { return u.waiting > 0 }
 
+// Deps returns the units this one waits for, as Add found them: the last
+// earlier unit holding one of its keys, the barrier or last unit before a
+// barrier or an exclusive table access, the source's previous commit group.
+// Ordered commit makes a dependency on a unit one on every unit before it
+// too, so the list is the reduced form of the graph. Units that had
+// committed when it was added are not in it, and the list is dropped when
+// the unit commits. The caller must not change it.
+func (u *Unit) Deps() []*Unit { return u.deps }
+
 // HeadOnly reports whether the unit is a retry that runs only at the head.
 func (u *Unit) HeadOnly() bool { return u.headOnly }
 

@@ -220,3 +220,39 @@ func BenchmarkAddNextCommit(b *testing.B) {
 		}
 	}
 }
+
+func TestDeps(t *testing.T) {
+	cases := []struct {
+		name  string
+		units []string
+		want  []string // per unit: the Seqs it depends on
+	}{
+		{"independent", []string{"a", "b"}, []string{"[]", "[]"}},
+		{"last holder of the key only", []string{"a", "a", "a"}, []string{"[]", "[1]", "[2]"}},
+		{"two keys, two holders", []string{"a", "b", "a,b"}, []string{"[]", "[]", "[1 2]"}},
+		{"one edge per holder", []string{"a,b", "a,b"}, []string{"[]", "[1]"}},
+		{"barrier after the last, then everything after it", []string{"a", "b", "B", "c"}, []string{"[]", "[]", "[2]", "[3]"}},
+		{"exclusive table after the last", []string{"a", "T:t,b", "X:t", "T:t,c"}, []string{"[]", "[]", "[2]", "[3]"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := New(Config{MaxBatch: 1, MaxUnits: 100}, 1)
+			for i, d := range c.units {
+				u := unit(uint64(i+1), d)
+				s.Add(u)
+				if got := seqs(u.Deps()); got != c.want[i] {
+					t.Errorf("unit %d (%s): deps %s, want %s", i+1, d, got, c.want[i])
+				}
+			}
+		})
+	}
+	// Dropped once committed; a unit added after its conflict committed has none.
+	s := New(Config{MaxBatch: 1, MaxUnits: 100}, 1)
+	u1, u2 := unit(1, "a"), unit(2, "a")
+	s.Add(u1)
+	s.Committed(s.Next())
+	s.Add(u2)
+	if len(u1.Deps()) != 0 || len(u2.Deps()) != 0 {
+		t.Errorf("deps after commit: %s %s", seqs(u1.Deps()), seqs(u2.Deps()))
+	}
+}

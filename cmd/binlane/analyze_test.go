@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/analyze"
+	"github.com/binlane/binlane/internal/sandbox"
+)
+
+func runAnalyzeCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := newAnalyzeCmd()
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if errOut.Len() > 0 {
+		t.Logf("stderr: %s", errOut.String())
+	}
+	return out.String(), err
+}
+
+// TestAnalyze writes a known workload on a sandbox source and analyses it
+// as binlane's least-privilege source account, by GTID range from the
+// server and from the binlog files, and checks the counts, the run-alone
+// reasons and the conflicts against what was written.
+func TestAnalyze(t *testing.T) {
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	srcDB := src.OpenT(t, "")
+	srcURL := binlaneURL(t, src, "app")
+	src.ExecT(t, "CREATE DATABASE app", "CREATE DATABASE other",
+		"CREATE TABLE app.t (id INT PRIMARY KEY, v INT)",
+		"CREATE TABLE app.u (id INT PRIMARY KEY, email VARCHAR(50) UNIQUE) DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_general_ci",
+		"CREATE TABLE other.x (id INT PRIMARY KEY)",
+		"INSERT INTO app.t VALUES (0, 0)", "INSERT INTO app.u VALUES (1, 'x@example.com')")
+	start := sourcePos(t, srcDB)
+	var stmts []string
+	for i := 1; i <= 100; i++ { // independent rows
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO app.t VALUES (%d, %d)", i, i))
+	}
+	for range 20 { // one hot row: 19 transactions wait for the one before
+		stmts = append(stmts, "UPDATE app.t SET v = v + 1 WHERE id = 0")
+	}
+	stmts = append(stmts,
+		"DELETE FROM app.u WHERE id = 1", "INSERT INTO app.u VALUES (2, 'X@example.com')", // the same e-mail: a unique-key conflict
+		"INSERT INTO app.t VALUES (1000, 1), (1001, 1), (1002, 1)",
+		"ALTER TABLE app.t ADD COLUMN w INT",
+		"INSERT INTO other.x VALUES (1)") // filtered out by --databases app
+	src.ExecT(t, stmts...)
+	end := sourcePos(t, srcDB)
+	src.ExecT(t, "INSERT INTO app.t VALUES (5000, 0, 0)") // after the range
+
+	const txns, rows = 124, 125
+	check := func(t *testing.T, r analyze.Report, withSchema bool) {
+		t.Helper()
+		if r.Transactions != txns || r.Rows != rows || r.Tables != 2 || r.Filtered != 1 {
+			t.Errorf("%d transactions (%d filtered), %d rows, %d tables; want %d (1), %d, 2", r.Transactions, r.Filtered,
+				r.Rows, r.Tables, txns, rows)
+		}
+		if len(r.Alone) != 1 || r.Alone[0].Reason != analyze.AloneDDL || r.Alone[0].Count != 1 {
+			t.Errorf("run alone: %+v", r.Alone)
+		}
+		if len(r.HotKeys) == 0 || r.HotKeys[0] != (analyze.Count{Name: "app.t PRIMARY (id=0)", Count: 19}) {
+			t.Errorf("hot keys: %+v", r.HotKeys)
+		}
+		emailConflict := slices.ContainsFunc(r.HotKeys, func(c analyze.Count) bool { return strings.HasPrefix(c.Name, "app.u unique (email=") })
+		if emailConflict != withSchema {
+			t.Errorf("unique-key conflict found: %v, want %v (keys %+v)", emailConflict, withSchema, r.HotKeys)
+		}
+		// The hot row's chain and the DDL: at least 21 on the critical path.
+		if cp := r.Graph.CriticalPath.Transactions; cp < 21 {
+			t.Errorf("critical path of %d transactions", cp)
+		}
+		if len(r.Simulations) != len(analyze.DefaultWorkers) || r.Simulations[0].Writeset.Speedup != 1 ||
+			r.Recommendation.Workers < 1 || r.Recommendation.Reason == "" {
+			t.Errorf("simulations %+v, recommendation %+v", r.Simulations, r.Recommendation)
+		}
+	}
+	parse := func(t *testing.T, out string) analyze.Report {
+		t.Helper()
+		var r analyze.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		return r
+	}
+
+	t.Run("source", func(t *testing.T) {
+		out, err := runAnalyzeCmd(t, "--source", srcURL, "--from-gtid", start, "--to-gtid", end, "--databases", "app", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, parse(t, out), true)
+		out, err = runAnalyzeCmd(t, "--source", srcURL, "--from-gtid", start, "--to-gtid", end, "--databases", "app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^transactions +124$`).MatchString(out) {
+			t.Errorf("text report lacks the count:\n%s", out)
+		}
+		for _, want := range []string{"app.t PRIMARY (id=0)", "recommended: ", "commit-order trx/s", "ddl "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("text report lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("file", func(t *testing.T) {
+		src.ExecT(t, "FLUSH BINARY LOGS")
+		files, _ := filepath.Glob(filepath.Join(src.Dir, "data", "binlog.[0-9]*"))
+		sort.Strings(files)
+		args := append([]string{"--from-gtid", start, "--to-gtid", end, "--databases", "app", "--json", "--file"}, files...)
+		out, err := runAnalyzeCmd(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := parse(t, out)
+		check(t, r, false)
+		if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "give --schema") }) {
+			t.Errorf("no note on the missing definitions: %q", r.Notes)
+		}
+		// With the definitions from the server, the unique key is seen.
+		out, err = runAnalyzeCmd(t, append(args, "--schema", srcURL)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, parse(t, out), true)
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		if _, err := runAnalyzeCmd(t); err == nil || !strings.Contains(err.Error(), "exactly one of --source and --file") {
+			t.Errorf("no source: %v", err)
+		}
+		if _, err := runAnalyzeCmd(t, "--file", "/nonexistent/binlog.000001"); err == nil {
+			t.Error("a missing file is not an error")
+		}
+		if code := run([]string{"analyze", "--source", srcURL, "--to-gtid", "not-a-gtid"}, &bytes.Buffer{}, &bytes.Buffer{}); code != exitFailed {
+			t.Errorf("bad --to-gtid: exit %d", code)
+		}
+	})
+}
