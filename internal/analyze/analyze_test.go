@@ -66,7 +66,7 @@ func TestCriticalPathOfGraphs(t *testing.T) {
 		{"two interleaved chains", []string{"a", "b", "a", "b"}, []int{1, 3}, 2},
 		{"join of two chains", []string{"a", "b", "a,b"}, []int{1, 3}, 2},
 		{"barrier", []string{"a", "b", "B", "c", "d"}, []int{2, 3, 4}, 3},
-		{"exclusive table waits for everything before it", []string{"a", "b", "X:t", "T:t,c", "d"}, []int{2, 3, 4}, 2},
+		{"exclusive table waits for the earlier users of its table", []string{"a", "T:t,b", "X:t", "T:t,c", "d"}, []int{2, 3, 4}, 2},
 		{"chain after an independent prefix", []string{"x", "y", "a", "a", "a", "z"}, []int{3, 4, 5}, 2},
 	}
 	for _, c := range cases {
