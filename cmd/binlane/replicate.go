@@ -237,6 +237,11 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		debug.SetMemoryLimit(int64(f.maxMemory))
 	}
 	obs := &replicate.Observer{}
+	// Bars on a terminal (text logs only: JSON logs are for machines).
+	if errOut, ok := cmd.ErrOrStderr().(*os.File); ok && f.copyMode == "auto" && f.logFormat == "text" && onTerminal(errOut) {
+		obs.CopyBars = true
+		go showCopyBars(ctx, obs, errOut)
+	}
 	if f.metricsAddr != "" {
 		go func() {
 			if err := metrics.Serve(ctx, f.metricsAddr, metrics.NewCollector(f.stream, obs.Read), log); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/binlane/binlane/internal/analyze"
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
@@ -65,7 +66,11 @@ Exit status: 0 shown, 2 error (including an unknown --stream).
 				if err != nil {
 					return fmt.Errorf("target %s: %w", d, err)
 				}
-				views[i] = newStreamView(s, deferred, f.raw)
+				copied, err := position.LoadCopy(cmd.Context(), db, s.Name)
+				if err != nil {
+					return fmt.Errorf("target %s: %w", d, err)
+				}
+				views[i] = newStreamView(s, deferred, copied, f.raw)
 			}
 			if f.json {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -106,16 +111,27 @@ func filterStreams(all []position.State, name string) []position.State {
 type streamView struct {
 	position.State
 	Deferred []position.Deferred `json:"deferred,omitempty"`
+	// Copy is the copy's progress per table (while and after it runs).
+	Copy []position.CopyTable `json:"copy,omitempty"`
+	// Recommendation is a worker count judged from the last report.
+	Recommendation *analyze.Recommendation `json:"recommendation,omitempty"`
 }
 
-func newStreamView(s position.State, deferred []position.Deferred, raw bool) streamView {
+func newStreamView(s position.State, deferred []position.Deferred, copied []position.CopyTable, raw bool) streamView {
 	s.Message = redact.Text(s.Message)
 	for i := range deferred {
 		if !raw {
 			deferred[i].Statement = redact.Statement(deferred[i].Statement)
 		}
 	}
-	return streamView{State: s, Deferred: deferred}
+	v := streamView{State: s, Deferred: deferred, Copy: copied}
+	var snap apply.Snapshot
+	if s.Stats != "" && json.Unmarshal([]byte(s.Stats), &snap) == nil && len(snap.Workers) > 0 {
+		l := snap.Load()
+		r := analyze.RecommendLive(l.Workers, l.Busy, l.DependencyWait, l.CommitWait, l.Commit, l.Elapsed)
+		v.Recommendation = &r
+	}
+	return v
 }
 
 func printStream(w io.Writer, v streamView, now time.Time) {
@@ -135,6 +151,10 @@ func printStream(w io.Writer, v streamView, now time.Time) {
 		fmt.Fprintf(w, "  lag        %s (reported %s ago)\n", time.Duration(s.LagMillis)*time.Millisecond, age)
 		printWorkers(w, s.Stats)
 	}
+	if r := v.Recommendation; r != nil {
+		fmt.Fprintf(w, "  workers    %d recommended: %s\n", r.Workers, r.Reason)
+	}
+	printCopy(w, v.Copy)
 	if s.Owner.Token != "" && s.State == position.StateRunning {
 		fmt.Fprintf(w, "  run by     %s\n", s.Owner)
 	}
@@ -155,6 +175,35 @@ func printStream(w io.Writer, v streamView, now time.Time) {
 			fmt.Fprintf(w, "    %s %s: %s\n", d.GTID, d.Reason, abbreviate(d.Statement, 300))
 		}
 	}
+}
+
+// printCopy shows the copy's progress per table, as committed on the
+// target with the rows.
+func printCopy(w io.Writer, tables []position.CopyTable) {
+	if len(tables) == 0 {
+		return
+	}
+	var rows, est int64
+	done := 0
+	for _, t := range tables {
+		rows, est = rows+t.Rows, est+t.Estimate
+		if t.State == position.CopyDone {
+			done++
+		}
+	}
+	fmt.Fprintf(w, "  copy       %d of %d tables done, %d rows copied (about %d estimated)\n", done, len(tables), rows, est)
+	if done == len(tables) {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range tables {
+		note := ""
+		if t.OnePass != "" {
+			note = "one pass: " + t.OnePass
+		}
+		fmt.Fprintf(tw, "    %s.%s\t%s\t%d / ~%d rows\t%s\n", t.Schema, t.Table, t.State, t.Rows, t.Estimate, note)
+	}
+	tw.Flush()
 }
 
 func abbreviate(s string, n int) string {

@@ -73,6 +73,23 @@ func TestPrintStream(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 
+	// The view adds a recommendation from the report, and the copy.
+	v := newStreamView(s, nil, []position.CopyTable{
+		{Schema: "app", Table: "a", State: position.CopyDone, Rows: 1000, Estimate: 990},
+		{Schema: "app", Table: "b", State: position.CopyCopying, Rows: 20, Estimate: 500, OnePass: "no usable key"},
+	}, false)
+	if v.Recommendation == nil || v.Recommendation.Workers < 1 || v.Recommendation.Reason == "" {
+		t.Fatalf("no recommendation from the report: %+v", v.Recommendation)
+	}
+	b.Reset()
+	printStream(&b, v, now)
+	for _, part := range []string{"workers    ", "recommended: ", "copy       1 of 2 tables done, 1020 rows copied (about 1490 estimated)",
+		"app.b  copying  20 / ~500 rows", "one pass: no usable key"} {
+		if !strings.Contains(b.String(), part) {
+			t.Errorf("status lacks %q:\n%s", part, b.String())
+		}
+	}
+
 	// A stopped stream shows no lag or workers, even with an old report.
 	s.State = position.StateStopped
 	b.Reset()

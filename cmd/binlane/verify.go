@@ -11,6 +11,7 @@ import (
 
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/pause"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -24,6 +25,8 @@ type verifyFlags struct {
 	chunkRows, parallel        int
 	maxDiffs                   int
 	json, verbose              bool
+	online                     bool
+	stream                     string
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -38,6 +41,15 @@ and rows missing, extra or changed, with their keys.
 Run it at a consistent point: writes to the source stopped and the target
 caught up (for example after binlane replicate --stop-at-gtid). It only reads:
 its sessions are read-only and a SELECT privilege is enough.
+
+With --online it compares while the source takes writes and the stream
+(--stream) runs: each pair of sessions takes a consistent snapshot on the
+source at a known binlog position, asks the stream to hold exactly there,
+takes a snapshot of the target, and lets the stream go on; the rows are then
+compared inside the two snapshots. The stream holds for a moment per pair
+(--parallel pairs). This needs a MariaDB source with its binlog on, a
+running stream less than a couple of minutes behind, and on the target
+SELECT and UPDATE on binlane.streams (the pause request).
 
 DSN is mysql://user[:password]@host:port[/db] or user[:password]@tcp(host:port)/[db].
 A database in the source DSN selects that database when neither --databases
@@ -70,6 +82,8 @@ them), 2 error, a table that could not be compared, or interrupted
 	fl.IntVar(&f.maxDiffs, "max-diffs", verify.DefaultMaxDiffs, "differing rows listed per table")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every chunk")
+	fl.BoolVar(&f.online, "online", false, "compare while the source takes writes, pausing --stream at each snapshot's position")
+	fl.StringVar(&f.stream, "stream", "default", "the stream to pause (with --online)")
 	// --source and --target may come from the file or the environment:
 	// cobra's required-flag check runs before them, so openServer checks.
 	return cmd
@@ -97,11 +111,27 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	if f.verbose {
 		level = slog.LevelDebug
 	}
-	rep, err := verify.Run(cmd.Context(), verify.Config{
-		Source: src.db, Target: tgt.db, Rules: rules,
-		ChunkRows: f.chunkRows, Parallel: f.parallel, MaxDiffs: f.maxDiffs,
-		Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})),
-	})
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	vcfg := verify.Config{Source: src.db, Target: tgt.db, Rules: rules,
+		ChunkRows: f.chunkRows, Parallel: f.parallel, MaxDiffs: f.maxDiffs, Logger: log}
+	if f.online {
+		// Pause requests go through a pool of their own: the comparison's
+		// pool may be all taken by sessions waiting for a pair.
+		meta, err := tgt.dsn.OpenDB("")
+		if err != nil {
+			return fmt.Errorf("--target: %w", err)
+		}
+		defer meta.Close()
+		p := &pause.Pairer{Target: meta, Stream: f.stream, Logger: log}
+		vcfg.Pair = func(ctx context.Context, s, t *sql.Conn) error {
+			pos, err := p.Pair(ctx, s, t)
+			if err == nil {
+				log.Info("snapshots paired", "stream", f.stream, "position", pos.String())
+			}
+			return err
+		}
+	}
+	rep, err := verify.Run(cmd.Context(), vcfg)
 	if err != nil {
 		if cmd.Context().Err() != nil {
 			// No report: a partial one would read as equal for the tables

@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/binlane/binlane/internal/snapshot"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 )
@@ -74,7 +75,7 @@ func (c *Config) defaults() {
 type Copier struct {
 	cfg      Config
 	progress map[string]*Progress
-	posCache posCache
+	posCache snapshot.Cache
 }
 
 // Progress is one table's copy, as far as the target committed it.

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/snapshot"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -179,38 +179,6 @@ func keyOrder(key []KeyColumn) string {
 	return strings.Join(parts, ", ")
 }
 
-// snapshotCoord reads the binlog coordinate a consistent snapshot sees
-// (MariaDB: binlog_snapshot_file/position, no privilege needed).
-const snapshotCoord = `SELECT f.VARIABLE_VALUE, p.VARIABLE_VALUE
-	FROM information_schema.SESSION_STATUS f, information_schema.SESSION_STATUS p
-	WHERE f.VARIABLE_NAME = 'BINLOG_SNAPSHOT_FILE' AND p.VARIABLE_NAME = 'BINLOG_SNAPSHOT_POSITION'`
-
-// posCache remembers the GTID positions of binlog coordinates. The server
-// computes BINLOG_GTID_POS by reading the binlog file from its start up to
-// the coordinate, which costs the source about a second of CPU per chunk
-// with a binlog of a few hundred MB; chunks read while the source writes
-// nothing share one coordinate and so one such read. Shared by the readers.
-type posCache struct {
-	mu    sync.Mutex
-	coord string
-	pos   gtid.Set
-}
-
-func (c *posCache) get(coord string) (gtid.Set, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.coord != coord || c.coord == "" {
-		return gtid.Set{}, false
-	}
-	return c.pos.Clone(), true
-}
-
-func (c *posCache) put(coord string, pos gtid.Set) {
-	c.mu.Lock()
-	c.coord, c.pos = coord, pos.Clone()
-	c.mu.Unlock()
-}
-
 // reader is a connection of its own that reads chunks, each in a
 // consistent snapshot whose binlog position it knows. Starting the next
 // snapshot ends the previous one (START TRANSACTION commits implicitly), so
@@ -218,11 +186,11 @@ func (c *posCache) put(coord string, pos gtid.Set) {
 // source wrote since the previous snapshot).
 type reader struct {
 	conn  *sql.Conn
-	cache *posCache
+	cache *snapshot.Cache
 	pos   gtid.Set // of the current snapshot
 }
 
-func newReader(ctx context.Context, src *sql.DB, cache *posCache) (*reader, error) {
+func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache) (*reader, error) {
 	conn, err := src.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -235,30 +203,9 @@ func newReader(ctx context.Context, src *sql.DB, cache *posCache) (*reader, erro
 }
 
 // snapshot starts a new consistent snapshot and reads its position.
-func (r *reader) snapshot(ctx context.Context) error {
-	if _, err := r.conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
-		return fmt.Errorf("start a consistent snapshot: %w", err)
-	}
-	const needBinlog = "read the snapshot's binlog position (the copy needs a MariaDB source with its binlog on)"
-	var file, off sql.NullString
-	if err := r.conn.QueryRowContext(ctx, snapshotCoord).Scan(&file, &off); err != nil || !file.Valid || file.String == "" {
-		return fmt.Errorf("%s: %v", needBinlog, err)
-	}
-	coord := file.String + ":" + off.String
-	if pos, ok := r.cache.get(coord); ok {
-		r.pos = pos
-		return nil
-	}
-	var pos sql.NullString
-	if err := r.conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", file.String, off.String).Scan(&pos); err != nil || !pos.Valid {
-		return fmt.Errorf("%s: %v", needBinlog, err)
-	}
-	var err error
-	if r.pos, err = gtid.ParseSet(pos.String); err != nil {
-		return fmt.Errorf("snapshot position %q: %w", pos.String, err)
-	}
-	r.cache.put(coord, r.pos)
-	return nil
+func (r *reader) snapshot(ctx context.Context) (err error) {
+	r.pos, err = snapshot.Start(ctx, r.conn, r.cache)
+	return err
 }
 
 func (r *reader) close() {

@@ -38,6 +38,9 @@ const (
 	StateRunning = "running"
 	StateStopped = "stopped"
 	StateError   = "error"
+	// StatePaused: the stream holds at the position an online verify asked
+	// for (see pause.go).
+	StatePaused = "paused"
 )
 
 // DDL states: a statement that cannot roll back (DDL) is marked running
@@ -71,6 +74,9 @@ type State struct {
 	LagMillis  int64
 	Stats      string
 	ReportedAt time.Time
+	// PauseAt is the source position an online verify asked the stream to
+	// hold at ("" when none).
+	PauseAt string
 }
 
 // DDLMark records a statement that cannot roll back while it runs.
@@ -91,6 +97,7 @@ var migrations = []struct{ column, def string }{
 	{"ddl_fingerprint", "VARCHAR(64) NOT NULL DEFAULT ''"},
 	{"ddl_conn", "BIGINT NOT NULL DEFAULT 0"},
 	{"owner_since", "TIMESTAMP(6) NULL DEFAULT NULL"},
+	{"pause_at", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // Ensure creates the schema and tables if they do not exist, and adds the
@@ -180,7 +187,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 const columns = `name, source_id, flavor, COALESCE(gtid_pos, ''), binlog_file, binlog_pos, last_gtid,
 	COALESCE(UNIX_TIMESTAMP(source_ts), 0), applied_trx, state, message,
 	ddl_gtid, ddl_state, ddl_fingerprint, ddl_conn, owner, COALESCE(UNIX_TIMESTAMP(owner_since), 0),
-	UNIX_TIMESTAMP(updated_at), COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0)`
+	UNIX_TIMESTAMP(updated_at), COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0), pause_at`
 
 func scan(row interface{ Scan(...any) error }) (State, error) {
 	var s State
@@ -188,7 +195,7 @@ func scan(row interface{ Scan(...any) error }) (State, error) {
 	var owner string
 	err := row.Scan(&s.Name, &s.SourceID, &s.Flavor, &s.GTID, &s.File, &s.Pos, &s.LastGTID, &srcTS, &s.Applied,
 		&s.State, &s.Message, &s.DDL.GTID, &s.DDL.State, &s.DDL.Fingerprint, &s.DDL.Conn, &owner, &since,
-		&upd, &s.LagMillis, &s.Stats, &rep)
+		&upd, &s.LagMillis, &s.Stats, &rep, &s.PauseAt)
 	s.SourceTS, s.ReportedAt, s.UpdatedAt = unix(srcTS), unix(rep), unix(upd)
 	s.Owner = ParseOwner(owner)
 	s.Owner.Since = unix(since)

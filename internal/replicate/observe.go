@@ -17,6 +17,10 @@ import (
 
 // Observer follows the stream's current run for metrics and status.
 type Observer struct {
+	// CopyBars says the copy's progress is drawn as bars (on a terminal):
+	// the periodic progress log lines are left out.
+	CopyBars bool
+
 	mu        sync.Mutex
 	applier   *apply.Applier
 	asm       *txn.Assembler
@@ -61,7 +65,7 @@ func (o *Observer) logCopy(log *slog.Logger) {
 	o.mu.Lock()
 	s := o.copyState
 	o.mu.Unlock()
-	if s == nil || !s.Copying() {
+	if s == nil || !s.Copying() || o.CopyBars {
 		return
 	}
 	var rows, est int64

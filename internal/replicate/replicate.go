@@ -135,6 +135,10 @@ type run struct {
 	// started is set once an attempt got the stream going: from then on a
 	// lost connection is retried without bound.
 	started bool
+	// pausing is the pause request the current attempt saw ("" none);
+	// pauseStops says the attempt stops at it.
+	pausing    string
+	pauseStops bool
 }
 
 // Run replicates until ctx ends (nil), the stop position is reached (nil),
@@ -168,6 +172,8 @@ func Run(ctx context.Context, cfg Config) error {
 		began := time.Now()
 		err := r.once(ctx)
 		switch {
+		case ctx.Err() == nil && (errors.Is(err, errPauseChanged) || errors.Is(err, txn.ErrStopped) && r.pauseStops):
+			continue // hold at the pause position, or go on from it
 		case err == nil, errors.Is(err, txn.ErrStopped), errors.Is(err, errCopied), ctx.Err() != nil:
 			r.saveState(position.StateStopped, "")
 			if errors.Is(err, txn.ErrStopped) {
@@ -246,6 +252,9 @@ func (r *run) once(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--stop-at-gtid: %w", err)
 	}
+	if stop, err = r.pauseStop(ctx, stop, start, cr != nil); err != nil {
+		return err
+	}
 	if !stop.IsEmpty() && start.ContainsSet(stop) {
 		r.log.Info("already at or past the stop position", "position", start.String())
 		return txn.ErrStopped
@@ -291,6 +300,7 @@ func (r *run) once(ctx context.Context) error {
 	watchCtx, stopWatch := context.WithCancelCause(ctx)
 	defer stopWatch(nil)
 	go r.watch(watchCtx, stopWatch)
+	go r.watchPause(watchCtx, stopWatch)
 	if cfg.Copy.ExitWhenDone {
 		// A stream whose copy was done before this run (killed before it
 		// could exit) ends once caught up, too.

@@ -106,7 +106,7 @@ func (r *run) compareChunk(ctx context.Context, ts *tableState, c chunk) (err er
 	if err != nil {
 		return fmt.Errorf("%s chunk %d: %w", p.ID, c.n, err)
 	}
-	defer func() { r.src.put(src, err); r.tgt.put(tgt, err) }()
+	defer func() { r.release(src, tgt, err) }()
 	start := time.Now()
 	var s, t sums
 	g, gctx := errgroup.WithContext(ctx)
@@ -153,7 +153,7 @@ func (r *run) compareWhole(ctx context.Context, ts *tableState) (err error) {
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.ID, err)
 	}
-	defer func() { r.src.put(src, err); r.tgt.put(tgt, err) }()
+	defer func() { r.release(src, tgt, err) }()
 	var s, t sums
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
@@ -198,8 +198,11 @@ func (r *run) countRows(ctx context.Context, ts *tableState, sides ...*side) err
 }
 
 // sessions takes a session on each side, always source first, so two
-// tasks never wait for each other's second session.
+// tasks never wait for each other's second session; online, a pair.
 func (r *run) sessions(ctx context.Context) (*sql.Conn, *sql.Conn, error) {
+	if r.cfg.Pair != nil {
+		return r.pairs.get(ctx, r)
+	}
 	src, err := r.src.get(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -110,3 +110,10 @@ func (s *side) withSession(ctx context.Context, fn func(*sql.Conn) error) error 
 	s.put(c, err)
 	return err
 }
+
+// forget hands a busy session over to the caller (a pair), which closes it.
+func (s *side) forget(c *sql.Conn) {
+	s.mu.Lock()
+	delete(s.busy, c)
+	s.mu.Unlock()
+}

@@ -93,6 +93,11 @@ type Config struct {
 	MaxDiffs int
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
+	// Pair, when set, makes the comparison online: rows are compared on
+	// pairs of sessions, one per side, in which Pair started snapshots that
+	// see the same source position (package pause). Catalogs and chunk
+	// bounds are read outside them: any bounds tile the key space.
+	Pair func(ctx context.Context, src, tgt *sql.Conn) error
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -129,6 +134,7 @@ type run struct {
 	cfg      Config
 	log      *slog.Logger
 	src, tgt *side
+	pairs    pairs
 }
 
 // Run compares the selected tables of cfg.Source and cfg.Target. Tables
@@ -145,6 +151,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &run{cfg: cfg, log: cfg.Logger, src: newSide("source", cfg.Source), tgt: newSide("target", cfg.Target)}
 	defer r.src.close()
 	defer r.tgt.close()
+	defer r.pairs.close()
 
 	var srcCat, tgtCat catalog
 	g, gctx := errgroup.WithContext(ctx)

@@ -1,0 +1,166 @@
+// Package pause pairs a source snapshot with a target snapshot that sees
+// exactly the same source position, so that an online verify compares two
+// equal points in time while the source keeps writing and the stream keeps
+// running (the way Vitess VDiff does):
+//
+//  1. a consistent snapshot starts on the source session; its binlog
+//     position P is known (package snapshot);
+//  2. the running stream is asked to hold at P (position.RequestPause); it
+//     applies up to P exactly and records the state paused;
+//  3. a consistent snapshot starts on the target session, and the stream's
+//     row read in it must show P (the position commits with the rows, so
+//     the snapshot holds exactly the rows of P);
+//  4. the request is withdrawn: the stream goes on while both snapshots
+//     stay open for the comparison.
+//
+// A stream already past P (the binlog is written before the source's
+// storage engine commits, so it can be a transaction ahead of a snapshot)
+// holds where it is; the attempt is given up and made again with a new
+// source snapshot. The package writes only the pause request.
+package pause
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/snapshot"
+)
+
+// Pairer pairs snapshots through one stream. Safe for concurrent use: pairs
+// are made one at a time.
+type Pairer struct {
+	Target *sql.DB // pause requests and the stream's row
+	Stream string
+	// Timeout bounds the wait for the stream to reach a position (its lag
+	// must be smaller); default 2 minutes.
+	Timeout time.Duration
+	// Tries bounds the attempts when the stream is past the snapshot;
+	// default 5.
+	Tries  int
+	Logger *slog.Logger
+
+	mu    sync.Mutex
+	cache snapshot.Cache
+	pairs int
+}
+
+// Pairs returns how many pairs were made.
+func (p *Pairer) Pairs() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pairs
+}
+
+// errPassed: the stream was already past the source snapshot.
+type errPassed struct{ at, want gtid.Set }
+
+func (e errPassed) Error() string {
+	return fmt.Sprintf("the stream is at %s, past the source snapshot at %s", e.at, e.want)
+}
+
+// Pair starts snapshots on src (a source session) and tgt (a target
+// session) that see the same source position, and returns it.
+func (p *Pairer) Pair(ctx context.Context, src, tgt *sql.Conn) (gtid.Set, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tries := p.Tries
+	if tries <= 0 {
+		tries = 5
+	}
+	for try := 1; ; try++ {
+		pos, err := p.pairOnce(ctx, src, tgt)
+		if _, passed := err.(errPassed); passed && try < tries {
+			p.log().Info("stream past the source snapshot; taking a new one", "try", try, "error", err)
+			continue
+		}
+		if err != nil {
+			return gtid.Set{}, err
+		}
+		p.pairs++
+		return pos, nil
+	}
+}
+
+func (p *Pairer) log() *slog.Logger {
+	if p.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Logger
+}
+
+func (p *Pairer) pairOnce(ctx context.Context, src, tgt *sql.Conn) (pos gtid.Set, err error) {
+	if pos, err = snapshot.Start(ctx, src, &p.cache); err != nil {
+		return pos, fmt.Errorf("source: %w", err)
+	}
+	if err := position.RequestPause(ctx, p.Target, p.Stream, pos.String()); err != nil {
+		return pos, err
+	}
+	defer func() {
+		clear, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if cerr := position.ClearPause(clear, p.Target, p.Stream); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err := p.waitHeld(ctx, pos); err != nil {
+		return pos, err
+	}
+	if _, err := tgt.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
+		return pos, fmt.Errorf("target: start a consistent snapshot: %w", err)
+	}
+	var text string
+	if err := tgt.QueryRowContext(ctx, "SELECT COALESCE(gtid_pos, '') FROM "+position.Table+" WHERE name = ?", p.Stream).Scan(&text); err != nil {
+		return pos, fmt.Errorf("target: read stream %q in the snapshot: %w", p.Stream, err)
+	}
+	if at, err := gtid.ParseSet(text); err != nil || !equal(at, pos) {
+		return pos, fmt.Errorf("target snapshot sees stream %q at %q, not %s: was it started by another process?", p.Stream, text, pos)
+	}
+	return pos, nil
+}
+
+// waitHeld waits until the stream holds at pos.
+func (p *Pairer) waitHeld(ctx context.Context, pos gtid.Set) error {
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		st, ok, err := position.Load(ctx, p.Target, p.Stream)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("the target has no stream %q", p.Stream)
+		}
+		at, err := gtid.ParseSet(st.GTID)
+		if err != nil {
+			return fmt.Errorf("stream %q position %q: %w", p.Stream, st.GTID, err)
+		}
+		switch {
+		case st.State == position.StateStopped || st.State == position.StateError:
+			return fmt.Errorf("stream %q is %s: an online verify needs it running (binlane replicate); "+
+				"or stop the source's writes and verify without --online", p.Stream, st.State)
+		case st.State == position.StatePaused && st.PauseAt == pos.String() && equal(at, pos):
+			return nil
+		case st.State == position.StatePaused && st.PauseAt == pos.String() && at.ContainsSet(pos):
+			return errPassed{at: at, want: pos}
+		case time.Now().After(deadline):
+			return fmt.Errorf("stream %q did not reach %s within %s (it is at %s): is it far behind, or still copying?",
+				p.Stream, pos, timeout, at)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func equal(a, b gtid.Set) bool { return a.ContainsSet(b) && b.ContainsSet(a) }
