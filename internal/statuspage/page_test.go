@@ -1,11 +1,14 @@
 package statuspage
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -272,5 +275,56 @@ func TestIndexAndRoutes(t *testing.T) {
 	}
 	if _, err := New(Config{}); err == nil {
 		t.Error("New without Read")
+	}
+}
+
+// dumpDOM loads url in headless Chromium and returns the DOM once the
+// page's script ran (skips when there is no Chromium).
+func dumpDOM(t *testing.T, url string) string {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--disable-gpu", "--no-sandbox", "--user-data-dir="+t.TempDir(),
+		"--virtual-time-budget=5000", "--dump-dom", url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return string(out)
+}
+
+// TestPageInChromium renders the page of a fake stream in a real browser:
+// its script must have filled in the state, position, workers, copy,
+// error and the "—" of no recommendation.
+func TestPageInChromium(t *testing.T) {
+	f := &fakeStream{}
+	f.set(replicate.Status{State: replicate.StateCopying, Position: "0-1-4242", Lag: 2 * time.Second, Snapshot: snap(20 * time.Second),
+		LastError: "lost connection <b>to</b> target", LastErrorAt: t0,
+		Copy: []replicate.CopyProgress{{Table: "app.big", Rows: 500, Estimate: 1000}, {Table: "app.small", Rows: 10, Estimate: 10, Done: true}}})
+	_, srv := newTestPage(t, f, nil)
+	dom := dumpDOM(t, srv.URL+"/")
+	// (The page polls several times: rates over a snapshot that does not
+	// change fall to 0.)
+	for _, want := range []string{`<span id="state" class="badge copying">copying</span>`, `<dd id="position">0-1-4242</dd>`,
+		`<dd id="lag">2.00 s</dd>`, `<tr class="worker" data-worker="0"><td>worker 0</td>`, `<tr class="worker" data-worker="1">`,
+		`<tr class="copy-table"><td>app.big</td><td>500</td><td>1,000</td>`, `<td>done</td>`,
+		`lost connection &lt;b&gt;to&lt;/b&gt; target`, `<dd id="recommendation">—</dd>`, `<polyline `, `id="updated" class="muted">updated `} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("no %s in the page", want)
+		}
+	}
+	for _, re := range []string{`<span class="busy" style="width:\d+\.\d\d%">`, `\d+ transactions/s, [\d,.]+ rows/s`} {
+		if !regexp.MustCompile(re).MatchString(dom) {
+			t.Errorf("no %s in the page", re)
+		}
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
 	}
 }
