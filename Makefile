@@ -16,12 +16,17 @@ build:
 
 # deps installs what is missing: the MariaDB server (tests and the demo
 # start their own throwaway instances from its binaries), sysbench for the
-# benchmarks, and the Go modules.
+# benchmarks, Chromium (the status page's test loads it headless), and the
+# Go modules.
 deps:
-	@if ! command -v mariadbd >/dev/null 2>&1 || ! command -v mariadb-binlog >/dev/null 2>&1 || ! command -v sysbench >/dev/null 2>&1; then \
-		echo "installing mariadb-server, mariadb-client, sysbench"; \
+	@missing=""; \
+	{ command -v mariadbd && command -v mariadb-binlog; } >/dev/null 2>&1 || missing="$$missing mariadb-server mariadb-client"; \
+	command -v sysbench >/dev/null 2>&1 || missing="$$missing sysbench"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends mariadb-server mariadb-client sysbench >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 	$(GO) mod download
 

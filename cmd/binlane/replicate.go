@@ -12,7 +12,6 @@ import (
 
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/filter"
-	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/scheduler"
 )
@@ -45,6 +44,7 @@ type replicateFlags struct {
 	windowBytes, queueBytes    int
 	maxMemory                  int
 	metricsAddr                string
+	healthMaxLag               time.Duration
 	logLevel, logFormat        string
 	cpuProfile, memProfile     string
 	copyMode                   string
@@ -151,7 +151,9 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.IntVar(&f.windowBytes, "window-bytes", 128<<20, "bytes of transactions in flight at most (memory bound of the applier)")
 	fl.IntVar(&f.queueBytes, "queue-bytes", 32<<20, "bytes of binlog events read ahead of the applier")
 	fl.IntVar(&f.maxMemory, "max-memory", 384<<20, "soft limit of the process's heap in bytes (the garbage collector works harder near it; 0: none)")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9104)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "",
+		"serve the status page (/), /status, /healthz and Prometheus /metrics on this address (e.g. 127.0.0.1:9797)")
+	fl.DurationVar(&f.healthMaxLag, "health-max-lag", 30*time.Second, "/healthz fails once the stream lags this much behind the source")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the run to this file")
@@ -209,6 +211,9 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	if f.copyWorkers < 1 {
 		return fmt.Errorf("--copy-workers must be at least 1")
 	}
+	if f.healthMaxLag <= 0 {
+		return fmt.Errorf("--health-max-lag must be positive")
+	}
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
 		if err != nil {
@@ -243,11 +248,9 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		go showCopyBars(ctx, obs, errOut)
 	}
 	if f.metricsAddr != "" {
-		go func() {
-			if err := metrics.Serve(ctx, f.metricsAddr, metrics.NewCollector(f.stream, obs.Read), log); err != nil {
-				log.Error("metrics server stopped", "error", err)
-			}
-		}()
+		if err := startStatusPage(ctx, f.metricsAddr, f.stream, obs, f.healthMaxLag, log); err != nil {
+			return err
+		}
 	}
 	return replicate.Run(ctx, replicate.Config{
 		Source: src, Target: tgt, Stream: f.stream, Rules: rules,

@@ -111,13 +111,15 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		dstDB.QueryRow("SELECT gtid_pos FROM binlane.streams WHERE name = 'sec'").Scan(&pos)
 		return pos == sourcePos(t, srcDB)
 	})
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	for _, path := range []string{"/metrics", "/status", "/healthz", "/"} {
+		resp, err := http.Get("http://" + metricsAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		outputs = append(outputs, path+":\n"+string(body))
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	outputs = append(outputs, "metrics:\n"+string(body))
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 	outputs = append(outputs, "replicate (running):\n"+logs.String())

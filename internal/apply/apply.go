@@ -192,6 +192,9 @@ type batch struct {
 	// earlier one; the worker then rolls back and the batch is re-run.
 	abort     chan struct{}
 	abortOnce bool
+	// depWait sums its transactions' waits in the scheduler, counted to
+	// the worker that takes it.
+	depWait time.Duration
 }
 
 // result is a worker's report on a batch.

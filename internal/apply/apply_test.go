@@ -2,6 +2,7 @@ package apply
 
 import (
 	"testing"
+	"time"
 
 	"github.com/binlane/binlane/internal/scheduler"
 )
@@ -65,6 +66,23 @@ func TestReplayCountsCommits(t *testing.T) {
 	t.Logf("committed=%d serialized=%v conflicts=%v", st.Committed.Load(), st.Serialized(), st.Conflicts())
 	if st.Committed.Load() < 20 {
 		t.Fatalf("only %d transactions committed", st.Committed.Load())
+	}
+	// The position applied up to is the source's, and the workers'
+	// dependency waits add up to the applier's.
+	var srcPos string
+	if err := p.src.OpenT(t, "").QueryRow("SELECT @@gtid_binlog_pos").Scan(&srcPos); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Position(); got != srcPos {
+		t.Errorf("position %q, want the source's %q", got, srcPos)
+	}
+	snap := st.Snapshot()
+	var dep time.Duration
+	for _, w := range snap.Workers {
+		dep += w.DependencyWait
+	}
+	if dep != snap.DependencyWait || snap.Position != srcPos {
+		t.Errorf("workers' dependency wait %s, applier's %s; snapshot position %q", dep, snap.DependencyWait, snap.Position)
 	}
 	p.compare(t, "app")
 }

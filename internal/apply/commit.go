@@ -80,6 +80,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		// with the next commit or by the coordinator when idle.
 		w.sql.Discard()
 		c.seq.commit(pos, save, false)
+		c.stats.setPosition(save.GTID)
 		c.done(w, b, o.rows)
 		return nil
 	}
@@ -104,6 +105,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	}
 	w.ws.Commit.Add(int64(time.Since(start)))
 	c.seq.commit(pos, save, true)
+	c.stats.setPosition(save.GTID)
 	c.done(w, b, o.rows)
 	return nil
 }

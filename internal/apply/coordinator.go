@@ -57,6 +57,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	}
 	defer pool.Close()
 	seq := newSequencer(start.FirstSeq-1, start.GTID, start.File, start.Pos)
+	a.stats.setPosition(start.GTID.String())
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
 			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes}, start.FirstSeq),
@@ -330,8 +331,9 @@ func (c *coordinator) dispatch() {
 		for _, u := range units {
 			w := u.Payload.(*work)
 			b.works = append(b.works, w)
-			c.a.stats.DependencyWait.Add(int64(now.Sub(w.added)))
+			b.depWait += now.Sub(w.added)
 		}
+		c.a.stats.DependencyWait.Add(int64(b.depWait))
 		c.jobs <- b
 		c.busy++
 	}

@@ -16,6 +16,10 @@ type WorkerStats struct {
 	Busy       atomic.Int64  // ns applying statements (not waiting for the turn, not committing)
 	CommitWait atomic.Int64  // ns waiting for the commit turn
 	Commit     atomic.Int64  // ns committing
+	// DependencyWait sums the scheduler waits (see Stats.DependencyWait)
+	// of the transactions handed to this worker: summed over workers it is
+	// Stats.DependencyWait.
+	DependencyWait atomic.Int64
 }
 
 // Stats are the applier's counters, safe to read while it runs.
@@ -39,6 +43,8 @@ type Stats struct {
 	LastCommitAt atomic.Int64 // unix ns of the last commit
 
 	Started time.Time
+
+	position atomic.Pointer[string] // GTID position applied up to (in memory: saved or about to be)
 
 	mu         sync.Mutex
 	conflicts  map[string]uint64 // by table: transactions that waited on a conflict
@@ -68,6 +74,18 @@ func (s *Stats) addSerialized(reason string) {
 	s.mu.Unlock()
 }
 
+// setPosition records the position applied up to.
+func (s *Stats) setPosition(gtids string) { s.position.Store(&gtids) }
+
+// Position returns the GTID position applied up to ("" before the applier
+// started).
+func (s *Stats) Position() string {
+	if p := s.position.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
 // Conflicts returns transactions that waited on a conflict, by table.
 func (s *Stats) Conflicts() map[string]uint64 {
 	s.mu.Lock()
@@ -93,6 +111,7 @@ type Snapshot struct {
 	BlindKills     uint64            `json:"blind_lock_wait_kills"`
 	DependencyWait time.Duration     `json:"dependency_wait_ns"`
 	LastCommitTS   int64             `json:"last_commit_source_ts"`
+	Position       string            `json:"position,omitempty"`
 	NextTS         int64             `json:"next_source_ts"`
 	Workers        []WorkerSnapshot  `json:"workers"`
 	Conflicts      map[string]uint64 `json:"conflicts_by_table"`
@@ -108,18 +127,21 @@ type WorkerSnapshot struct {
 	Busy       time.Duration `json:"busy_ns"`
 	CommitWait time.Duration `json:"commit_wait_ns"`
 	Commit     time.Duration `json:"commit_ns"`
+	// DependencyWait is a sum over transactions, not a share of the
+	// worker's time: it can exceed the time elapsed.
+	DependencyWait time.Duration `json:"dependency_wait_ns"`
 }
 
 // Snapshot copies the counters.
 func (s *Stats) Snapshot() Snapshot {
 	snap := Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
 		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
-		LastCommitTS: s.LastCommitTS.Load(), NextTS: s.NextTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
+		LastCommitTS: s.LastCommitTS.Load(), Position: s.Position(), NextTS: s.NextTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
 	for i := range s.Workers {
 		w := &s.Workers[i]
 		snap.Workers = append(snap.Workers, WorkerSnapshot{Txns: w.Txns.Load(), Batches: w.Batches.Load(), Rows: w.Rows.Load(),
 			Retries: w.Retries.Load(), Busy: time.Duration(w.Busy.Load()), CommitWait: time.Duration(w.CommitWait.Load()),
-			Commit: time.Duration(w.Commit.Load())})
+			Commit: time.Duration(w.Commit.Load()), DependencyWait: time.Duration(w.DependencyWait.Load())})
 	}
 	return snap
 }

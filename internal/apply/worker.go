@@ -87,6 +87,7 @@ func (w *worker) apply(ctx context.Context, b *batch) result {
 		w.batch = nil // it holds the batch's rows
 	}()
 	res := result{b: b, worker: w.id}
+	w.ws.DependencyWait.Add(int64(b.depWait))
 	if res.err = w.ensureConn(ctx); res.err != nil {
 		return res
 	}

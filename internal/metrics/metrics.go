@@ -1,21 +1,19 @@
 // Package metrics exports a stream's counters for Prometheus: throughput,
 // lag, queue depth, and per worker how busy it is, how long it waits for its
 // commit turn and how often it retries — the numbers that tell how many
-// workers to run. It is the only package that imports the Prometheus
-// client; it reads counters and must never change them.
+// workers to run — next to the Go runtime's and the process's standard
+// metrics. It is the only package that imports the Prometheus client; it
+// reads counters and must never change them. Serving HTTP is statuspage's.
 package metrics
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/binlane/binlane/internal/apply"
@@ -98,28 +96,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Serve exposes the registry on addr at /metrics until ctx ends.
-func Serve(ctx context.Context, addr string, c prometheus.Collector, log *slog.Logger) error {
+// Handler serves the Prometheus text exposition of c and of the standard
+// collectors: the Go runtime (go_*), the process (process_*) and the
+// binary's build information (go_build_info).
+func Handler(c prometheus.Collector) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(c); err != nil {
-		return err
+	for _, col := range []prometheus.Collector{c, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewBuildInfoCollector()} {
+		if err := reg.Register(col); err != nil {
+			return nil, fmt.Errorf("metrics: register collector: %w", err)
+		}
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics: listen on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	}()
-	log.Info("serving metrics", "addr", ln.Addr().String())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
 }

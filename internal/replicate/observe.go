@@ -12,6 +12,7 @@ import (
 	"github.com/binlane/binlane/internal/copier"
 	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -27,6 +28,99 @@ type Observer struct {
 	heartbeat time.Duration // the heartbeat period asked of the source
 	copier    *copier.Copier
 	copyState *copier.State
+	// between is set from a failed attempt until the next one attaches;
+	// ended is the state Run ended in ("" while it runs).
+	between   bool
+	ended     string
+	lastErr   string // redacted
+	lastErrAt time.Time
+}
+
+// States of a stream as the Observer sees it.
+const (
+	StateStarting   = "starting"   // no attempt has attached yet
+	StateCopying    = "copying"    // running, tables still being copied
+	StateRunning    = "running"    // applying, behind the source or not known to be caught up
+	StateCaughtUp   = "caught up"  // running, nothing in flight, the source has nothing more
+	StateRestarting = "restarting" // an attempt failed; the next one is on its way
+	StateStopped    = "stopped"    // Run returned without an error
+	StateError      = "error"      // Run returned an error
+)
+
+// Status is what the Observer knows of the stream at one moment.
+type Status struct {
+	State string
+	// Position is the GTID position applied up to ("" before the first
+	// attempt attached).
+	Position string
+	Lag      time.Duration
+	// Snapshot is the current attempt's counters (zero before the first).
+	Snapshot apply.Snapshot
+	Copy     []CopyProgress
+	// LastError is the last error that failed an attempt or ended the
+	// stream, with secrets redacted; it stays after a successful restart.
+	LastError   string
+	LastErrorAt time.Time
+}
+
+// Running reports whether the stream is applying (whatever its lag).
+func (s Status) Running() bool {
+	return s.State == StateRunning || s.State == StateCaughtUp || s.State == StateCopying
+}
+
+// Status returns the stream's state, position, lag, counters and copy.
+func (o *Observer) Status() Status {
+	o.mu.Lock()
+	a, asm, hb, cs := o.applier, o.asm, o.heartbeat, o.copyState
+	st := Status{LastError: o.lastErr, LastErrorAt: o.lastErrAt}
+	between, ended := o.between, o.ended
+	o.mu.Unlock()
+	if a == nil {
+		st.State = StateStarting
+		if ended != "" {
+			st.State = ended
+		}
+		return st
+	}
+	now := time.Now()
+	st.Snapshot = a.Stats().Snapshot()
+	st.Position = st.Snapshot.Position
+	lastEvent, lastHeartbeat, eventTS := asm.Liveness()
+	st.Lag = lag(st.Snapshot, lastEvent, lastHeartbeat, eventTS, hb, now)
+	st.Copy = o.Copy()
+	switch {
+	case ended != "":
+		st.State = ended
+	case between:
+		st.State = StateRestarting
+	case cs != nil && cs.Copying():
+		st.State = StateCopying
+	case caughtUp(st.Snapshot, lastEvent, lastHeartbeat, hb, now):
+		st.State = StateCaughtUp
+	default:
+		st.State = StateRunning
+	}
+	return st
+}
+
+// failed records an error that ended an attempt; final says it ended the
+// stream too.
+func (o *Observer) failed(err error, final bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lastErr, o.lastErrAt = redact.Text(err.Error()), time.Now()
+	if final {
+		o.ended = StateError
+	} else {
+		o.between = true
+	}
+}
+
+// stopped records that Run returned without an error.
+func (o *Observer) stopped() {
+	o.mu.Lock()
+	o.ended = StateStopped
+	o.mu.Unlock()
 }
 
 // AttachCopy is called by a run that copies.
@@ -82,7 +176,7 @@ func (o *Observer) logCopy(log *slog.Logger) {
 // Attach is called by each run with its applier and assembler.
 func (o *Observer) Attach(a *apply.Applier, asm *txn.Assembler) {
 	o.mu.Lock()
-	o.applier, o.asm = a, asm
+	o.applier, o.asm, o.between = a, asm, false
 	o.mu.Unlock()
 }
 
@@ -127,6 +221,14 @@ func lag(s apply.Snapshot, lastEvent, lastHeartbeat, eventTS time.Time, hb time.
 		return max(0, now.Sub(eventTS))
 	}
 	return 0
+}
+
+// caughtUp reports whether the target has applied everything the source
+// had to send: nothing in flight, and a recent heartbeat came after the
+// last event (see lag).
+func caughtUp(s apply.Snapshot, lastEvent, lastHeartbeat time.Time, hb time.Duration, now time.Time) bool {
+	return s.NextTS == 0 && s.InFlight == 0 && !lastHeartbeat.IsZero() && !lastHeartbeat.Before(lastEvent) &&
+		now.Sub(lastHeartbeat) <= 3*hb
 }
 
 // report writes the reading into the stream's row every period, so that

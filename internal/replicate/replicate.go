@@ -115,10 +115,13 @@ func (c *Config) defaults() {
 	if c.Apply.Logger == nil {
 		c.Apply.Logger = c.Logger
 	}
-	c.Observer.heartbeat = c.HeartbeatPeriod
-	if c.Observer.heartbeat <= 0 {
-		c.Observer.heartbeat = replica.DefaultHeartbeatPeriod
+	hb := c.HeartbeatPeriod
+	if hb <= 0 {
+		hb = replica.DefaultHeartbeatPeriod
 	}
+	c.Observer.mu.Lock() // a status server may be reading it already
+	c.Observer.heartbeat = hb
+	c.Observer.mu.Unlock()
 }
 
 // run is the state of a Run across its restarts.
@@ -148,6 +151,7 @@ func Run(ctx context.Context, cfg Config) error {
 	r := &run{cfg: cfg, log: cfg.Logger.With("stream", cfg.Stream)}
 	meta, err := cfg.Target.OpenDB("")
 	if err != nil {
+		cfg.Observer.failed(err, true)
 		return err
 	}
 	defer meta.Close()
@@ -155,6 +159,7 @@ func Run(ctx context.Context, cfg Config) error {
 	r.meta = meta
 	defer func() { r.lock.Release() }() // r.lock is set later
 	if err := checkTLS(ctx, cfg, meta, r.log); err != nil {
+		cfg.Observer.failed(err, true)
 		return err
 	}
 	reportCtx, stopReport := context.WithCancel(ctx)
@@ -176,20 +181,24 @@ func Run(ctx context.Context, cfg Config) error {
 			continue // hold at the pause position, or go on from it
 		case err == nil, errors.Is(err, txn.ErrStopped), errors.Is(err, errCopied), ctx.Err() != nil:
 			r.saveState(position.StateStopped, "")
+			cfg.Observer.stopped()
 			if errors.Is(err, txn.ErrStopped) {
 				r.log.Info("stop position reached", "stop_at", cfg.StopAtGTID)
 			}
 			return nil
 		case !retryable(err, r.cfg.Apply.Flavor):
 			r.saveState(position.StateError, redact.Text(err.Error()))
+			cfg.Observer.failed(err, true)
 			return err
 		}
 		tries++
 		if !r.started && tries >= cfg.FirstTries {
 			err = fmt.Errorf("giving up after %d attempts to start the stream (source %s, target %s): %w", tries, cfg.Source, cfg.Target, err)
 			r.saveState(position.StateError, redact.Text(err.Error()))
+			cfg.Observer.failed(err, true)
 			return err
 		}
+		cfg.Observer.failed(err, false)
 		if time.Since(began) > time.Minute {
 			bo.Reset() // the stream ran a while: start from the shortest wait again
 		}
@@ -198,6 +207,7 @@ func Run(ctx context.Context, cfg Config) error {
 		select {
 		case <-ctx.Done():
 			r.saveState(position.StateStopped, "")
+			cfg.Observer.stopped()
 			return nil
 		case <-time.After(wait):
 		}

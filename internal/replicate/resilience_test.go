@@ -139,9 +139,14 @@ func TestFirstConnectionFailsFast(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			began := time.Now()
-			err, _ := e.runStream(t, "first", e.start, "", c.bad)
+			obs := &Observer{}
+			err, _ := e.runStream(t, "first", e.start, "", func(cfg *Config) { c.bad(cfg); cfg.Observer = obs })
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "giving up after 3 attempts") {
 				t.Fatalf("got %v", err)
+			}
+			// The status page shows it.
+			if st := obs.Status(); st.State != StateError || !strings.Contains(st.LastError, "giving up after 3 attempts") {
+				t.Errorf("observer: %s %q", st.State, st.LastError)
 			}
 			if d := time.Since(began); d > 20*time.Second {
 				t.Errorf("took %s to give up", d)

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/binlane/binlane/internal/analyze"
+	"github.com/binlane/binlane/internal/metrics"
+	"github.com/binlane/binlane/internal/replicate"
+	"github.com/binlane/binlane/internal/statuspage"
+)
+
+// startStatusPage serves /metrics, /status, /healthz and the HTML page on
+// addr while ctx lasts. The page recommends a worker count from the last
+// interval's worker times (analyze.RecommendLive).
+func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Observer, maxLag time.Duration,
+	log *slog.Logger) error {
+	mh, err := metrics.Handler(metrics.NewCollector(stream, obs.Read))
+	if err != nil {
+		return err
+	}
+	var page *statuspage.Page
+	recommend := func() (int, string) {
+		iv := page.Interval()
+		if iv.Elapsed <= 0 {
+			return 0, ""
+		}
+		r := analyze.RecommendLive(iv.Workers, iv.Busy, iv.DependencyWait, iv.CommitWait, iv.Commit, iv.Elapsed)
+		return r.Workers, r.Reason
+	}
+	page, err = statuspage.New(statuspage.Config{Stream: stream, Read: obs.Status, Metrics: mh, Recommend: recommend, HealthMaxLag: maxLag})
+	if err != nil {
+		return err
+	}
+	ln, err := statuspage.Listen(addr)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := statuspage.Serve(ctx, ln, page, log); err != nil {
+			log.Error("status page stopped", "error", err)
+		}
+	}()
+	return nil
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/statuspage"
+	"github.com/binlane/binlane/internal/verify"
+)
+
+// dumpDOM loads url in headless Chromium and returns the DOM once the
+// page's script ran (skips when there is no Chromium).
+func dumpDOM(t *testing.T, url string) string {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--disable-gpu", "--no-sandbox", "--user-data-dir="+t.TempDir(),
+		"--virtual-time-budget=5000", "--dump-dom", url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return string(out)
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestStatusPage runs `binlane replicate` in-process between two sandboxes,
+// as binlane's least-privilege accounts, copying a table first, with
+// --metrics-addr; reads /status, /healthz and /metrics of the caught-up
+// stream, loads the page in headless Chromium (its script must show the
+// state, the position and a row per worker), stops the stream and checks
+// the target row by row.
+func TestStatusPage(t *testing.T) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("no chromium binary")
+	}
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	srcDB, dstDB := src.OpenT(t, ""), dst.OpenT(t, "")
+	srcURL, dstURL := binlaneURL(t, src, "app"), binlaneURL(t, dst, "app")
+	src.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO app.t SELECT seq, 0 FROM app.seq_1_to_2000")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var logs syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		cmd := newReplicateCmd()
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		cmd.SetOut(&logs)
+		cmd.SetErr(&logs)
+		cmd.SetArgs([]string{"--source", srcURL, "--target", dstURL, "--stream", "page", "--databases", "app", "--workers", "3",
+			"--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0", "--health-max-lag", "20s"})
+		done <- cmd.ExecuteContext(runCtx)
+	}()
+	defer func() {
+		if t.Failed() {
+			t.Logf("replicate log:\n%s", logs.String())
+		}
+	}()
+	running := func() {
+		select {
+		case err := <-done:
+			t.Fatalf("replicate ended: %v", err)
+		default:
+		}
+	}
+	addrRE := regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
+	var addr string
+	waitFor(t, 30*time.Second, "the status page", func() bool {
+		running()
+		if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	base := "http://" + addr
+	status := func() (statuspage.Status, bool) {
+		running()
+		code, body := httpGet(t, base+"/status")
+		var st statuspage.Status
+		return st, code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil
+	}
+	// The copy first: updates made after it go through the stream.
+	waitFor(t, 60*time.Second, "the copy done on /status", func() bool {
+		st, ok := status()
+		return ok && st.State == "caught up" && len(st.Copy) == 1 && st.Copy[0].Done
+	})
+
+	for i := 1; i <= 50; i++ {
+		src.ExecT(t, fmt.Sprintf("UPDATE app.t SET v = v + 1 WHERE id BETWEEN %d AND %d", i*10, i*10+50))
+	}
+	want := sourcePos(t, srcDB)
+	var st statuspage.Status
+	waitFor(t, 90*time.Second, "a caught-up stream on /status", func() bool {
+		var ok bool
+		st, ok = status()
+		return ok && st.State == "caught up" && st.Position == want
+	})
+	var rows uint64
+	for _, w := range st.Workers {
+		rows += w.Rows
+	}
+	if st.Stream != "page" || !st.Running || len(st.Workers) != 3 || st.Committed < 50 || rows < 50*51 || st.Started == nil || st.LastError != nil ||
+		st.Recommendation != nil || !st.Health.OK || st.Health.MaxLagSeconds != 20 {
+		t.Errorf("/status: %+v", st)
+	}
+	if len(st.Copy) != 1 || st.Copy[0].Table != "app.t" || !st.Copy[0].Done || st.Copy[0].Rows != 2000 {
+		t.Errorf("/status copy: %+v", st.Copy)
+	}
+	if code, body := httpGet(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	_, metricsText := httpGet(t, base+"/metrics")
+	for _, re := range []string{`(?m)^go_goroutines \d+`, `(?m)^go_build_info\{`, `(?m)^process_resident_memory_bytes `,
+		`(?m)^binlane_committed_transactions_total\{stream="page"\} \d+`, `(?m)^binlane_worker_busy_seconds_total\{stream="page",worker="2"\} `} {
+		if !regexp.MustCompile(re).MatchString(metricsText) {
+			t.Errorf("/metrics lacks %s", re)
+		}
+	}
+
+	dom := dumpDOM(t, base+"/")
+	for _, s := range []string{`<span id="state" class="badge caught-up">caught up</span>`, `<dd id="position">` + want + `</dd>`,
+		`<tr class="worker" data-worker="0"><td>worker 0</td>`, `<tr class="worker" data-worker="2">`,
+		`<tr class="copy-table"><td>app.t</td><td>2,000</td>`, `<dd id="recommendation">—</dd>`, `<pre id="last-error">—</pre>`,
+		`<span id="stream">page</span>`} {
+		if !strings.Contains(dom, s) {
+			t.Errorf("the page lacks %s", s)
+		}
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("replicate: %v", err)
+	}
+	rules, err := filter.New([]string{"app"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Run(ctx, verify.Config{Source: srcDB, Target: dstDB, Rules: rules})
+	if err != nil || !rep.Equal() {
+		var b strings.Builder
+		if err == nil {
+			rep.Format(&b)
+		}
+		t.Fatalf("after the run: %v\n%s", err, b.String())
+	}
+	// The page goes with the stream.
+	waitFor(t, 5*time.Second, "the status page to close", func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err != nil
+	})
+}

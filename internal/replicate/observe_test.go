@@ -1,0 +1,76 @@
+package replicate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// TestObserverStates follows an Observer through a stream's life: starting,
+// running, a failed attempt (restarting, with its error redacted), running
+// again with the error kept, and the two ends.
+func TestObserverStates(t *testing.T) {
+	o := &Observer{heartbeat: time.Second}
+	if st := o.Status(); st.State != StateStarting || st.Running() || st.Position != "" || st.LastError != "" {
+		t.Fatalf("before a run: %+v", st)
+	}
+	if _, ok := o.Read(); ok {
+		t.Fatal("a reading before a run")
+	}
+
+	a := apply.New(apply.Config{Workers: 2}, nil, nil)
+	o.Attach(a, txn.NewAssembler(nil, txn.Config{}))
+	st := o.Status()
+	if st.State != StateRunning || !st.Running() || len(st.Snapshot.Workers) != 2 || st.Copy != nil {
+		t.Fatalf("attached: %+v", st)
+	}
+
+	o.failed(errors.New("target: lost connection to mysql://binlane:hunter2@db2:3306/"), false)
+	st = o.Status()
+	if st.State != StateRestarting || st.Running() || strings.Contains(st.LastError, "hunter2") ||
+		!strings.Contains(st.LastError, "lost connection") || st.LastErrorAt.IsZero() {
+		t.Fatalf("after a failed attempt: %+v", st)
+	}
+	o.Attach(apply.New(apply.Config{Workers: 3}, nil, nil), txn.NewAssembler(nil, txn.Config{}))
+	st = o.Status()
+	if st.State != StateRunning || len(st.Snapshot.Workers) != 3 || !strings.Contains(st.LastError, "lost connection") {
+		t.Fatalf("after the restart: %+v", st)
+	}
+
+	o.stopped()
+	if st := o.Status(); st.State != StateStopped || st.Running() {
+		t.Fatalf("stopped: %+v", st)
+	}
+	o2 := &Observer{}
+	o2.failed(errors.New("boom"), true)
+	if st := o2.Status(); st.State != StateError || st.LastError != "boom" {
+		t.Fatalf("failed before a run: %+v", st)
+	}
+}
+
+func TestCaughtUp(t *testing.T) {
+	now := time.Unix(1000, 0)
+	hb := time.Second
+	event, beat := now.Add(-2*time.Second), now.Add(-time.Second)
+	cases := []struct {
+		name         string
+		s            apply.Snapshot
+		event, heart time.Time
+		want         bool
+	}{
+		{"heartbeat after the last event", apply.Snapshot{}, event, beat, true},
+		{"nothing heard", apply.Snapshot{}, time.Time{}, time.Time{}, false},
+		{"event after the heartbeat", apply.Snapshot{}, beat, event, false},
+		{"in flight", apply.Snapshot{InFlight: 1, NextTS: 999}, event, beat, false},
+		{"silent source", apply.Snapshot{}, now.Add(-time.Minute), now.Add(-10 * time.Second), false},
+	}
+	for _, c := range cases {
+		if got := caughtUp(c.s, c.event, c.heart, hb, now); got != c.want {
+			t.Errorf("%s: caught up %v, want %v", c.name, got, c.want)
+		}
+	}
+}

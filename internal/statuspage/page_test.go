@@ -1,0 +1,330 @@
+package statuspage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/metrics"
+	"github.com/binlane/binlane/internal/replicate"
+)
+
+// fakeStream is a stream whose status the test sets.
+type fakeStream struct {
+	mu sync.Mutex
+	st replicate.Status
+}
+
+func (f *fakeStream) read() replicate.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st
+}
+
+func (f *fakeStream) set(st replicate.Status) {
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+}
+
+func (f *fakeStream) reading() (metrics.Reading, bool) {
+	st := f.read()
+	return metrics.Reading{Snapshot: st.Snapshot, Lag: st.Lag}, !st.Snapshot.At.IsZero()
+}
+
+var t0 = time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
+
+// snap is a snapshot at t0+at of counters that grow with it: per second,
+// 100 transactions and 1000 rows per worker; worker 0 is busy half the
+// time and waits for its turn a quarter, worker 1 is busy 20%.
+func snap(at time.Duration) apply.Snapshot {
+	s := at.Seconds()
+	d := func(share float64) time.Duration { return time.Duration(share * float64(at)) }
+	return apply.Snapshot{At: t0.Add(at), Started: t0, Committed: uint64(200 * s), InFlight: 3, Pending: 1,
+		DependencyWait: d(0.4), Position: "0-1-" + time.Duration(at).String(),
+		Workers: []apply.WorkerSnapshot{
+			{Txns: uint64(100 * s), Rows: uint64(1000 * s), Busy: d(0.5), CommitWait: d(0.25), Commit: d(0.1), DependencyWait: d(0.3)},
+			{Txns: uint64(100 * s), Rows: uint64(1000 * s), Busy: d(0.2), DependencyWait: d(0.1), Retries: 2},
+		}}
+}
+
+func newTestPage(t *testing.T, f *fakeStream, rec func() (int, string)) (*Page, *httptest.Server) {
+	t.Helper()
+	mh, err := metrics.Handler(metrics.NewCollector("m", f.reading))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{Stream: "m", Read: f.read, Metrics: mh, Recommend: rec, HealthMaxLag: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return p, srv
+}
+
+func get(t *testing.T, url string) (int, string, http.Header) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+// TestStatusJSON checks the document's shape (every field, by its JSON
+// name) and its numbers: the rates and shares over the last interval.
+func TestStatusJSON(t *testing.T) {
+	f := &fakeStream{}
+	f.set(replicate.Status{State: replicate.StateRunning, Position: "0-1-100", Lag: 1500 * time.Millisecond,
+		Snapshot: snap(20 * time.Second), LastError: "lost connection", LastErrorAt: t0.Add(5 * time.Second),
+		Copy: []replicate.CopyProgress{{Table: "app.t", Rows: 10, Estimate: 100}}})
+	_, srv := newTestPage(t, f, func() (int, string) { return 6, "busy everywhere" })
+	code, body, hdr := get(t, srv.URL+"/status")
+	if code != http.StatusOK || hdr.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d %s:\n%s", code, hdr.Get("Content-Type"), body)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"stream", "state", "running", "at", "started", "position", "lag_seconds", "committed", "in_flight",
+		"pending", "interval_seconds", "throughput", "dependency_wait", "workers", "copy", "last_error", "recommendation", "health"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("no %q in\n%s", k, body)
+		}
+	}
+	var st Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	// The first reading covers the attempt so far.
+	if st.Stream != "m" || st.State != "running" || !st.Running || st.Position != "0-1-100" || st.LagSeconds != 1.5 ||
+		st.Committed != 4000 || st.InFlight != 3 || st.Pending != 1 || st.IntervalSeconds != 20 {
+		t.Errorf("stream fields: %+v", st)
+	}
+	if !near(st.Throughput.Transactions, 200) || !near(st.Throughput.Rows, 2000) || !near(st.DependencyWait, 0.2) {
+		t.Errorf("rates: %+v, dependency wait %v", st.Throughput, st.DependencyWait)
+	}
+	if len(st.Workers) != 2 {
+		t.Fatalf("workers: %+v", st.Workers)
+	}
+	w0, w1 := st.Workers[0], st.Workers[1]
+	if w0.Worker != 0 || !near(w0.Busy, 0.5) || !near(w0.CommitWait, 0.25) || !near(w0.Commit, 0.1) || !near(w0.DependencyWait, 0.3) ||
+		!near(w0.Idle, 0.15) || w0.Transactions != 2000 || w0.Rows != 20000 {
+		t.Errorf("worker 0: %+v", w0)
+	}
+	if w1.Worker != 1 || !near(w1.Busy, 0.2) || !near(w1.Idle, 0.8) || w1.Retries != 2 {
+		t.Errorf("worker 1: %+v", w1)
+	}
+	if len(st.Copy) != 1 || st.Copy[0].Table != "app.t" || st.Copy[0].Estimate != 100 || st.Copy[0].Done {
+		t.Errorf("copy: %+v", st.Copy)
+	}
+	if st.LastError == nil || st.LastError.Message != "lost connection" || !st.LastError.At.Equal(t0.Add(5*time.Second)) {
+		t.Errorf("last error: %+v", st.LastError)
+	}
+	if st.Recommendation == nil || st.Recommendation.Workers != 6 || st.Recommendation.Reason != "busy everywhere" {
+		t.Errorf("recommendation: %+v", st.Recommendation)
+	}
+	if !st.Health.OK || st.Health.MaxLagSeconds != 30 {
+		t.Errorf("health: %+v", st.Health)
+	}
+
+	// Later readings cover the last window (10 s) only: worker 1 became
+	// idle meanwhile.
+	for at := 21 * time.Second; at <= 40*time.Second; at += time.Second {
+		s := snap(at)
+		s.Workers[1] = snap(20 * time.Second).Workers[1]
+		f.set(replicate.Status{State: replicate.StateCaughtUp, Snapshot: s})
+		_, body, _ = get(t, srv.URL+"/status")
+	}
+	st = Status{}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.IntervalSeconds != 10 || !near(st.Throughput.Transactions, 100) || !near(st.Workers[0].Busy, 0.5) || st.Workers[1].Busy != 0 ||
+		st.Workers[1].Idle != 1 {
+		t.Errorf("over the last window: interval %v, %+v, %+v", st.IntervalSeconds, st.Throughput, st.Workers)
+	}
+	if st.LastError != nil {
+		t.Errorf("last error %+v, want none", st.LastError)
+	}
+}
+
+// TestStatusBeforeRun: no counters yet, no recommendation function.
+func TestStatusBeforeRun(t *testing.T) {
+	f := &fakeStream{}
+	f.set(replicate.Status{State: replicate.StateStarting})
+	_, srv := newTestPage(t, f, nil)
+	_, body, _ := get(t, srv.URL+"/status")
+	for _, want := range []string{`"state": "starting"`, `"running": false`, `"started": null`, `"workers": []`, `"copy": []`,
+		`"last_error": null`, `"recommendation": null`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %s in\n%s", want, body)
+		}
+	}
+	// A recommender with nothing to say counts as none.
+	_, srv = newTestPage(t, f, func() (int, string) { return 0, "" })
+	if _, body, _ = get(t, srv.URL+"/status"); !strings.Contains(body, `"recommendation": null`) {
+		t.Errorf("empty recommendation:\n%s", body)
+	}
+}
+
+// TestRecommendSeesInterval: a Recommend function reads the interval the
+// request computed.
+func TestRecommendSeesInterval(t *testing.T) {
+	f := &fakeStream{}
+	f.set(replicate.Status{State: replicate.StateRunning, Snapshot: snap(10 * time.Second)})
+	var p *Page
+	var got Interval
+	p, srv := newTestPage(t, f, func() (int, string) { got = p.Interval(); return 2, "" })
+	get(t, srv.URL+"/status")
+	if got.Elapsed != 10*time.Second || got.Workers != 2 || got.Busy != 7*time.Second || got.CommitWait != 2500*time.Millisecond ||
+		got.Commit != time.Second || got.DependencyWait != 4*time.Second {
+		t.Errorf("interval %+v", got)
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	f := &fakeStream{}
+	_, srv := newTestPage(t, f, nil)
+	cases := []struct {
+		st   replicate.Status
+		code int
+		body string
+	}{
+		{replicate.Status{State: replicate.StateCaughtUp}, 200, "ok\n"},
+		{replicate.Status{State: replicate.StateRunning, Lag: 29 * time.Second}, 200, "ok\n"},
+		{replicate.Status{State: replicate.StateCopying, Lag: time.Second}, 200, "ok\n"},
+		{replicate.Status{State: replicate.StateRunning, Lag: 45 * time.Second}, 503, `stream "m" lags 45s behind the source (limit 30s)` + "\n"},
+		{replicate.Status{State: replicate.StateStarting}, 503, `stream "m" is starting` + "\n"},
+		{replicate.Status{State: replicate.StateStopped, LastError: "old"}, 503, `stream "m" is stopped` + "\n"},
+		{replicate.Status{State: replicate.StateRestarting, LastError: "lost connection"}, 503, `stream "m" is restarting: lost connection` + "\n"},
+		{replicate.Status{State: replicate.StateError, LastError: "duplicate key"}, 503, `stream "m" is error: duplicate key` + "\n"},
+	}
+	for _, c := range cases {
+		f.set(c.st)
+		code, body, hdr := get(t, srv.URL+"/healthz")
+		if code != c.code || body != c.body || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
+			t.Errorf("%s lag %s: %d %q, want %d %q", c.st.State, c.st.Lag, code, body, c.code, c.body)
+		}
+	}
+}
+
+// TestMetrics: binlane's collector and the standard ones.
+func TestMetrics(t *testing.T) {
+	f := &fakeStream{}
+	f.set(replicate.Status{State: replicate.StateRunning, Snapshot: snap(10 * time.Second), Lag: time.Second})
+	_, srv := newTestPage(t, f, nil)
+	code, body, _ := get(t, srv.URL+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("%d\n%s", code, body)
+	}
+	for _, re := range []string{`(?m)^go_goroutines \d+`, `(?m)^go_build_info\{`, `(?m)^process_cpu_seconds_total `,
+		`(?m)^process_resident_memory_bytes `, `(?m)^process_open_fds `, `(?m)^binlane_committed_transactions_total\{stream="m"\} 2000$`,
+		`(?m)^binlane_lag_seconds\{stream="m"\} 1$`, `(?m)^binlane_worker_busy_seconds_total\{stream="m",worker="0"\} 5$`} {
+		if !regexp.MustCompile(re).MatchString(body) {
+			t.Errorf("no %s in /metrics", re)
+		}
+	}
+}
+
+func TestIndexAndRoutes(t *testing.T) {
+	f := &fakeStream{}
+	f.set(replicate.Status{State: replicate.StateStarting})
+	_, srv := newTestPage(t, f, nil)
+	code, body, hdr := get(t, srv.URL+"/")
+	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") || !strings.Contains(body, `fetch("status"`) ||
+		!strings.Contains(body, `id="lag-chart"`) || !strings.Contains(body, `id="workers"`) {
+		t.Errorf("index: %d %s", code, hdr.Get("Content-Type"))
+	}
+	// Self-contained: no external script, style, image or font.
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//`).FindString(body); m != "" {
+		t.Errorf("external asset: %s", m)
+	}
+	for _, path := range []string{"/nope", "/status/x"} {
+		if code, _, _ := get(t, srv.URL+path); code != http.StatusNotFound {
+			t.Errorf("%s: %d", path, code)
+		}
+	}
+	resp, err := http.Post(srv.URL+"/status", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /status: %d", resp.StatusCode)
+	}
+	if _, err := New(Config{}); err == nil {
+		t.Error("New without Read")
+	}
+}
+
+// dumpDOM loads url in headless Chromium and returns the DOM once the
+// page's script ran (skips when there is no Chromium).
+func dumpDOM(t *testing.T, url string) string {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--disable-gpu", "--no-sandbox", "--user-data-dir="+t.TempDir(),
+		"--virtual-time-budget=5000", "--dump-dom", url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return string(out)
+}
+
+// TestPageInChromium renders the page of a fake stream in a real browser:
+// its script must have filled in the state, position, workers, copy,
+// error and the "—" of no recommendation.
+func TestPageInChromium(t *testing.T) {
+	f := &fakeStream{}
+	f.set(replicate.Status{State: replicate.StateCopying, Position: "0-1-4242", Lag: 2 * time.Second, Snapshot: snap(20 * time.Second),
+		LastError: "lost connection <b>to</b> target", LastErrorAt: t0,
+		Copy: []replicate.CopyProgress{{Table: "app.big", Rows: 500, Estimate: 1000}, {Table: "app.small", Rows: 10, Estimate: 10, Done: true}}})
+	_, srv := newTestPage(t, f, nil)
+	dom := dumpDOM(t, srv.URL+"/")
+	// (The page polls several times: rates over a snapshot that does not
+	// change fall to 0.)
+	for _, want := range []string{`<span id="state" class="badge copying">copying</span>`, `<dd id="position">0-1-4242</dd>`,
+		`<dd id="lag">2.00 s</dd>`, `<tr class="worker" data-worker="0"><td>worker 0</td>`, `<tr class="worker" data-worker="1">`,
+		`<tr class="copy-table"><td>app.big</td><td>500</td><td>1,000</td>`, `<td>done</td>`,
+		`lost connection &lt;b&gt;to&lt;/b&gt; target`, `<dd id="recommendation">—</dd>`, `<polyline `, `id="updated" class="muted">updated `} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("no %s in the page", want)
+		}
+	}
+	for _, re := range []string{`<span class="busy" style="width:\d+\.\d\d%">`, `\d+ transactions/s, [\d,.]+ rows/s`} {
+		if !regexp.MustCompile(re).MatchString(dom) {
+			t.Errorf("no %s in the page", re)
+		}
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
+	}
+}
