@@ -72,8 +72,9 @@ func TestVerifyOnline(t *testing.T) {
 		"GRANT UPDATE ON binlane.streams TO checker@'%'")
 	t.Setenv("CHECKER_PW", checkerPassword)
 	args := []string{"--source", "mysql://checker@" + src.Addr() + "/app", "--target", "mysql://checker@" + dst.Addr() + "/",
-		"--source-password-env", "CHECKER_PW", "--target-password-env", "CHECKER_PW", "--online", "--stream", "m",
-		"--chunk-rows", "500", "--parallel", "2"}
+		"--source-password-env", "CHECKER_PW", "--target-password-env", "CHECKER_PW", "--chunk-rows", "500", "--parallel", "2"}
+	offline := args
+	args = append(args[:len(args):len(args)], "--online", "--stream", "m")
 
 	// The load: updates, unique swaps, deletes and inserts of app.t.
 	var writes atomic.Int64
@@ -101,6 +102,9 @@ func TestVerifyOnline(t *testing.T) {
 				if _, err := db.ExecContext(loadCtx, q); err == nil {
 					writes.Add(1)
 				}
+				// A steady load the stream keeps up with: the verify waits
+				// for it to reach each snapshot's position.
+				time.Sleep(2 * time.Millisecond)
 			}
 		}()
 	}
@@ -118,9 +122,10 @@ func TestVerifyOnline(t *testing.T) {
 	if writes.Load()-before < 50 {
 		t.Errorf("only %d source writes while the online verify ran: not a test under load", writes.Load()-before)
 	}
-	if st, _, _ := position.Load(ctx, dstDB, "m"); st.State == position.StatePaused || st.PauseAt != "" {
-		t.Errorf("stream left paused after verify: state %q, pause_at %q", st.State, st.PauseAt)
-	}
+	waitFor(t, 10*time.Second, "the stream to go on after the verify", func() bool {
+		st, _, _ := position.Load(ctx, dstDB, "m")
+		return st.State == position.StateRunning && st.PauseAt == ""
+	})
 
 	// A difference planted on the target, outside the stream.
 	dst.ExecT(t, "SET sql_log_bin = 0", "UPDATE app.quiet SET v = 'planted' WHERE id = 77")
@@ -135,7 +140,6 @@ func TestVerifyOnline(t *testing.T) {
 	src.ExecT(t, "INSERT INTO app.quiet VALUES (1000, 'after')")
 	caughtUp()
 	dst.ExecT(t, "SET sql_log_bin = 0", "UPDATE app.quiet SET v = 'row 77' WHERE id = 77")
-	offline := args[:len(args)-6]
 	if out, err := runVerifyCmd(t, offline...); err != nil {
 		t.Fatalf("final verify: %v\n%s", err, out)
 	}

@@ -258,6 +258,9 @@ func TestRecommendLive(t *testing.T) {
 		{"commit turn waits", 8, 24 * s, 0, 48 * s, 4 * s, 10 * s, 4, "ordered commits"},
 		{"serial workload", 8, 10 * s, 60 * s, 5 * s, 5 * s, 10 * s, 2, "serial"},
 		{"source rate", 8, 10 * s, 1 * s, 2 * s, 4 * s, 10 * s, 2, "source's rate"},
+		// A quiet, caught-up stream: transactions waited a little on one
+		// another, more than the workers were busy, yet it is not serial.
+		{"quiet stream", 3, 30 * time.Millisecond, 60 * time.Millisecond, 0, 60 * time.Millisecond, 3 * s, 1, "source's rate"},
 		{"balanced", 4, 24 * s, 0, 4 * s, 4 * s, 10 * s, 4, "fits"},
 	}
 	for _, c := range cases {
