@@ -388,7 +388,7 @@ func printAnalysis(w io.Writer, r analyze.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nrecommended: %d workers: %s\n", r.Recommendation.Workers, r.Recommendation.Reason)
+	fmt.Fprintf(w, "\nrecommended: %s: %s\n", analyze.Workers(r.Recommendation.Workers), r.Recommendation.Reason)
 	if len(r.Notes) > 0 {
 		fmt.Fprintln(w, "\nnotes:")
 		for _, n := range r.Notes {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +15,7 @@ import (
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/pause"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/sandbox"
@@ -25,172 +25,264 @@ import (
 )
 
 type demoFlags struct {
-	duration time.Duration
-	workers  int
-	sessions int
+	live        time.Duration
+	orders      int
+	workers     int
+	copyWorkers int
+	sessions    int
+	rate        int
+	statusAddr  string
 }
 
 func newDemoCmd() *cobra.Command {
 	var f demoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Replicate a live, conflict-heavy workload between two throwaway local servers, then verify",
-		Long: `Start a throwaway MariaDB source and target on free local ports, run a
-randomized workload on the source (hot rows, unique-key swaps, primary-key
-changes, cascading foreign keys, case-variant values, DDL), replicate it live
-with binlane, then compare both sides row by row. The servers are removed
+		Short: "The whole job on throwaway local servers: copy into an empty target under load, replicate, analyze, verify online",
+		Long: `Start a throwaway MariaDB source and target on free local ports. The source
+gets a shop schema (accounts with unique keys, orders with a cascading
+foreign key, items, a JSON/every-type table, a hot row) with a few hundred
+thousand rows, and a live workload (hot rows, unique-key swaps, primary-key
+changes, cascading deletes) at --rate transactions per second.
+
+binlane then does its main job into the empty target, as the least-privilege
+accounts the README documents: copy the tables online, catch up, and go on
+replicating with the parallel applier, while the live status is shown (and
+served on the status page). It analyzes the binlog the workload produced,
+stops the load, waits for the target to catch up, compares both sides row
+by row with an online verify, and prints a summary. The servers are removed
 at the end, also on Ctrl-C.
 
 Exit status: 0 equal, 1 source and target differ, 2 error or interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), cmd.OutOrStdout(), f) },
 	}
-	cmd.Flags().DurationVar(&f.duration, "duration", 20*time.Second, "how long the workload runs")
-	cmd.Flags().IntVar(&f.workers, "workers", defaultWorkers, "binlane workers")
-	cmd.Flags().IntVar(&f.sessions, "sessions", 6, "concurrent workload sessions on the source")
+	fl := cmd.Flags()
+	fl.DurationVar(&f.live, "duration", time.Minute, "how long the live status is shown after the copy started")
+	fl.IntVar(&f.orders, "orders", 100000, "orders seeded before the copy (each with two items: 3 rows per order)")
+	fl.IntVar(&f.workers, "workers", defaultWorkers, "binlane workers")
+	fl.IntVar(&f.copyWorkers, "copy-workers", 2, "binlane copy workers")
+	fl.IntVar(&f.sessions, "sessions", 4, "concurrent workload sessions on the source")
+	fl.IntVar(&f.rate, "rate", 300, "workload transactions per second (0: as fast as the source takes them)")
+	fl.StringVar(&f.statusAddr, "metrics-addr", "127.0.0.1:0", "where the status page listens (port 0: any free port)")
 	return cmd
 }
 
+// demo holds the demo's servers and connections.
+type demo struct {
+	out            io.Writer
+	f              demoFlags
+	src, dst       *sandbox.Server
+	srcDSN, dstDSN dsn.DSN
+	srcDB, dstDB   *sql.DB // root: the workload and the demo's own reads
+	rules          filter.Rules
+	obs            *replicate.Observer
+	final          apply.Snapshot // the apply phase's counters, for the summary
+}
+
+func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
+
 func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
-	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
-	say("starting a throwaway source and target on free local ports...")
-	src, err := sandbox.Start(ctx, sandbox.Options{Role: sandbox.Source, Name: "demo-source"})
+	d := &demo{out: out, f: f, obs: &replicate.Observer{}}
+	defer d.close()
+	if err := d.start(ctx); err != nil {
+		return err
+	}
+	start, err := d.seed(ctx)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
-	dst, err := sandbox.Start(ctx, sandbox.Options{Role: sandbox.Target, Name: "demo-target"})
-	if err != nil {
-		return err
-	}
-	defer dst.Close()
-	say("  source %s\n  target %s", src.URL(), dst.URL())
-	srcDSN, err := dsn.Parse(src.URL())
-	if err != nil {
-		return err
-	}
-	dstDSN, err := dsn.Parse(dst.URL())
-	if err != nil {
-		return err
-	}
-	srcDB, err := srcDSN.OpenDB("")
-	if err != nil {
-		return err
-	}
-	defer srcDB.Close()
-	srcDB.SetMaxOpenConns(f.sessions + 4)
-	say("  MariaDB %s", mariadbVersion(ctx, srcDB))
-	if err := src.Exec(ctx, "CREATE DATABASE demo_marker"); err != nil {
-		return err
-	}
-	var start string
-	if err := srcDB.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&start); err != nil {
-		return err
-	}
-	rules, _ := filter.New([]string{workload.Schema}, nil, nil)
-	obs := &replicate.Observer{}
-	repCtx, stopRep := context.WithCancel(ctx)
-	defer stopRep()
-	repErr := make(chan error, 1)
-	go func() {
-		repErr <- replicate.Run(repCtx, replicate.Config{Source: srcDSN, Target: dstDSN, Stream: "demo", Rules: rules,
-			StartGTID: start, HeartbeatPeriod: time.Second, Observer: obs, ReportPeriod: time.Second,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Apply:  apply.Config{Workers: f.workers, Mode: scheduler.ModeWriteset, MaxBatch: defaultMaxBatch}})
-	}()
-	say("replicating with %d workers while %d sessions write to the source for %s...", f.workers, f.sessions, f.duration)
-	if err := workload.Setup(ctx, srcDB); err != nil {
-		return err
-	}
+
+	// The workload runs from here to the end of the live phase.
+	wlCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
 	wlDone := make(chan error, 1)
-	var wlStats *workload.Stats
+	var wl *workload.Stats
 	go func() {
 		var err error
-		wlStats, err = workload.Run(ctx, srcDB, workload.Config{Seed: time.Now().UnixNano(), Sessions: f.sessions,
-			Duration: f.duration, DDL: true, BigTxnRows: 50000})
+		wl, err = workload.Run(wlCtx, d.srcDB, workload.Config{Seed: time.Now().UnixNano(), Sessions: f.sessions, Rate: f.rate})
 		wlDone <- err
 	}()
-	dstDB, err := dstDSN.OpenDB("")
+
+	repCtx, stopRep := context.WithCancel(ctx)
+	defer stopRep()
+	addr, err := startStatusPage(repCtx, f.statusAddr, "demo", d.obs, 30*time.Second, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
-	defer dstDB.Close()
-	if err := demoProgress(ctx, out, srcDB, dstDB, obs, wlDone, repErr); err != nil {
+	repErr := make(chan error, 1)
+	began := time.Now()
+	go func() { repErr <- d.replicate(repCtx) }()
+	d.say("\nbinlane replicate --copy=auto into the empty target: %d copy workers, %d apply workers; %d trx/s of load on the source.",
+		f.copyWorkers, f.workers, f.rate)
+	d.say("status page: http://%s/  (also /status, /healthz, /metrics)\n", addr)
+	if err := d.live(ctx, began, repErr); err != nil {
 		return err
 	}
-	say("workload done: %d transactions committed on the source (%d rolled back by it); target caught up.",
-		wlStats.Committed.Load(), wlStats.Failed.Load())
-	stopRep()
-	if err := <-repErr; err != nil {
-		return fmt.Errorf("replicate: %w", err)
+
+	end := d.pos(ctx)
+	d.say("\nbinlane analyze --from-gtid %s --to-gtid %s (the workload's binlog):", start, end)
+	if err := runAnalyze(ctx, out, io.Discard, analyzeFlags{source: d.src.URL(), fromGTID: start, toGTID: end,
+		databases: []string{workload.Schema}, workers: []int{1, 2, 4, 8, 16}, durable: true}); err != nil {
+		return fmt.Errorf("analyze: %w", err)
 	}
-	say("\nverifying every table row by row...")
-	rep, err := verify.Run(ctx, verify.Config{Source: srcDB, Target: dstDB, Rules: rules})
+
+	stopLoad()
+	if err := <-wlDone; err != nil {
+		return fmt.Errorf("workload: %w", err)
+	}
+	d.say("\nload stopped after %d transactions (%d rolled back by the source); waiting for the target to catch up...",
+		wl.Committed.Load(), wl.Failed.Load())
+	if err := d.caughtUp(ctx, repErr); err != nil {
+		return err
+	}
+	d.say("caught up. Online verify (the stream keeps running; it holds a moment at each snapshot's position):")
+	rep, err := d.verify(ctx)
 	if err != nil {
 		return err
 	}
 	if err := rep.Format(out); err != nil {
 		return err
 	}
+	d.summary(began, rep)
+	stopRep()
+	if err := <-repErr; err != nil {
+		return fmt.Errorf("replicate: %w", err)
+	}
 	if !rep.Equal() {
 		return withExitCode(exitDiffer, errors.New("demo: source and target differ"))
 	}
-	say("\nsource and target are equal. Servers are being removed.")
+	d.say("\nsource and target are equal. Removing the servers.")
 	return nil
 }
 
-// demoProgress prints a line a second until the workload is over and the
-// target has caught up with the source.
-func demoProgress(ctx context.Context, out io.Writer, srcDB, dstDB *sql.DB, obs *replicate.Observer,
-	wlDone <-chan error, repErr <-chan error) error {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	over := false
-	var last uint64
+// start starts the servers; binlane connects as its documented accounts.
+func (d *demo) start(ctx context.Context) error {
+	d.say("starting a throwaway source and target on free local ports...")
+	var err error
+	if d.src, err = sandbox.Start(ctx, sandbox.Options{Role: sandbox.Source, Name: "demo-source"}); err != nil {
+		return err
+	}
+	if d.dst, err = sandbox.Start(ctx, sandbox.Options{Role: sandbox.Target, Name: "demo-target"}); err != nil {
+		return err
+	}
+	srcURL, err := d.src.GrantBinlane(ctx, false, workload.Schema)
+	if err != nil {
+		return err
+	}
+	dstURL, err := d.dst.GrantBinlane(ctx, false, workload.Schema)
+	if err != nil {
+		return err
+	}
+	if d.srcDSN, err = dsn.Parse(srcURL); err != nil {
+		return err
+	}
+	if d.dstDSN, err = dsn.Parse(dstURL); err != nil {
+		return err
+	}
+	if d.srcDB, err = d.src.Open(""); err != nil {
+		return err
+	}
+	d.srcDB.SetMaxOpenConns(d.f.sessions + 4)
+	if d.dstDB, err = d.dst.Open(""); err != nil {
+		return err
+	}
+	d.rules, err = filter.New([]string{workload.Schema}, nil, nil)
+	d.say("  source %s (MariaDB %s)\n  target %s\n  binlane connects as %s and %s (README: privileges)",
+		d.src.Addr(), mariadbVersion(ctx, d.srcDB), d.dst.Addr(), sandbox.SourceUser, sandbox.TargetUser)
+	return err
+}
+
+func (d *demo) close() {
+	for _, db := range []*sql.DB{d.srcDB, d.dstDB} {
+		if db != nil {
+			db.Close()
+		}
+	}
+	for _, s := range []*sandbox.Server{d.src, d.dst} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// seed creates the schema and its rows; it returns the position after.
+func (d *demo) seed(ctx context.Context) (string, error) {
+	t0 := time.Now()
+	if err := workload.Setup(ctx, d.srcDB); err != nil {
+		return "", err
+	}
+	if err := workload.SeedBulk(ctx, d.srcDB, d.f.orders); err != nil {
+		return "", err
+	}
+	var rows int64
+	if err := d.srcDB.QueryRowContext(ctx, `SELECT SUM(n) FROM (SELECT COUNT(*) n FROM wl.accounts UNION ALL
+		SELECT COUNT(*) FROM wl.orders UNION ALL SELECT COUNT(*) FROM wl.items) x`).Scan(&rows); err != nil {
+		return "", err
+	}
+	d.say("seeded %d rows in %s (wl.accounts, wl.orders, wl.items and smaller tables).", rows, time.Since(t0).Round(time.Millisecond))
+	return d.pos(ctx), nil
+}
+
+func (d *demo) replicate(ctx context.Context) error {
+	return replicate.Run(ctx, replicate.Config{Source: d.srcDSN, Target: d.dstDSN, Stream: "demo", Rules: d.rules,
+		HeartbeatPeriod: time.Second, Observer: d.obs, ReportPeriod: time.Second,
+		Logger: slog.New(slog.DiscardHandler),
+		Copy:   replicate.CopyConfig{Mode: "auto", Workers: d.f.copyWorkers},
+		Apply:  apply.Config{Workers: d.f.workers, Mode: scheduler.ModeWriteset, MaxBatch: defaultMaxBatch}})
+}
+
+// pos is the source's binlog position.
+func (d *demo) pos(ctx context.Context) string {
+	var p string
+	d.srcDB.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&p)
+	return p
+}
+
+// caughtUp waits until the stream's position holds the source's.
+func (d *demo) caughtUp(ctx context.Context, repErr <-chan error) error {
+	want, err := gtid.ParseSet(d.pos(ctx))
+	if err != nil {
+		return err
+	}
 	for {
+		st, _, err := position.Load(ctx, d.dstDB, "demo")
+		if err != nil {
+			return err
+		}
+		if got, _ := gtid.ParseSet(st.GTID); got.ContainsSet(want) {
+			return nil
+		}
 		select {
-		case err := <-wlDone:
-			if err != nil {
-				return fmt.Errorf("workload: %w", err)
-			}
-			over = true
-			continue
 		case err := <-repErr:
 			return fmt.Errorf("replicate stopped early: %v", err)
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-tick.C:
-		}
-		var srcPos string
-		if err := srcDB.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&srcPos); err != nil {
-			return err
-		}
-		st, _, err := position.Load(ctx, dstDB, "demo")
-		if err != nil {
-			return err
-		}
-		line := fmt.Sprintf("  source %-14s target %-14s", srcPos, st.GTID)
-		if r, ok := obs.Read(); ok {
-			line += fmt.Sprintf(" %5d trx/s  lag %4.1fs  workers busy %s", r.Snapshot.Committed-last, r.Lag.Seconds(), busyShares(r.Snapshot))
-			last = r.Snapshot.Committed
-		}
-		fmt.Fprintln(out, line)
-		want, _ := gtid.ParseSet(srcPos)
-		got, _ := gtid.ParseSet(st.GTID)
-		if over && got.ContainsSet(want) {
-			return nil
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
-// busyShares formats each worker's busy share since the start.
-func busyShares(s apply.Snapshot) string {
-	wall := s.At.Sub(s.Started).Seconds()
-	var parts []string
-	for _, w := range s.Workers {
-		parts = append(parts, fmt.Sprintf("%.0f", 100*w.Busy.Seconds()/max(wall, 0.001)))
+// verify compares both sides online, as the verify accounts would.
+func (d *demo) verify(ctx context.Context) (*verify.Report, error) {
+	src, err := d.srcDSN.OpenDB("")
+	if err != nil {
+		return nil, err
 	}
-	return strings.Join(parts, "/") + "%"
+	defer src.Close()
+	tgt, err := d.dstDSN.OpenDB("")
+	if err != nil {
+		return nil, err
+	}
+	defer tgt.Close()
+	meta, err := d.dstDSN.OpenDB("") // pause requests: a pool of their own
+	if err != nil {
+		return nil, err
+	}
+	defer meta.Close()
+	p := &pause.Pairer{Target: meta, Stream: "demo"}
+	return verify.Run(ctx, verify.Config{Source: src, Target: tgt, Rules: d.rules,
+		Pair: func(ctx context.Context, s, t *sql.Conn) error { _, err := p.Pair(ctx, s, t); return err }})
 }
 
 func mariadbVersion(ctx context.Context, db *sql.DB) string {

@@ -248,7 +248,7 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		go showCopyBars(ctx, obs, errOut)
 	}
 	if f.metricsAddr != "" {
-		if err := startStatusPage(ctx, f.metricsAddr, f.stream, obs, f.healthMaxLag, log); err != nil {
+		if _, err := startStatusPage(ctx, f.metricsAddr, f.stream, obs, f.healthMaxLag, log); err != nil {
 			return err
 		}
 	}

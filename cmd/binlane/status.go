@@ -152,7 +152,7 @@ func printStream(w io.Writer, v streamView, now time.Time) {
 		printWorkers(w, s.Stats)
 	}
 	if r := v.Recommendation; r != nil {
-		fmt.Fprintf(w, "  workers    %d recommended: %s\n", r.Workers, r.Reason)
+		fmt.Fprintf(w, "  workers    %s recommended: %s\n", analyze.Workers(r.Workers), r.Reason)
 	}
 	printCopy(w, v.Copy)
 	if s.Owner.Token != "" && s.State == position.StateRunning {

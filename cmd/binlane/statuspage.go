@@ -14,11 +14,12 @@ import (
 // startStatusPage serves /metrics, /status, /healthz and the HTML page on
 // addr while ctx lasts. The page recommends a worker count from the last
 // interval's worker times (analyze.RecommendLive).
+// It returns the address it listens on.
 func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Observer, maxLag time.Duration,
-	log *slog.Logger) error {
+	log *slog.Logger) (string, error) {
 	mh, err := metrics.Handler(metrics.NewCollector(stream, obs.Read))
 	if err != nil {
-		return err
+		return "", err
 	}
 	var page *statuspage.Page
 	recommend := func() (int, string) {
@@ -31,16 +32,16 @@ func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Ob
 	}
 	page, err = statuspage.New(statuspage.Config{Stream: stream, Read: obs.Status, Metrics: mh, Recommend: recommend, HealthMaxLag: maxLag})
 	if err != nil {
-		return err
+		return "", err
 	}
 	ln, err := statuspage.Listen(addr)
 	if err != nil {
-		return err
+		return "", err
 	}
 	go func() {
 		if err := statuspage.Serve(ctx, ln, page, log); err != nil {
 			log.Error("status page stopped", "error", err)
 		}
 	}()
-	return nil
+	return ln.Addr().String(), nil
 }

@@ -40,12 +40,12 @@ func Recommend(rows []SimRow, g Graph) Recommendation {
 	}
 	if pick == len(rows)-1 && limit.Bottleneck == "workers" {
 		return Recommendation{Workers: p.Workers, Reason: fmt.Sprintf(
-			"%d workers simulate fastest (%.2fx one worker) and are still all busy: more may help", p.Workers, p.Writeset.Speedup)}
+			"%s simulate fastest (%.2fx one worker) and are still all busy: more may help", Workers(p.Workers), p.Writeset.Speedup)}
 	}
 	lead := fmt.Sprintf("%d workers reach %.0f%% of the best simulated rate (%d workers, %.2fx one worker)",
 		p.Workers, 100*p.Writeset.TxnPerSec/b.Writeset.TxnPerSec, b.Workers, b.Writeset.Speedup)
 	if pick == best {
-		lead = fmt.Sprintf("%d workers simulate fastest (%.2fx one worker)", p.Workers, p.Writeset.Speedup)
+		lead = fmt.Sprintf("%s simulate fastest (%.2fx one worker)", Workers(p.Workers), p.Writeset.Speedup)
 	}
 	return Recommendation{Workers: p.Workers, Reason: lead + "; beyond that " + limitText(limit.Bottleneck, g) + "."}
 }
@@ -108,4 +108,12 @@ func RecommendLive(workers int, busy, dependencyWait, commitWait, commit, elapse
 	}
 	return Recommendation{Workers: workers, Reason: fmt.Sprintf(
 		"workers are busy %.0f%%, wait for their commit turn %.0f%%: the count fits", 100*(b+c), 100*cw)}
+}
+
+// Workers spells a worker count: "1 worker", "4 workers".
+func Workers(n int) string {
+	if n == 1 {
+		return "1 worker"
+	}
+	return fmt.Sprintf("%d workers", n)
 }

@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/binlane/binlane/internal/sqlerr"
 )
 
@@ -49,7 +51,10 @@ type Config struct {
 	// changes to wl.nontx, which the caller creates non-transactional on the
 	// source (see NonTransactionalDDL).
 	Savepoints bool
-	Logger     *slog.Logger
+	// Rate caps transactions per second across sessions (0: as fast as
+	// the source takes them).
+	Rate   int
+	Logger *slog.Logger
 }
 
 // Stats count what a run did.
@@ -157,8 +162,12 @@ func Run(ctx context.Context, db *sql.DB, cfg Config) (*Stats, error) {
 	budget.Store(int64(cfg.Transactions))
 	var wg sync.WaitGroup
 	errs := make(chan error, cfg.Sessions)
+	var limit *rate.Limiter
+	if cfg.Rate > 0 {
+		limit = rate.NewLimiter(rate.Limit(cfg.Rate), max(1, cfg.Rate/10))
+	}
 	for i := 0; i < cfg.Sessions; i++ {
-		s := &session{db: db, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i))), id: i, cfg: cfg, st: st}
+		s := &session{db: db, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i))), id: i, cfg: cfg, st: st, limit: limit}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -182,12 +191,13 @@ func Run(ctx context.Context, db *sql.DB, cfg Config) (*Stats, error) {
 }
 
 type session struct {
-	db  *sql.DB
-	rng *rand.Rand
-	id  int
-	cfg Config
-	st  *Stats
-	n   int
+	limit *rate.Limiter // nil: no cap
+	db    *sql.DB
+	rng   *rand.Rand
+	id    int
+	cfg   Config
+	st    *Stats
+	n     int
 }
 
 func (s *session) loop(ctx context.Context, budget *atomic.Int64) error {
@@ -205,6 +215,9 @@ func (s *session) loop(ctx context.Context, budget *atomic.Int64) error {
 			}
 		}
 		if s.cfg.Transactions > 0 && budget.Add(-1) < 0 {
+			return nil
+		}
+		if s.limit != nil && s.limit.Wait(ctx) != nil {
 			return nil
 		}
 		s.n++
@@ -283,4 +296,27 @@ func bigTransaction(ctx context.Context, db *sql.DB, rows int) error {
 	q := fmt.Sprintf("INSERT INTO wl.log (a, b, c) SELECT seq, CONCAT('big', seq), seq / 3 FROM wl.seq_1_to_%d", rows)
 	_, err := db.ExecContext(ctx, q)
 	return err
+}
+
+// SeedBulk adds orders (ids from 1,000,001, beyond the ids Run picks) with
+// two items each: 3 x orders rows for a copy to work on. Run's account
+// deletes then cascade into them, while they are being copied.
+func SeedBulk(ctx context.Context, db *sql.DB, orders int) error {
+	const batch = 20000
+	for from := 0; from < orders; from += batch {
+		n := min(batch, orders-from)
+		lo := 1000001 + from
+		stmts := []string{
+			fmt.Sprintf("INSERT INTO wl.orders (id, account_id, amount, payload) SELECT %d + seq, 1 + seq %% 200, seq / 7, "+
+				"REPEAT(CHAR(65 + seq %% 26), 40) FROM wl.seq_0_to_%d", lo, n-1),
+			fmt.Sprintf("INSERT INTO wl.items SELECT %d + seq DIV 2, 1 + seq %% 2, CONCAT('SKU', seq %% 97), 1 + seq %% 13 "+
+				"FROM wl.seq_0_to_%d", lo, 2*n-1),
+		}
+		for _, q := range stmts {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("workload bulk seed: %w", err)
+			}
+		}
+	}
+	return nil
 }

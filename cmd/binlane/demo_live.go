@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/binlane/binlane/internal/analyze"
+	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/replicate"
+	"github.com/binlane/binlane/internal/verify"
+)
+
+// live prints the stream's state every two seconds for the demo's live
+// phase (at least until the copy is done), and keeps the last figures of
+// the apply phase for the summary.
+func (d *demo) live(ctx context.Context, began time.Time, repErr <-chan error) error {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	var lastRows int64
+	var lastTxns uint64
+	for {
+		select {
+		case err := <-repErr:
+			return fmt.Errorf("replicate stopped early: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		st := d.obs.Status()
+		rows, est := copied(st.Copy)
+		txns := st.Snapshot.Committed
+		line := fmt.Sprintf("  %5.0fs %-10s", time.Since(began).Seconds(), st.State)
+		if st.State == replicate.StateCopying {
+			line += fmt.Sprintf(" copied %d / ~%d rows (%5.0f rows/s);", rows, est, float64(rows-lastRows)/2)
+		}
+		line += fmt.Sprintf(" %5.0f trx/s  lag %4.1fs  workers %s", float64(txns-min(txns, lastTxns))/2, st.Lag.Seconds(), shares(st.Snapshot))
+		d.say("%s", line)
+		lastRows, lastTxns = rows, txns
+		if st.LastError != "" {
+			d.say("  last error (the stream retries): %s", st.LastError)
+		}
+		if st.State != replicate.StateCopying && st.State != replicate.StateStarting && time.Since(began) >= d.f.live {
+			d.final = st.Snapshot
+			return nil
+		}
+	}
+}
+
+func copied(tables []replicate.CopyProgress) (rows, est int64) {
+	for _, t := range tables {
+		rows, est = rows+t.Rows, est+max(t.Estimate, t.Rows)
+	}
+	return rows, est
+}
+
+// shares formats each worker's busy and commit-wait shares since the
+// current attempt started: "busy 60/55/58/61% commit-wait 20/22/19/25%".
+func shares(s apply.Snapshot) string {
+	wall := s.At.Sub(s.Started).Seconds()
+	if wall <= 0 || len(s.Workers) == 0 {
+		return "-"
+	}
+	var busy, wait []string
+	for _, w := range s.Workers {
+		busy = append(busy, fmt.Sprintf("%.0f", 100*(w.Busy+w.Commit).Seconds()/wall))
+		wait = append(wait, fmt.Sprintf("%.0f", 100*w.CommitWait.Seconds()/wall))
+	}
+	return "busy " + strings.Join(busy, "/") + "% commit-wait " + strings.Join(wait, "/") + "%"
+}
+
+// summary prints what the demo did.
+func (d *demo) summary(began time.Time, rep *verify.Report) {
+	ctx := context.Background()
+	st, _, _ := position.Load(ctx, d.dstDB, "demo")
+	tables, _ := position.LoadCopy(ctx, d.dstDB, "demo")
+	var rows int64
+	for _, t := range tables {
+		rows += t.Rows
+	}
+	l := d.final.Load()
+	r := analyze.RecommendLive(l.Workers, l.Busy, l.DependencyWait, l.CommitWait, l.Commit, l.Elapsed)
+	elapsed := time.Since(began)
+	verdict := "equal"
+	if !rep.Equal() {
+		verdict = "DIFFERENT (see above)"
+	}
+	d.say("\nsummary")
+	d.say("  copied        %d rows in %d tables, online, while the load ran", rows, len(tables))
+	d.say("  applied       %d source transactions in %s (%.0f trx/s on average, copy included)", st.Applied,
+		elapsed.Round(time.Second), float64(st.Applied)/elapsed.Seconds())
+	d.say("  workers       %s (apply phase)", shares(d.final))
+	d.say("  recommended   %s: %s", analyze.Workers(r.Workers), r.Reason)
+	d.say("  verify        %s (online, %d tables)", verdict, len(rep.Tables))
+}
