@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/copier"
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/scheduler"
@@ -51,6 +53,8 @@ type replicateFlags struct {
 	copyWorkers                int
 	chunkTime                  time.Duration
 	maxThreadsRunning          int
+	maxReplicaLag              time.Duration
+	targetReplicas             []string
 	exitWhenCopied             bool
 }
 
@@ -163,7 +167,9 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.StringVar(&f.copyMode, "copy", "auto", "auto: copy the tables first when the stream has no position and no --start-gtid; never: assume the target is in sync")
 	fl.IntVar(&f.copyWorkers, "copy-workers", 4, "source connections reading chunks at once during the copy")
 	fl.DurationVar(&f.chunkTime, "chunk-time", 500*time.Millisecond, "time a copied chunk should take; chunk sizes adapt to it")
-	fl.IntVar(&f.maxThreadsRunning, "max-threads-running", 0, "hold the copy back while the source's Threads_running is above this (0: no limit)")
+	fl.IntVar(&f.maxThreadsRunning, "max-threads-running", 0, "hold the copy back while the source's Threads_running is above this (0: no limit; reloaded on SIGHUP)")
+	fl.DurationVar(&f.maxReplicaLag, "max-replica-lag", 0, "hold the copy back while a --target-replica lags more than this (0: no limit; reloaded on SIGHUP)")
+	fl.StringSliceVar(&f.targetReplicas, "target-replica", nil, "a replica of the target, watched for --max-replica-lag (repeatable; the target's password and TLS options apply)")
 }
 
 func parseMode(s string) (scheduler.Mode, error) {
@@ -214,6 +220,16 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	if f.healthMaxLag <= 0 {
 		return fmt.Errorf("--health-max-lag must be positive")
 	}
+	var replicas []dsn.DSN
+	for _, r := range f.targetReplicas {
+		d, err := resolveServer("target-replica", r, f.targetPassEnv, f.targetPassF, f.targetTLS)
+		if err != nil {
+			return err
+		}
+		replicas = append(replicas, d)
+	}
+	limits := copier.NewLimits(f.maxThreadsRunning, f.maxReplicaLag)
+	go reloadLimitsOnHUP(ctx, cmd, limits, log)
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
 		if err != nil {
@@ -258,7 +274,7 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, QueueBytes: f.queueBytes, DrainTimeout: f.drainTimeout,
 		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs,
 		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyWorkers, ChunkTime: f.chunkTime,
-			MaxThreadsRunning: f.maxThreadsRunning, ExitWhenDone: f.exitWhenCopied},
+			Limits: limits, Replicas: replicas, ExitWhenDone: f.exitWhenCopied},
 		Apply: apply.Config{Workers: f.workers, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
 			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: f.lockWaitTimeout},
 	})

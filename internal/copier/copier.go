@@ -100,6 +100,9 @@ func New(cfg Config) *Copier {
 	return c
 }
 
+// Throttled says why the copy waits now ("" when it does not).
+func (c *Copier) Throttled() string { return c.cfg.Throttle.Reason() }
+
 // Tables returns the progress of every table.
 func (c *Copier) Tables() []*Progress {
 	out := make([]*Progress, 0, len(c.cfg.Tables))

@@ -6,42 +6,58 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
+
+// Limits are the throttle's limits, safe to change while the copy runs
+// (binlane reloads them on SIGHUP). Zero values mean no limit.
+type Limits struct {
+	threads atomic.Int64
+	lag     atomic.Int64 // ns
+}
+
+// NewLimits returns limits set to maxThreads and maxLag.
+func NewLimits(maxThreads int, maxLag time.Duration) *Limits {
+	l := &Limits{}
+	l.Set(maxThreads, maxLag)
+	return l
+}
+
+// Set changes the limits.
+func (l *Limits) Set(maxThreads int, maxLag time.Duration) {
+	l.threads.Store(int64(maxThreads))
+	l.lag.Store(int64(maxLag))
+}
+
+// Get returns the limits.
+func (l *Limits) Get() (maxThreads int, maxLag time.Duration) {
+	if l == nil {
+		return 0, 0
+	}
+	return int(l.threads.Load()), time.Duration(l.lag.Load())
+}
 
 // Throttle holds the copy back while the source is busy (Threads_running
 // above a limit) or the target's own replicas lag (for targets that have
 // replicas: the copy's writes reach them too). Its limits can change while
-// the copy runs (SetLimits). A nil Throttle never waits.
+// the copy runs (Limits). A nil Throttle never waits.
 type Throttle struct {
 	src      *sql.DB
 	replicas []*sql.DB
+	limits   *Limits
 	log      *slog.Logger
 
-	mu          sync.Mutex
-	maxThreads  int
-	maxLag      time.Duration
-	reason      string
-	checkedAt   time.Time
-	throttledAt time.Time
+	mu        sync.Mutex
+	reason    string
+	checkedAt time.Time
 }
 
 // NewThrottle returns a throttle reading the source and the given replicas
-// (SHOW ALL SLAVES STATUS on each: it needs REPLICATION CLIENT / SLAVE
-// MONITOR there).
-func NewThrottle(src *sql.DB, replicas []*sql.DB, maxThreads int, maxLag time.Duration, log *slog.Logger) *Throttle {
-	return &Throttle{src: src, replicas: replicas, maxThreads: maxThreads, maxLag: maxLag, log: log}
-}
-
-// SetLimits changes the limits (0: no limit).
-func (t *Throttle) SetLimits(maxThreads int, maxLag time.Duration) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	t.maxThreads, t.maxLag = maxThreads, maxLag
-	t.checkedAt = time.Time{}
-	t.mu.Unlock()
+// (SHOW ALL SLAVES STATUS on each: it needs REPLICA MONITOR (MariaDB
+// 10.5+) or REPLICATION CLIENT there). limits may be nil (no limits).
+func NewThrottle(src *sql.DB, replicas []*sql.DB, limits *Limits, log *slog.Logger) *Throttle {
+	return &Throttle{src: src, replicas: replicas, limits: limits, log: log}
 }
 
 // Reason says why the copy waits now ("" when it does not).
@@ -81,9 +97,7 @@ func (t *Throttle) Wait(ctx context.Context) error {
 
 // check reads the limits' measures and records the reason to wait.
 func (t *Throttle) check(ctx context.Context) string {
-	t.mu.Lock()
-	maxThreads, maxLag := t.maxThreads, t.maxLag
-	t.mu.Unlock()
+	maxThreads, maxLag := t.limits.Get()
 	reason := ""
 	if maxThreads > 0 {
 		var name string
@@ -101,8 +115,12 @@ func (t *Throttle) check(ctx context.Context) string {
 		}
 	}
 	t.mu.Lock()
-	if reason != "" && t.reason == "" && t.log != nil {
-		t.log.Info("copy throttled", "reason", reason)
+	if reason != t.reason && t.log != nil {
+		if reason == "" {
+			t.log.Info("copy goes on", "was", t.reason)
+		} else {
+			t.log.Info("copy throttled", "reason", reason)
+		}
 	}
 	t.reason, t.checkedAt = reason, time.Now()
 	t.mu.Unlock()

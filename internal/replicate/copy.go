@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/copier"
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/replica"
@@ -24,10 +25,13 @@ type CopyConfig struct {
 	// --start-gtid); "never" (or "") assumes the target is in sync.
 	Mode    string
 	Workers int
-	// ChunkTime is the time a chunk should take; MaxThreadsRunning holds
-	// the copy back while the source is busier (0: no limit).
-	ChunkTime         time.Duration
-	MaxThreadsRunning int
+	// ChunkTime is the time a chunk should take.
+	ChunkTime time.Duration
+	// Limits hold the copy back while the source's Threads_running or the
+	// lag of one of Replicas (the target's own replicas) is above them;
+	// they may change while the copy runs. nil: no limits.
+	Limits   *copier.Limits
+	Replicas []dsn.DSN
 	// ExitWhenDone ends the run once every table is copied and the target
 	// caught up with the source's position at that moment (binlane copy).
 	ExitWhenDone bool
@@ -35,7 +39,8 @@ type CopyConfig struct {
 
 // copyRun is the copy of one attempt.
 type copyRun struct {
-	src    *sql.DB
+	src      *sql.DB
+	replicas []*sql.DB // the target's replicas, for the throttle
 	state  *copier.State
 	tables []*copier.Table
 	copier *copier.Copier
@@ -48,6 +53,9 @@ type copyRun struct {
 func (c *copyRun) close() {
 	if c != nil {
 		c.src.Close()
+		for _, r := range c.replicas {
+			r.Close()
+		}
 	}
 }
 
@@ -89,8 +97,17 @@ func (r *run) prepareCopy(ctx context.Context, rcfg replica.Config) (*copyRun, e
 	}
 	src.SetMaxOpenConns(cfg.Copy.Workers + 3)
 	cr := &copyRun{src: src}
+	for _, d := range cfg.Copy.Replicas {
+		db, err := d.OpenDB("")
+		if err != nil {
+			cr.close()
+			return nil, fmt.Errorf("target replica %s: %w", d, err)
+		}
+		db.SetMaxOpenConns(1)
+		cr.replicas = append(cr.replicas, db)
+	}
 	if err := r.setUpCopy(ctx, cr, rcfg, saved, unfinished); err != nil {
-		src.Close()
+		cr.close()
 		return nil, err
 	}
 	return cr, nil
@@ -190,7 +207,7 @@ func sameTables(a, b []*copier.Table) bool {
 // begin makes the merger and the copier of a stream starting after start.
 func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
 	cr.merger = copier.NewMerger(start)
-	throttle := copier.NewThrottle(cr.src, nil, cfg.Copy.MaxThreadsRunning, 0, log)
+	throttle := copier.NewThrottle(cr.src, cr.replicas, cfg.Copy.Limits, log)
 	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
 		Workers: cfg.Copy.Workers, ChunkTime: cfg.Copy.ChunkTime, Throttle: throttle, Logger: log})
 }

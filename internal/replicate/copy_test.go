@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/binlane/binlane/internal/copier"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/workload"
 )
@@ -126,6 +128,55 @@ func TestCopyResumes(t *testing.T) {
 	}
 	if err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
+	}
+	e.verifyEqual(t)
+}
+
+// TestCopyThrottle holds the copy back with a Threads_running limit the
+// source exceeds (a session sleeping in a query), shows why, and lets it
+// go on when the limit is lifted while it runs.
+func TestCopyThrottle(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e.seedCopy(t, ctx, 5000)
+	sleeper := e.src.OpenT(t, "")
+	go sleeper.ExecContext(ctx, "SELECT SLEEP(60)") // Threads_running stays at 2 or more
+	cfg := e.copyConfig(t)
+	cfg.Copy.ExitWhenDone = true
+	limits := copier.NewLimits(1, 0)
+	cfg.Copy.Limits = limits
+	obs := &Observer{}
+	cfg.Observer = obs
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	var why string
+	deadline := time.Now().Add(30 * time.Second)
+	for why == "" && time.Now().Before(deadline) {
+		for _, p := range obs.Copy() {
+			if p.Throttled != "" {
+				why = p.Throttled
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(why, "Threads_running") {
+		t.Fatalf("the copy was not throttled (reason %q)", why)
+	}
+	time.Sleep(time.Second)
+	for _, p := range obs.Copy() {
+		if p.Rows > 0 {
+			t.Errorf("table %s copied %d rows while throttled", p.Table, p.Rows)
+		}
+	}
+	limits.Set(0, 0) // what SIGHUP does with a config file without the limit
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range obs.Copy() {
+		if p.Throttled != "" || !p.Done {
+			t.Errorf("table %s after the copy: %+v", p.Table, p)
+		}
 	}
 	e.verifyEqual(t)
 }

@@ -137,6 +137,8 @@ type CopyProgress struct {
 	Estimate int64  `json:"estimate"`
 	Done     bool   `json:"done"`
 	OnePass  string `json:"one_pass,omitempty"`
+	// Throttled says why the copy of a table not done yet waits now.
+	Throttled string `json:"throttled,omitempty"`
 }
 
 // Copy returns the copy's progress (nil when the run does not copy).
@@ -148,8 +150,13 @@ func (o *Observer) Copy() []CopyProgress {
 		return nil
 	}
 	var out []CopyProgress
+	why := c.Throttled()
 	for _, p := range c.Tables() {
-		out = append(out, CopyProgress{Table: p.Table, Rows: p.Rows.Load(), Estimate: p.Estimate, Done: p.Done.Load(), OnePass: p.OnePass})
+		cp := CopyProgress{Table: p.Table, Rows: p.Rows.Load(), Estimate: p.Estimate, Done: p.Done.Load(), OnePass: p.OnePass}
+		if !cp.Done {
+			cp.Throttled = why
+		}
+		out = append(out, cp)
 	}
 	return out
 }
@@ -163,14 +170,19 @@ func (o *Observer) logCopy(log *slog.Logger) {
 		return
 	}
 	var rows, est int64
-	done, all := 0, 0
+	done, all, throttled := 0, 0, ""
 	for _, p := range o.Copy() {
 		rows, est, all = rows+p.Rows, est+p.Estimate, all+1
 		if p.Done {
 			done++
 		}
+		throttled = max(throttled, p.Throttled)
 	}
-	log.Info("copying", "rows", rows, "rows_estimated", est, "tables_done", done, "tables", all)
+	args := []any{"rows", rows, "rows_estimated", est, "tables_done", done, "tables", all}
+	if throttled != "" {
+		args = append(args, "throttled", throttled)
+	}
+	log.Info("copying", args...)
 }
 
 // Attach is called by each run with its applier and assembler.
