@@ -48,6 +48,11 @@ type Config struct {
 	MaxChunkBytes    int
 	Throttle         *Throttle
 	Logger           *slog.Logger
+	// AfterRead, when set, is called after a chunk's rows are read in its
+	// snapshot and before the chunk goes into the stream: tests write to
+	// the source there, forcing the race the design must survive (a change
+	// after the snapshot, before the chunk is written on the target).
+	AfterRead func(ctx context.Context, schema, table string, rows [][][]byte) error
 }
 
 func (c *Config) defaults() {
@@ -298,6 +303,11 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, j job) error {
 	}
 	readTook := time.Since(start)
 	last := pending
+	if c.cfg.AfterRead != nil {
+		if err := c.cfg.AfterRead(ctx, j.t.Schema, j.t.Name, last.Rows); err != nil {
+			return err
+		}
+	}
 	last.Committed = func(rows int, took time.Duration) {
 		prog.Rows.Add(int64(rows))
 		if j.whole || j.r.Hi == nil {

@@ -32,6 +32,8 @@ type CopyConfig struct {
 	// they may change while the copy runs. nil: no limits.
 	Limits   *copier.Limits
 	Replicas []dsn.DSN
+	// AfterRead is copier.Config.AfterRead (tests).
+	AfterRead func(ctx context.Context, schema, table string, rows [][][]byte) error
 	// ExitWhenDone ends the run once every table is copied and the target
 	// caught up with the source's position at that moment (binlane copy).
 	ExitWhenDone bool
@@ -209,7 +211,8 @@ func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
 	cr.merger = copier.NewMerger(start)
 	throttle := copier.NewThrottle(cr.src, cr.replicas, cfg.Copy.Limits, log)
 	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
-		Workers: cfg.Copy.Workers, ChunkTime: cfg.Copy.ChunkTime, Throttle: throttle, Logger: log})
+		Workers: cfg.Copy.Workers, ChunkTime: cfg.Copy.ChunkTime, Throttle: throttle, Logger: log,
+		AfterRead: cfg.Copy.AfterRead})
 }
 
 // resumeTables keeps the tables of a saved copy; one the source no longer
