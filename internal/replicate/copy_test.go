@@ -249,3 +249,76 @@ func TestCopyRaces(t *testing.T) {
 	}
 	e.verifyEqual(t)
 }
+
+// TestCopyMillion copies about a million rows (the orders/items chain with
+// cascading foreign keys, unique keys, a table without a key, and a table
+// of every column type) while the workload writes with DDL, then replicates
+// the rest and verifies.
+func TestCopyMillion(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	const scale = 10
+	e.seedCopy(t, ctx, 3000*scale)
+	src := e.src.OpenT(t, "")
+	if err := workload.SeedBulk(ctx, src, 30000*scale); err != nil {
+		t.Fatal(err)
+	}
+	e.src.ExecT(t, `CREATE TABLE wl.types (
+		id INT UNSIGNED PRIMARY KEY, u CHAR(36) CHARACTER SET ascii UNIQUE,
+		i8 TINYINT, i16 SMALLINT UNSIGNED, i24 MEDIUMINT, i64 BIGINT UNSIGNED, dec1 DECIMAL(65,30), dec2 DECIMAL(5,2) UNSIGNED,
+		f FLOAT, d DOUBLE, bits BIT(64), dt DATETIME(6), ts TIMESTAMP(6) NULL, day DATE, tm TIME(6), yr YEAR,
+		c CHAR(12) CHARACTER SET latin1, vc VARCHAR(300) COLLATE utf8mb4_bin, txt MEDIUMTEXT, bin BINARY(16), vb VARBINARY(64),
+		blb LONGBLOB, e ENUM('', 'a', 'b'), s SET('x', 'y', 'z'), j JSON, ip INET6, uu UUID, pt POINT
+	) ENGINE=InnoDB`,
+		`INSERT INTO wl.types SELECT seq, UUID(), CAST(seq % 256 AS SIGNED) - 128, seq % 65536, CAST(seq % 1000 AS SIGNED) - 500, seq * 1000000007,
+		seq / 7, seq % 1000 / 10, seq / 3, seq / 11, seq * 12345, '2020-01-01' + INTERVAL seq SECOND,
+		IF(seq % 5 = 0, NULL, '2021-06-01' + INTERVAL seq MINUTE), '2000-01-01' + INTERVAL seq % 9000 DAY,
+		SEC_TO_TIME(CAST(seq % 86400 AS SIGNED) - 40000), 1901 + seq % 255, CONCAT('é', seq % 100), CONCAT('Vc ', seq, ' ', CHAR(seq % 94 + 33)),
+		REPEAT('text ', seq % 50), UNHEX(MD5(seq)), UNHEX(LPAD(HEX(seq), 8, '0')), IF(seq % 3 = 0, NULL, REPEAT(CHAR(seq % 256), seq % 300)),
+		ELT(1 + seq % 3, '', 'a', 'b'), ELT(1 + seq % 4, '', 'x', 'x,z', 'y,z'), JSON_OBJECT('n', seq, 'a', JSON_ARRAY(seq, 'é', NULL)),
+		CONCAT('2001:db8::', HEX(seq % 65536)), UUID(), POINT(seq / 3, -seq)
+		FROM wl.seq_1_to_`+strconv.Itoa(7000*scale))
+	var seeded int64
+	for _, tb := range []string{"accounts", "orders", "items", "kv", "log", "audit", "types"} {
+		var n int64
+		src.QueryRowContext(ctx, "SELECT COUNT(*) FROM wl."+tb).Scan(&n)
+		seeded += n
+	}
+	if seeded < 1000000 {
+		t.Fatalf("seeded %d rows, want a million", seeded)
+	}
+	wlCtx, stopLoad := context.WithCancel(ctx)
+	wlDone := make(chan struct{})
+	go func() {
+		defer close(wlDone)
+		e.workload(t, wlCtx, workload.Config{Seed: 5, Sessions: 4, DDL: true, Ledger: true, Rate: 200})
+	}()
+	cfg := e.copyConfig(t)
+	cfg.Copy.ExitWhenDone = true
+	cfg.Copy.ChunkTime = 300 * time.Millisecond
+	t0 := time.Now()
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := position.LoadCopy(ctx, e.dst.OpenT(t, ""), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for _, c := range tables {
+		rows += c.Rows
+	}
+	t.Logf("seeded %d rows; copied %d rows of %d tables in %s under load", seeded, rows, len(tables), time.Since(t0).Round(time.Millisecond))
+	if rows < seeded*9/10 {
+		t.Errorf("copied %d of %d rows", rows, seeded)
+	}
+	stopLoad()
+	<-wlDone
+	cfg = e.copyConfig(t)
+	cfg.StopAtGTID = gtidPos(t, e.src)
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyEqual(t)
+}

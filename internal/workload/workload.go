@@ -299,23 +299,25 @@ func bigTransaction(ctx context.Context, db *sql.DB, rows int) error {
 }
 
 // SeedBulk adds orders (ids from 1,000,001, beyond the ids Run picks) with
-// two items each: 3 x orders rows for a copy to work on. Run's account
-// deletes then cascade into them, while they are being copied.
+// two items each, 3 x orders rows for a copy to work on, owned by 200
+// accounts of their own (ids from 100,001: Run's account deletes do not
+// cascade into them, so a copy under load still has them to copy).
 func SeedBulk(ctx context.Context, db *sql.DB, orders int) error {
 	const batch = 20000
+	stmts := []string{"INSERT IGNORE INTO wl.accounts (id, email, handle, balance) SELECT 100000 + seq, " +
+		"CONCAT('bulk', seq, '@example.com'), CONCAT('bulk', seq), seq FROM wl.seq_1_to_200"}
 	for from := 0; from < orders; from += batch {
 		n := min(batch, orders-from)
 		lo := 1000001 + from
-		stmts := []string{
-			fmt.Sprintf("INSERT INTO wl.orders (id, account_id, amount, payload) SELECT %d + seq, 1 + seq %% 200, seq / 7, "+
+		stmts = append(stmts,
+			fmt.Sprintf("INSERT INTO wl.orders (id, account_id, amount, payload) SELECT %d + seq, 100001 + seq %% 200, seq / 7, "+
 				"REPEAT(CHAR(65 + seq %% 26), 40) FROM wl.seq_0_to_%d", lo, n-1),
 			fmt.Sprintf("INSERT INTO wl.items SELECT %d + seq DIV 2, 1 + seq %% 2, CONCAT('SKU', seq %% 97), 1 + seq %% 13 "+
-				"FROM wl.seq_0_to_%d", lo, 2*n-1),
-		}
-		for _, q := range stmts {
-			if _, err := db.ExecContext(ctx, q); err != nil {
-				return fmt.Errorf("workload bulk seed: %w", err)
-			}
+				"FROM wl.seq_0_to_%d", lo, 2*n-1))
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("workload bulk seed: %w", err)
 		}
 	}
 	return nil
