@@ -43,10 +43,10 @@ type CopyConfig struct {
 type copyRun struct {
 	src      *sql.DB
 	replicas []*sql.DB // the target's replicas, for the throttle
-	state  *copier.State
-	tables []*copier.Table
-	copier *copier.Copier
-	merger *copier.Merger
+	state    *copier.State
+	tables   []*copier.Table
+	copier   *copier.Copier
+	merger   *copier.Merger
 	// readDone is closed when every chunk is read (binlane copy waits for
 	// it before it looks for the end).
 	readDone chan struct{}
