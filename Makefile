@@ -1,5 +1,6 @@
 # binlane: two commands do everything on a fresh Debian machine.
-#   make demo   start throwaway servers, replicate a live workload, verify
+#   make demo   the whole job on throwaway servers: copy a live database into an
+#               empty target, replicate, status page, analyze, online verify
 #   make test   the whole test suite (unit, integration, race detector)
 
 GO        ?= go
@@ -7,7 +8,7 @@ PKGS      ?= ./...
 TESTFLAGS ?= -race -timeout 60m
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps bench-deps demo test test-short bench bench-copy fuzz vet fmt clean
+.PHONY: all build deps bench-deps demo test test-short bench bench-copy man fuzz vet fmt clean
 
 all: build
 
@@ -60,6 +61,10 @@ fuzz:
 			echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg || exit 1; \
 		done; \
 	done
+
+# man writes the man pages from the command definitions.
+man:
+	$(GO) run ./cmd/binlane man docs/man
 
 vet:
 	$(GO) vet $(PKGS)
