@@ -27,6 +27,7 @@ type verifyFlags struct {
 	json, verbose              bool
 	online                     bool
 	stream                     string
+	resumeFile                 string
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -84,6 +85,7 @@ them), 2 error, a table that could not be compared, or interrupted
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every chunk")
 	fl.BoolVar(&f.online, "online", false, "compare while the source takes writes, pausing --stream at each snapshot's position")
 	fl.StringVar(&f.stream, "stream", "default", "the stream to pause (with --online)")
+	fl.StringVar(&f.resumeFile, "resume-file", "", "record the tables found equal in this file, and leave out those it lists (run again after an interruption)")
 	// --source and --target may come from the file or the environment:
 	// cobra's required-flag check runs before them, so openServer checks.
 	return cmd
@@ -130,6 +132,14 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 			}
 			return err
 		}
+	}
+	if f.resumeFile != "" {
+		done, err := openResume(f.resumeFile, log)
+		if err != nil {
+			return err
+		}
+		defer done.close()
+		vcfg.Skip, vcfg.TableDone = done.skip, done.record
 	}
 	rep, err := verify.Run(cmd.Context(), vcfg)
 	if err != nil {

@@ -98,6 +98,11 @@ type Config struct {
 	// see the same source position (package pause). Catalogs and chunk
 	// bounds are read outside them: any bounds tile the key space.
 	Pair func(ctx context.Context, src, tgt *sql.Conn) error
+	// Skip, when set, leaves tables out (a resumed run: those an earlier
+	// run found equal). TableDone, when set, is called as each table's
+	// comparison ends.
+	Skip      func(schema, table string) bool
+	TableDone func(TableReport)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -193,11 +198,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // each is compared.
 func (r *run) plan(srcCat, tgtCat catalog) []*tableState {
 	ids := make([]tableID, 0, len(srcCat)+len(tgtCat))
+	skip := func(id tableID) bool { return r.cfg.Skip != nil && r.cfg.Skip(id.Schema, id.Name) }
 	for id := range srcCat {
-		ids = append(ids, id)
+		if !skip(id) {
+			ids = append(ids, id)
+		}
 	}
 	for id := range tgtCat {
-		if srcCat[id] == nil {
+		if srcCat[id] == nil && !skip(id) {
 			ids = append(ids, id)
 		}
 	}
@@ -294,4 +302,7 @@ func (r *run) tableDone(ts *tableState) {
 		attrs = append(attrs, "error", rep.Error)
 	}
 	r.log.Log(context.Background(), level, "table verified", attrs...)
+	if r.cfg.TableDone != nil {
+		r.cfg.TableDone(rep)
+	}
 }
