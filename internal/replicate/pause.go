@@ -65,8 +65,10 @@ func (r *run) pauseStop(ctx context.Context, stop, start gtid.Set, copying bool)
 }
 
 // watchPause stops a running attempt when a pause request appears or
-// changes, so that the next attempt stops exactly at it.
-func (r *run) watchPause(ctx context.Context, stop context.CancelCauseFunc) {
+// changes from seen (the request the attempt started with), so that the
+// next attempt stops exactly at it. It takes seen as an argument: it may
+// outlive its attempt by a moment, while the next one sets r.pausing.
+func (r *run) watchPause(ctx context.Context, stop context.CancelCauseFunc, seen string) {
 	tick := time.NewTicker(pausePoll)
 	defer tick.Stop()
 	for {
@@ -79,7 +81,7 @@ func (r *run) watchPause(ctx context.Context, stop context.CancelCauseFunc) {
 		if err != nil {
 			continue // the lock watcher reports a lost target
 		}
-		if req != r.pausing && (req != "" || r.pausing != "") {
+		if req != seen {
 			stop(errPauseChanged)
 			return
 		}

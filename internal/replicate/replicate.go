@@ -310,7 +310,7 @@ func (r *run) once(ctx context.Context) error {
 	watchCtx, stopWatch := context.WithCancelCause(ctx)
 	defer stopWatch(nil)
 	go r.watch(watchCtx, stopWatch)
-	go r.watchPause(watchCtx, stopWatch)
+	go r.watchPause(watchCtx, stopWatch, r.pausing)
 	if cfg.Copy.ExitWhenDone {
 		// A stream whose copy was done before this run (killed before it
 		// could exit) ends once caught up, too.
