@@ -370,8 +370,10 @@ func runMydumper(ctx context.Context, cs *copySource, dst *sandbox.Server, threa
 	if err != nil {
 		return 0, "", err
 	}
+	// -e: binlog the restored rows, like every other contender (myloader
+	// turns the binlog off for its sessions by default).
 	load := exec.CommandContext(ctx, "myloader", "-h", "127.0.0.1", "-P", strconv.Itoa(dst.Port), "-u", "root",
-		"-t", t, "-d", dir)
+		"-t", t, "-d", dir, "-e")
 	d2, cpu, err := timedCommand(load, dst, cs.src, "myloader")
 	if err != nil {
 		return 0, "", err
