@@ -118,7 +118,7 @@ func (p *Pairer) pairOnce(ctx context.Context, src, tgt *sql.Conn) (pos gtid.Set
 	if err := tgt.QueryRowContext(ctx, "SELECT COALESCE(gtid_pos, '') FROM "+position.Table+" WHERE name = ?", p.Stream).Scan(&text); err != nil {
 		return pos, fmt.Errorf("target: read stream %q in the snapshot: %w", p.Stream, err)
 	}
-	if at, err := gtid.ParseSet(text); err != nil || !equal(at, pos) {
+	if at, err := gtid.ParseSet(text); err != nil || !at.Equal(pos) {
 		return pos, fmt.Errorf("target snapshot sees stream %q at %q, not %s: was it started by another process?", p.Stream, text, pos)
 	}
 	return pos, nil
@@ -147,7 +147,7 @@ func (p *Pairer) waitHeld(ctx context.Context, pos gtid.Set) error {
 		case st.State == position.StateStopped || st.State == position.StateError:
 			return fmt.Errorf("stream %q is %s: an online verify needs it running (binlane replicate); "+
 				"or stop the source's writes and verify without --online", p.Stream, st.State)
-		case st.State == position.StatePaused && st.PauseAt == pos.String() && equal(at, pos):
+		case st.State == position.StatePaused && st.PauseAt == pos.String() && at.Equal(pos):
 			return nil
 		case st.State == position.StatePaused && st.PauseAt == pos.String() && at.ContainsSet(pos):
 			return errPassed{at: at, want: pos}
@@ -162,5 +162,3 @@ func (p *Pairer) waitHeld(ctx context.Context, pos gtid.Set) error {
 		}
 	}
 }
-
-func equal(a, b gtid.Set) bool { return a.ContainsSet(b) && b.ContainsSet(a) }
