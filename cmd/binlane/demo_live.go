@@ -10,6 +10,7 @@ import (
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/replicate"
+	"github.com/binlane/binlane/internal/statuspage"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -80,8 +81,7 @@ func (d *demo) summary(began time.Time, rep *verify.Report) {
 	for _, t := range tables {
 		rows += t.Rows
 	}
-	l := d.final.Load()
-	r := analyze.RecommendLive(l.Workers, l.Busy, l.DependencyWait, l.CommitWait, l.Commit, l.Elapsed)
+	r := recommend(statuspage.Since(d.final))
 	elapsed := time.Since(began)
 	verdict := "equal"
 	if !rep.Equal() {

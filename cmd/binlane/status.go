@@ -16,6 +16,7 @@ import (
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
+	"github.com/binlane/binlane/internal/statuspage"
 )
 
 type statusFlags struct {
@@ -127,8 +128,7 @@ func newStreamView(s position.State, deferred []position.Deferred, copied []posi
 	v := streamView{State: s, Deferred: deferred, Copy: copied}
 	var snap apply.Snapshot
 	if s.Stats != "" && json.Unmarshal([]byte(s.Stats), &snap) == nil && len(snap.Workers) > 0 {
-		l := snap.Load()
-		r := analyze.RecommendLive(l.Workers, l.Busy, l.DependencyWait, l.CommitWait, l.Commit, l.Elapsed)
+		r := recommend(statuspage.Since(snap))
 		v.Recommendation = &r
 	}
 	return v

@@ -27,7 +27,7 @@ func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Ob
 		if iv.Elapsed <= 0 {
 			return 0, ""
 		}
-		r := analyze.RecommendLive(iv.Workers, iv.Busy, iv.DependencyWait, iv.CommitWait, iv.Commit, iv.Elapsed)
+		r := recommend(iv)
 		return r.Workers, r.Reason
 	}
 	page, err = statuspage.New(statuspage.Config{Stream: stream, Read: obs.Status, Metrics: mh, Recommend: recommend, HealthMaxLag: maxLag})
@@ -44,4 +44,11 @@ func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Ob
 		}
 	}()
 	return ln.Addr().String(), nil
+}
+
+// recommend judges a worker count from what the workers did over an
+// interval: the status page (last 10 s), binlane status and the demo
+// (the attempt so far).
+func recommend(iv statuspage.Interval) analyze.Recommendation {
+	return analyze.RecommendLive(iv.Workers, iv.Busy, iv.DependencyWait, iv.CommitWait, iv.Commit, iv.Elapsed)
 }

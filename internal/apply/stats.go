@@ -145,22 +145,3 @@ func (s *Stats) Snapshot() Snapshot {
 	}
 	return snap
 }
-
-// Load sums the workers' times since the applier started: what a worker
-// count is judged by (analyze.RecommendLive).
-type Load struct {
-	Workers                                  int
-	Busy, DependencyWait, CommitWait, Commit time.Duration
-	Elapsed                                  time.Duration
-}
-
-// Load returns the snapshot's summed worker times.
-func (s Snapshot) Load() Load {
-	l := Load{Workers: len(s.Workers), DependencyWait: s.DependencyWait, Elapsed: s.At.Sub(s.Started)}
-	for _, w := range s.Workers {
-		l.Busy += w.Busy
-		l.CommitWait += w.CommitWait
-		l.Commit += w.Commit
-	}
-	return l
-}

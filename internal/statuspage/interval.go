@@ -56,6 +56,10 @@ func interval(base, cur apply.Snapshot) Interval {
 	return iv
 }
 
+// Since returns what the attempt whose counters cur holds did since it
+// started.
+func Since(cur apply.Snapshot) Interval { return interval(apply.Snapshot{}, cur) }
+
 // share is d as a part of the interval (0 when it has no length).
 func (iv Interval) share(d time.Duration) float64 {
 	if iv.Elapsed <= 0 {
