@@ -31,7 +31,8 @@ func (d *demo) live(ctx context.Context, began time.Time, repErr <-chan error) e
 		case <-tick.C:
 		}
 		st := d.obs.Status()
-		rows, est := copied(st.Copy)
+		sum := replicate.SumCopy(st.Copy)
+		rows, est := sum.Rows, sum.Estimate
 		txns := st.Snapshot.Committed
 		line := fmt.Sprintf("  %5.0fs %-10s", time.Since(began).Seconds(), st.State)
 		if st.State == replicate.StateCopying {
@@ -48,13 +49,6 @@ func (d *demo) live(ctx context.Context, began time.Time, repErr <-chan error) e
 			return nil
 		}
 	}
-}
-
-func copied(tables []replicate.CopyProgress) (rows, est int64) {
-	for _, t := range tables {
-		rows, est = rows+t.Rows, est+max(t.Estimate, t.Rows)
-	}
-	return rows, est
 }
 
 // shares formats each worker's busy and commit-wait shares since the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
@@ -23,6 +24,9 @@ type copyBars struct {
 	p       *mpb.Progress
 	tables  map[string]*mpb.Bar
 	overall *mpb.Bar
+	// throttled is why the copy waits, for the overall bar's decorator
+	// (mpb draws from a goroutine of its own).
+	throttled atomic.Pointer[string]
 }
 
 // onTerminal reports whether f is a terminal (bars make sense there).
@@ -52,43 +56,46 @@ func (b *copyBars) update() bool {
 	if len(tables) == 0 {
 		return false
 	}
+	sum := replicate.SumCopy(tables)
+	b.throttled.Store(&sum.Throttled)
 	if b.p == nil {
 		b.p = mpb.New(mpb.WithOutput(b.out), mpb.WithWidth(40), mpb.WithRefreshRate(250*time.Millisecond))
-		var est int64
-		for _, t := range tables {
-			est += max(t.Estimate, 1)
-		}
-		b.overall = b.p.AddBar(est, mpb.PrependDecorators(decor.Name("all tables", decor.WCSyncSpaceR),
-			decor.CountersNoUnit("%d / %d rows", decor.WCSyncSpace)),
-			mpb.AppendDecorators(decor.EwmaSpeed(0, "%.0f rows/s", 30, decor.WCSyncSpace),
-				decor.OnComplete(decor.EwmaETA(decor.ET_STYLE_GO, 30, decor.WCSyncSpace), "done")))
+		b.overall = b.addBar("all tables", sum.Estimate, decor.Any(func(decor.Statistics) string {
+			if why := *b.throttled.Load(); why != "" {
+				return "waiting: " + why
+			}
+			return ""
+		}, decor.WCSyncSpace))
 	}
-	var rows, est int64
-	done := true
 	for _, t := range tables {
 		bar := b.tables[t.Table]
 		if bar == nil {
-			bar = b.p.AddBar(max(t.Estimate, 1), mpb.PrependDecorators(decor.Name(t.Table, decor.WCSyncSpaceR),
-				decor.CountersNoUnit("%d / %d", decor.WCSyncSpace)),
-				mpb.AppendDecorators(decor.EwmaSpeed(0, "%.0f rows/s", 30, decor.WCSyncSpace),
-					decor.OnComplete(decor.EwmaETA(decor.ET_STYLE_GO, 30, decor.WCSyncSpace), "done")))
+			bar = b.addBar(t.Table, max(t.Estimate, t.Rows))
 			b.tables[t.Table] = bar
 		}
-		total := max(t.Estimate, t.Rows, 1) // estimates are the source's guesses
-		bar.SetTotal(total, false)
-		bar.EwmaSetCurrent(t.Rows, 250*time.Millisecond)
-		if t.Done {
-			bar.SetTotal(max(t.Rows, 1), true)
-		}
-		rows, est = rows+t.Rows, est+total
-		done = done && t.Done
+		move(bar, t.Rows, max(t.Estimate, t.Rows), t.Done) // estimates are the source's guesses
 	}
-	b.overall.SetTotal(est, false)
-	b.overall.EwmaSetCurrent(rows, 250*time.Millisecond)
-	if done {
-		b.overall.SetTotal(max(rows, 1), true)
-	}
+	done := sum.Done == sum.Tables
+	move(b.overall, sum.Rows, sum.Estimate, done)
 	return done
+}
+
+// addBar adds a bar with its name, rows, rows/s and time left, and extra
+// decorators after them.
+func (b *copyBars) addBar(name string, total int64, extra ...decor.Decorator) *mpb.Bar {
+	return b.p.AddBar(max(total, 1), mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR),
+		decor.CountersNoUnit("%d / %d rows", decor.WCSyncSpace)),
+		mpb.AppendDecorators(append([]decor.Decorator{decor.EwmaSpeed(0, "%.0f rows/s", 30, decor.WCSyncSpace),
+			decor.OnComplete(decor.EwmaETA(decor.ET_STYLE_GO, 30, decor.WCSyncSpace), "done")}, extra...)...))
+}
+
+// move sets a bar to rows of total, completing it when done.
+func move(bar *mpb.Bar, rows, total int64, done bool) {
+	bar.SetTotal(max(total, 1), false)
+	bar.EwmaSetCurrent(rows, 250*time.Millisecond)
+	if done {
+		bar.SetTotal(max(rows, 1), true)
+	}
 }
 
 func (b *copyBars) stop() {

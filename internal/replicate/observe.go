@@ -161,6 +161,27 @@ func (o *Observer) Copy() []CopyProgress {
 	return out
 }
 
+// CopyTotals sum a copy's progress over its tables.
+type CopyTotals struct {
+	Rows, Estimate int64 // the estimate is at least the rows copied, per table
+	Done, Tables   int
+	Throttled      string // why the copy waits now ("" when it does not)
+}
+
+// SumCopy adds up the tables' progress.
+func SumCopy(tables []CopyProgress) CopyTotals {
+	t := CopyTotals{Tables: len(tables)}
+	for _, p := range tables {
+		t.Rows += p.Rows
+		t.Estimate += max(p.Estimate, p.Rows)
+		if p.Done {
+			t.Done++
+		}
+		t.Throttled = max(t.Throttled, p.Throttled)
+	}
+	return t
+}
+
 // logCopy logs the copy's progress while it runs.
 func (o *Observer) logCopy(log *slog.Logger) {
 	o.mu.Lock()
@@ -169,18 +190,10 @@ func (o *Observer) logCopy(log *slog.Logger) {
 	if s == nil || !s.Copying() || o.CopyBars {
 		return
 	}
-	var rows, est int64
-	done, all, throttled := 0, 0, ""
-	for _, p := range o.Copy() {
-		rows, est, all = rows+p.Rows, est+p.Estimate, all+1
-		if p.Done {
-			done++
-		}
-		throttled = max(throttled, p.Throttled)
-	}
-	args := []any{"rows", rows, "rows_estimated", est, "tables_done", done, "tables", all}
-	if throttled != "" {
-		args = append(args, "throttled", throttled)
+	t := SumCopy(o.Copy())
+	args := []any{"rows", t.Rows, "rows_estimated", t.Estimate, "tables_done", t.Done, "tables", t.Tables}
+	if t.Throttled != "" {
+		args = append(args, "throttled", t.Throttled)
 	}
 	log.Info("copying", args...)
 }
