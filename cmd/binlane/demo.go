@@ -280,9 +280,8 @@ func (d *demo) verify(ctx context.Context) (*verify.Report, error) {
 		return nil, err
 	}
 	defer meta.Close()
-	p := &pause.Pairer{Target: meta, Stream: "demo"}
 	return verify.Run(ctx, verify.Config{Source: src, Target: tgt, Rules: d.rules,
-		Pair: func(ctx context.Context, s, t *sql.Conn) error { _, err := p.Pair(ctx, s, t); return err }})
+		Pair: (&pause.Pairer{Target: meta, Stream: "demo"}).Start})
 }
 
 func mariadbVersion(ctx context.Context, db *sql.DB) string {

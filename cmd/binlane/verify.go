@@ -124,14 +124,7 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 			return fmt.Errorf("--target: %w", err)
 		}
 		defer meta.Close()
-		p := &pause.Pairer{Target: meta, Stream: f.stream, Logger: log}
-		vcfg.Pair = func(ctx context.Context, s, t *sql.Conn) error {
-			pos, err := p.Pair(ctx, s, t)
-			if err == nil {
-				log.Info("snapshots paired", "stream", f.stream, "position", pos.String())
-			}
-			return err
-		}
+		vcfg.Pair = (&pause.Pairer{Target: meta, Stream: f.stream, Logger: log}).Start
 	}
 	if f.resumeFile != "" {
 		done, err := openResume(f.resumeFile, log)

@@ -87,6 +87,15 @@ func (p *Pairer) Pair(ctx context.Context, src, tgt *sql.Conn) (gtid.Set, error)
 	}
 }
 
+// Start is Pair in the shape verify.Config.Pair takes; it logs each pair.
+func (p *Pairer) Start(ctx context.Context, src, tgt *sql.Conn) error {
+	pos, err := p.Pair(ctx, src, tgt)
+	if err == nil {
+		p.log().Info("snapshots paired", "stream", p.Stream, "position", pos.String())
+	}
+	return err
+}
+
 func (p *Pairer) log() *slog.Logger {
 	if p.Logger == nil {
 		return slog.New(slog.DiscardHandler)
