@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -61,34 +60,53 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 				return runNative(ctx, b, dst, mode, threads)
 			}})
 	}
-	// Repetitions run interleaved (every contender once, then again), so a
-	// slow spell of the machine does not land on one contender only; the
-	// median counts.
-	times := make([][]time.Duration, len(list))
-	details := make([]string, len(list))
-	verified := make([]string, len(list))
+	names := make([]string, len(list))
+	kinds := make([]string, len(list))
+	for i, ct := range list {
+		names[i], kinds[i] = ct.name, ct.kind
+	}
+	var err error
+	res.Runs, err = interleave(c, spec.name, names, kinds, float64(b.txns), func(i int) (time.Duration, string, string, error) {
+		return runOne(ctx, c, spec, b, list[i].run)
+	}, log)
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// interleave runs every contender c.repeat times, interleaved (every
+// contender once, then again), so that a slow spell of the machine does
+// not land on one contender only; the median counts. work is what a run
+// does (transactions, rows): the rate is work per second.
+func interleave(c config, scenario string, names, kinds []string, work float64,
+	run func(i int) (elapsed time.Duration, detail, verified string, err error), log *slog.Logger) ([]runResult, error) {
+	times := make([][]time.Duration, len(names))
+	details := make([]string, len(names))
+	verified := make([]string, len(names))
 	for rep := 0; rep < max(1, c.repeat); rep++ {
-		for i, ct := range list {
-			log.Info("running", "scenario", spec.name, "contender", ct.name, "repetition", rep+1)
-			elapsed, detail, ver, err := runOne(ctx, c, spec, b, ct.run)
+		for i, name := range names {
+			log.Info("running", "scenario", scenario, "contender", name, "repetition", rep+1)
+			elapsed, detail, ver, err := run(i)
 			if err != nil {
-				return res, fmt.Errorf("%s, %s: %w", spec.name, ct.name, err)
+				return nil, fmt.Errorf("%s, %s: %w", scenario, name, err)
 			}
 			times[i] = append(times[i], elapsed)
 			details[i] = detail
-			if verified[i] == "" || ver != "equal" {
+			if verified[i] == "" || ver != "equal" && ver != "skipped" {
 				verified[i] = ver
 			}
-			log.Info("done", "scenario", spec.name, "contender", ct.name, "seconds", fmt.Sprintf("%.1f", elapsed.Seconds()),
-				"trx_per_s", fmt.Sprintf("%.0f", float64(b.txns)/elapsed.Seconds()), "verify", ver)
+			log.Info("done", "scenario", scenario, "contender", name, "seconds", fmt.Sprintf("%.1f", elapsed.Seconds()),
+				"per_second", fmt.Sprintf("%.0f", work/elapsed.Seconds()), "verify", ver, "detail", detail)
 		}
 	}
-	for i, ct := range list {
+	out := make([]runResult, len(names))
+	for i := range names {
 		med := median(times[i])
-		res.Runs = append(res.Runs, runResult{Name: ct.name, Kind: ct.kind, Elapsed: med, TrxPerS: float64(b.txns) / med.Seconds(),
-			Detail: details[i], Verified: verified[i], All: times[i]})
+		out[i] = runResult{Name: names[i], Kind: kinds[i], Elapsed: med, TrxPerS: work / med.Seconds(),
+			Detail: details[i], Verified: verified[i], All: times[i]}
 	}
-	return res, nil
+	return out, nil
 }
 
 // runOne starts a target from the baseline, runs one contender on it and
@@ -142,19 +160,10 @@ func runBinlane(ctx context.Context, c config, bin string, b *backlog, dst *sand
 		args = append(args, "--cpu-profile", fmt.Sprintf("%s/binlane-w%d-%d.pprof", c.profileDir, workers, stamp),
 			"--mem-profile", fmt.Sprintf("%s/binlane-w%d-%d.mprof", c.profileDir, workers, stamp))
 	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	tgtCPU, srcCPU := processCPU(dst.PID()), processCPU(b.src.PID())
-	t0 := time.Now()
-	err := cmd.Run()
-	elapsed := time.Since(t0)
+	elapsed, cpu, err := timedCommand(exec.CommandContext(ctx, bin, args...), dst, b.src, "binlane")
 	if err != nil {
-		return 0, "", fmt.Errorf("binlane: %v\n%s", err, tail(out.String(), 3000))
+		return 0, "", err
 	}
-	own := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	cpu := fmt.Sprintf("CPU s: binlane %.1f, target %.1f, source %.1f", own.Seconds(),
-		(processCPU(dst.PID()) - tgtCPU).Seconds(), (processCPU(b.src.PID()) - srcCPU).Seconds())
 	return elapsed, workerLoad(ctx, dst) + "; " + cpu, nil
 }
 

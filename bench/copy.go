@@ -239,34 +239,20 @@ func copyContenders(c config, bin string, cs *copySource) []copyContender {
 	return list
 }
 
-// runCopyContenders runs every contender repeat times, interleaved, each on
-// a fresh empty target; under load, a sysbench write load runs on the
-// source during each run.
+// runCopyContenders runs the contenders (see interleave), each on a fresh
+// empty target; under load, a sysbench write load runs on the source during
+// each run.
 func runCopyContenders(ctx context.Context, c config, cs *copySource, list []copyContender, res *scenarioResult, load bool, log *slog.Logger) error {
-	times := make([][]time.Duration, len(list))
-	details := make([]string, len(list))
-	verified := make([]string, len(list))
-	for rep := 0; rep < max(1, c.repeat); rep++ {
-		for i, ct := range list {
-			log.Info("running", "scenario", res.Spec.name, "contender", ct.name, "repetition", rep+1)
-			elapsed, detail, ver, err := runCopyOne(ctx, c, cs, ct, load)
-			if err != nil {
-				return fmt.Errorf("%s, %s: %w", res.Spec.name, ct.name, err)
-			}
-			times[i] = append(times[i], elapsed)
-			details[i] = detail
-			if verified[i] == "" || (ver != "equal" && ver != "skipped") {
-				verified[i] = ver
-			}
-			log.Info("done", "contender", ct.name, "seconds", fmt.Sprintf("%.1f", elapsed.Seconds()), "verify", ver, "detail", detail)
-		}
-	}
+	names := make([]string, len(list))
+	kinds := make([]string, len(list))
 	for i, ct := range list {
-		med := median(times[i])
-		res.Runs = append(res.Runs, runResult{Name: ct.name, Kind: ct.kind, Elapsed: med,
-			TrxPerS: float64(res.Backlog) / med.Seconds(), Detail: details[i], Verified: verified[i], All: times[i]})
+		names[i], kinds[i] = ct.name, ct.kind
 	}
-	return nil
+	runs, err := interleave(c, res.Spec.name, names, kinds, float64(res.Backlog), func(i int) (time.Duration, string, string, error) {
+		return runCopyOne(ctx, c, cs, list[i], load)
+	}, log)
+	res.Runs = runs
+	return err
 }
 
 func runCopyOne(ctx context.Context, c config, cs *copySource, ct copyContender, load bool) (time.Duration, string, string, error) {
