@@ -99,6 +99,29 @@ func TestPrintStream(t *testing.T) {
 	}
 }
 
+// startReplicate runs `binlane replicate args...` in-process until stop is
+// called or ctx ends; its log is shown when the test fails.
+func startReplicate(t *testing.T, ctx context.Context, args ...string) (logs *syncBuffer, done <-chan error, stop context.CancelFunc) {
+	t.Helper()
+	runCtx, stop := context.WithCancel(ctx)
+	logs = &syncBuffer{}
+	ended := make(chan error, 1)
+	go func() {
+		cmd := newReplicateCmd()
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		cmd.SetOut(logs)
+		cmd.SetErr(logs)
+		cmd.SetArgs(args)
+		ended <- cmd.ExecuteContext(runCtx)
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replicate log:\n%s", logs.String())
+		}
+	})
+	return logs, ended, stop
+}
+
 // syncBuffer collects a command's log while the test reads it.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -136,24 +159,9 @@ func TestReplicateStatusMetrics(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
+	logs, done, stop := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "m", "--start-gtid", start,
+		"--databases", "app", "--workers", "2", "--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0")
 	defer stop()
-	var logs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		cmd := newReplicateCmd()
-		cmd.SilenceUsage, cmd.SilenceErrors = true, true
-		cmd.SetOut(&logs)
-		cmd.SetErr(&logs)
-		cmd.SetArgs([]string{"--source", srcURL, "--target", dstURL, "--stream", "m", "--start-gtid", start,
-			"--databases", "app", "--workers", "2", "--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0"})
-		done <- cmd.ExecuteContext(runCtx)
-	}()
-	defer func() {
-		if t.Failed() {
-			t.Logf("replicate log:\n%s", logs.String())
-		}
-	}()
 	addrRE := regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
 	var addr string
 	running := func() {

@@ -73,24 +73,9 @@ func TestStatusPage(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
+	logs, done, stop := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "page", "--databases", "app", "--workers", "3",
+		"--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0", "--health-max-lag", "20s")
 	defer stop()
-	var logs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		cmd := newReplicateCmd()
-		cmd.SilenceUsage, cmd.SilenceErrors = true, true
-		cmd.SetOut(&logs)
-		cmd.SetErr(&logs)
-		cmd.SetArgs([]string{"--source", srcURL, "--target", dstURL, "--stream", "page", "--databases", "app", "--workers", "3",
-			"--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0", "--health-max-lag", "20s"})
-		done <- cmd.ExecuteContext(runCtx)
-	}()
-	defer func() {
-		if t.Failed() {
-			t.Logf("replicate log:\n%s", logs.String())
-		}
-	}()
 	running := func() {
 		select {
 		case err := <-done:

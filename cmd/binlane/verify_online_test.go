@@ -37,24 +37,9 @@ func TestVerifyOnline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	runCtx, stop := context.WithCancel(ctx)
+	_, done, stop := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "m", "--start-gtid", start,
+		"--databases", "app", "--workers", "4", "--heartbeat", "500ms")
 	defer stop()
-	var logs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		cmd := newReplicateCmd()
-		cmd.SilenceUsage, cmd.SilenceErrors = true, true
-		cmd.SetOut(&logs)
-		cmd.SetErr(&logs)
-		cmd.SetArgs([]string{"--source", srcURL, "--target", dstURL, "--stream", "m", "--start-gtid", start,
-			"--databases", "app", "--workers", "4", "--heartbeat", "500ms"})
-		done <- cmd.ExecuteContext(runCtx)
-	}()
-	defer func() {
-		if t.Failed() {
-			t.Logf("replicate log:\n%s", logs.String())
-		}
-	}()
 	caughtUp := func() {
 		want, _ := gtid.ParseSet(sourcePos(t, srcDB))
 		waitFor(t, 90*time.Second, "the stream to catch up", func() bool {
