@@ -182,8 +182,8 @@ func keyOrder(key []KeyColumn) string {
 // reader is a connection of its own that reads chunks, each in a
 // consistent snapshot whose binlog position it knows. Starting the next
 // snapshot ends the previous one (START TRANSACTION commits implicitly), so
-// a chunk costs three short round trips besides its SELECT (four when the
-// source wrote since the previous snapshot).
+// a chunk costs three short round trips besides its SELECT while the
+// source's binlog stands still, five when it moved (see snapshot.Start).
 type reader struct {
 	conn  *sql.Conn
 	cache *snapshot.Cache
