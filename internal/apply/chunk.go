@@ -117,7 +117,7 @@ func (w *worker) runChunk(ctx context.Context, b *batch) error {
 			return err
 		}
 	}
-	w.sql.Collapse, w.sql.OneByOne = false, false
+	w.sql.Collapse = false // OneByOne stays as diagnose set it
 	if err := w.sql.Begin(); err != nil {
 		return err
 	}

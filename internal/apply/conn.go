@@ -1,14 +1,20 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
 	"unsafe"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/binlane/binlane/internal/rowsql"
 )
 
 // sessionSQLMode is the sql_mode rows are applied with: strict, so a value
@@ -41,6 +47,9 @@ func OpenPool(cfg *mysql.Config, conns int) (*sql.DB, error) {
 type targetConn struct {
 	conn *sql.Conn
 	id   int64 // CONNECTION_ID(), to recognize it in lock-wait reports
+	// localInfile: the target takes LOAD DATA LOCAL INFILE (its
+	// local_infile is ON, the default), so copied chunks are loaded.
+	localInfile bool
 }
 
 func openConn(ctx context.Context, db *sql.DB, binlogApplied bool, lockWait int) (*targetConn, error) {
@@ -68,7 +77,7 @@ func (c *targetConn) init(ctx context.Context, binlogApplied bool, lockWait int)
 	if _, err := c.conn.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("prepare target session: %w", err)
 	}
-	if err := c.conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&c.id); err != nil {
+	if err := c.conn.QueryRowContext(ctx, "SELECT CONNECTION_ID(), @@local_infile").Scan(&c.id, &c.localInfile); err != nil {
 		return fmt.Errorf("prepare target session: %w", err)
 	}
 	return nil
@@ -86,10 +95,18 @@ func (c *targetConn) close() {
 
 // exec sends statements in one round trip and returns the rows each
 // affected. The SQL text is passed without a copy: the driver writes it to
-// the socket and keeps no reference.
-func (c *targetConn) exec(ctx context.Context, sqlText []byte) ([]int64, error) {
+// the socket and keeps no reference. The statements' LOAD DATA files are
+// served from memory while the round trip runs.
+func (c *targetConn) exec(ctx context.Context, sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
 	if len(sqlText) == 0 {
 		return nil, nil
+	}
+	for _, st := range stmts {
+		if st.File != nil {
+			name, data := strings.TrimPrefix(st.FileName, infileScheme), st.File
+			mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(data) })
+			defer mysql.DeregisterReaderHandler(name)
+		}
 	}
 	var counts []int64
 	err := c.conn.Raw(func(dc any) error {
@@ -116,6 +133,17 @@ func (c *targetConn) exec(ctx context.Context, sqlText []byte) ([]int64, error) 
 func (c *targetConn) rollback(ctx context.Context) error {
 	_, err := c.conn.ExecContext(ctx, rollbackSQL)
 	return err
+}
+
+// infileScheme starts the name of a file the driver reads from a
+// registered io.Reader instead of the disk. The registry is the driver's
+// and process-wide: names carry a random part of the worker's own
+// (newInfilePrefix), so concurrent workers and streams never share one;
+// a target asking for any other file is refused by the driver.
+const infileScheme = "Reader::"
+
+func newInfilePrefix() string {
+	return fmt.Sprintf("%sbinlane-%016x-", infileScheme, rand.Uint64())
 }
 
 const rollbackSQL = "ROLLBACK; SET SESSION foreign_key_checks=1, check_constraint_checks=1"

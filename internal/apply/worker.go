@@ -50,11 +50,13 @@ func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-
 // for the lock-wait monitor is in the atomic fields.
 type worker struct {
 	workerConfig
-	conn  *targetConn
-	sql   *rowsql.Writer
-	ws    *WorkerStats
-	ctx   context.Context // of the batch being applied, for Send
-	batch *batch          // being applied (owned by the worker goroutine)
+	conn *targetConn
+	sql  *rowsql.Writer
+	ws   *WorkerStats
+	ctx  context.Context // of the batch being applied, for Send
+	// infilePrefix names the worker's LOAD DATA files (see targetConn.exec).
+	infilePrefix string
+	batch        *batch // being applied (owned by the worker goroutine)
 
 	// Published for the lock-wait monitor.
 	cur         atomic.Pointer[batch]
@@ -65,7 +67,7 @@ type worker struct {
 }
 
 func newWorker(ctx context.Context, cfg workerConfig) (*worker, error) {
-	w := &worker{workerConfig: cfg, ws: &cfg.stats.Workers[cfg.id]}
+	w := &worker{workerConfig: cfg, ws: &cfg.stats.Workers[cfg.id], infilePrefix: newInfilePrefix()}
 	w.sql = rowsql.NewWriter(w)
 	if err := w.ensureConn(ctx); err != nil {
 		return nil, err
@@ -174,7 +176,7 @@ func (w *worker) notOwner(ctx context.Context, b *batch, err error) error {
 		return oerr
 	}
 	// Still ours: the guard failed instead (a row count); diagnosis names it.
-	return w.diagnose(ctx, b, err)
+	return w.diagnose(ctx, b, fmt.Errorf("%w: a row statement did not affect the rows it should have", rowsql.ErrRowCount))
 }
 
 // rollback ends the open transaction; a connection that cannot even roll
@@ -207,6 +209,10 @@ func (w *worker) ensureConn(ctx context.Context) error {
 	}
 	w.conn = c
 	w.connID.Store(c.id)
+	w.sql.InfilePrefix = ""
+	if c.localInfile {
+		w.sql.InfilePrefix = w.infilePrefix
+	}
 	return nil
 }
 
@@ -279,7 +285,7 @@ func (w *worker) Send(sqlText []byte, stmts []rowsql.Stmt) error {
 		}
 	}
 	w.execStart.Store(time.Now().UnixNano())
-	counts, err := w.conn.exec(w.ctx, sqlText)
+	counts, err := w.conn.exec(w.ctx, sqlText, stmts)
 	w.execStart.Store(0)
 	if err != nil {
 		return rowsql.Blame(stmts, err)

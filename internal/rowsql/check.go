@@ -60,17 +60,13 @@ func Blame(stmts []Stmt, err error) error {
 
 // Describe says which transaction, table and row a statement was for.
 func Describe(st Stmt) string {
+	if st.Subject != "" {
+		return st.Subject // copied rows: no source transaction of their own
+	}
 	var b strings.Builder
 	if st.Txn != nil {
 		b.WriteString("transaction ")
 		b.WriteString(DescribeTxn(st.Txn))
-	}
-	if st.Subject != "" {
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(st.Subject)
-		return b.String()
 	}
 	if st.Table != nil {
 		fmt.Fprintf(&b, ", table %s", st.Table.Name)

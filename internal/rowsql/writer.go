@@ -40,6 +40,10 @@ type Stmt struct {
 	// Subject, when set, is what the statement was for instead of Table
 	// and Row (copied rows).
 	Subject string
+	// FileName and File: the statement is a LOAD DATA LOCAL INFILE of File,
+	// which the sink serves under FileName while the round trip runs.
+	FileName string
+	File     []byte
 }
 
 // Sink receives round trips. sql and stmts are only valid during the call.
@@ -57,11 +61,18 @@ type Writer struct {
 	Collapse bool
 	// OneByOne sends every statement in its own round trip (diagnosis).
 	OneByOne bool
-	// MaxStatement and MaxRoundTrip bound statements and round trips.
+	// MaxStatement and MaxRoundTrip bound statements and round trips (SQL
+	// text and LOAD DATA files together).
 	MaxStatement, MaxRoundTrip int
+	// InfilePrefix, when set, makes copied chunks LOAD DATA LOCAL INFILE
+	// statements of in-memory files named with it (see Chunk); the sink
+	// must serve Stmt.File under Stmt.FileName. "": chunks are INSERTs.
+	InfilePrefix string
 
 	buf   []byte
 	stmts []Stmt
+	file  []byte // the LOAD DATA files of the round trip, one after another
+	files int    // LOAD DATA files named so far (names are not reused)
 	lit   literal
 	start int // offset of the statement being written
 	// fkOff/constraintsOff mirror the session while the transaction's
@@ -106,7 +117,7 @@ func (w *Writer) Begin() error {
 // event, and a stale one would keep that event's buffer alive.
 func (w *Writer) reset() {
 	clear(w.stmts)
-	w.buf, w.stmts = w.buf[:0], w.stmts[:0]
+	w.buf, w.stmts, w.file = w.buf[:0], w.stmts[:0], w.file[:0]
 	w.fkOff, w.constraintsOff = false, false
 	w.dml = 0
 	w.open, w.o = nil, openStmt{}
@@ -200,7 +211,10 @@ func (w *Writer) Flush() error {
 	}
 	err := w.sink.Send(w.buf, w.stmts)
 	clear(w.stmts) // see reset
-	w.buf, w.stmts = w.buf[:0], w.stmts[:0]
+	w.buf, w.stmts, w.file = w.buf[:0], w.stmts[:0], w.file[:0]
+	if cap(w.file) > 4*w.MaxRoundTrip {
+		w.file = nil // a huge row's file: not kept for the next chunk
+	}
 	return err
 }
 
@@ -233,7 +247,7 @@ func (w *Writer) end(st Stmt) error {
 			w.stmts = append(w.stmts, Stmt{Expect: -1, What: RowCountCheck})
 		}
 	}
-	if w.OneByOne || len(w.buf) >= w.MaxRoundTrip {
+	if w.OneByOne || len(w.buf)+len(w.file) >= w.MaxRoundTrip {
 		return w.Flush()
 	}
 	return nil

@@ -24,7 +24,11 @@ func (s *sink) Send(sql []byte, stmts []Stmt) error {
 		trip = append(trip, q)
 	}
 	s.trips = append(s.trips, trip)
-	s.stmts = append(s.stmts, append([]Stmt(nil), stmts...))
+	kept := append([]Stmt(nil), stmts...)
+	for i := range kept {
+		kept[i].File = append([]byte(nil), kept[i].File...) // the writer reuses its buffer
+	}
+	s.stmts = append(s.stmts, kept)
 	return nil
 }
 
