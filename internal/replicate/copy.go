@@ -12,8 +12,10 @@ import (
 
 	"github.com/binlane/binlane/internal/copier"
 	"github.com/binlane/binlane/internal/dsn"
+	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/txn"
 )
@@ -130,7 +132,7 @@ func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, s
 		cr.tables = tables
 		return err
 	}
-	tables, pos, err := stableTables(ctx, cr.src, cfg, rcfg)
+	tables, pos, err := stableTables(ctx, cr.src, cfg, rcfg, r.log)
 	if err != nil {
 		return err
 	}
@@ -162,29 +164,75 @@ func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, s
 }
 
 // stableTables lists the tables to copy and the source's position, which
-// starts the stream: their definitions as they are at that position, which
-// is read between two listings that must agree (a table created, dropped
-// or altered in between would be copied with a definition the stream does
-// not follow from there).
-func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Config) ([]*copier.Table, gtid.Set, error) {
+// starts the stream: their definitions as they are at that position.
+//
+// Why they agree: the position from is read before the listing and to
+// after it, and the binlog between the two must hold no statement that
+// the stream would run (DDL on the selected tables, as the assembler sorts
+// statements with the stream's own filter); otherwise all three are read
+// again.
+//   - DDL binlogged at or before from had changed its tables before the
+//     listing began: MariaDB changes a table first and binlogs the
+//     statement after, which is when its GTID joins @@gtid_binlog_pos.
+//   - None was binlogged between from and to: the tables were the same all
+//     along, and the listing shows them as they are at to.
+//   - DDL binlogged after to is in the stream, after the start. It did not
+//     change what the listing read: the statement keeps the table's
+//     metadata lock until it is binlogged, and SHOW CREATE TABLE and the
+//     information_schema reads of a table wait for that lock. (Not the
+//     listing of names: a table whose DROP is under way from before the
+//     listing until after to is read would be left out; the DROP then fails
+//     on the target and stops the stream. That needs a DROP slower than the
+//     whole listing between its own change and its binlog write; not seen.)
+//
+// Two listings that agree, with the position read between them, are not
+// enough: they agree when a table is created before the position and
+// dropped after it (or dropped before it and created again after it)
+// while they run; the stream then starts with rows of a table the target
+// never got, or with the CREATE of a table it already has.
+func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Config, log *slog.Logger) ([]*copier.Table, gtid.Set, error) {
 	for attempt := 1; ; attempt++ {
-		before, err := copier.ListTables(ctx, src, cfg.Rules)
-		if err != nil {
-			return nil, gtid.Set{}, fmt.Errorf("copy: %w", err)
-		}
-		pos, err := replica.CurrentPosition(ctx, rcfg)
+		from, err := replica.CurrentPosition(ctx, rcfg)
 		if err != nil {
 			return nil, gtid.Set{}, fmt.Errorf("read the source's current position: %w", err)
 		}
-		after, err := copier.ListTables(ctx, src, cfg.Rules)
+		if listHook != nil {
+			listHook(false)
+		}
+		tables, err := copier.ListTables(ctx, src, cfg.Rules)
 		if err != nil {
 			return nil, gtid.Set{}, fmt.Errorf("copy: %w", err)
 		}
-		if sameTables(before, after) {
-			return after, pos.GTIDs, nil
+		if listHook != nil {
+			listHook(true)
+		}
+		to, err := replica.CurrentPosition(ctx, rcfg)
+		if err != nil {
+			return nil, gtid.Set{}, fmt.Errorf("read the source's current position: %w", err)
+		}
+		stmt, err := statementBetween(ctx, rcfg, cfg.Rules, from.GTIDs, to.GTIDs)
+		var why error
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, gtid.Set{}, ctx.Err()
+		case err != nil:
+			// What the binlog holds there is not known (such as an event the
+			// stream would refuse, which may come before the start): another
+			// try reads another stretch.
+			why = fmt.Errorf("read the source's binlog from %s to %s: %w", from.GTIDs, to.GTIDs, err)
+			log.Debug("could not read the source's binlog while the tables were listed; listing them again", "attempt", attempt,
+				"error", err)
+		case stmt == "":
+			return tables, to.GTIDs, nil
+		default:
+			why = errors.New("the source's tables keep changing (DDL)")
+			if stmt = redact.Statement(stmt); len(stmt) > 200 {
+				stmt = stmt[:200] + "..."
+			}
+			log.Debug("the source's tables changed while they were listed; listing them again", "attempt", attempt, "statement", stmt)
 		}
 		if attempt == 20 {
-			return nil, gtid.Set{}, fmt.Errorf("copy: the source's tables keep changing (DDL); could not find a start")
+			return nil, gtid.Set{}, fmt.Errorf("copy: could not find a start: %w", why)
 		}
 		select {
 		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
@@ -194,16 +242,54 @@ func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Co
 	}
 }
 
-func sameTables(a, b []*copier.Table) bool {
-	if len(a) != len(b) {
-		return false
+// listHook, when set (tests), runs right before (false) and right after
+// (true) stableTables lists the source's tables.
+var listHook func(listed bool)
+
+// statementBetween reads the source's binlog after from up to to and
+// returns the first statement there that the stream would run (""
+// when there is none).
+func statementBetween(ctx context.Context, rcfg replica.Config, rules filter.Rules, from, to gtid.Set) (string, error) {
+	if from.ContainsSet(to) {
+		return "", nil
 	}
-	for i := range a {
-		if a[i].ID() != b[i].ID() || a[i].Create != b[i].Create {
-			return false
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	rcfg.Start, rcfg.Logger = replica.StartAtGTID(from), quiet
+	stream, err := replica.Open(ctx, rcfg)
+	if err != nil {
+		return "", err
+	}
+	defer stream.Close()
+	pipe := txn.NewPipe(0)
+	asm := txn.NewAssembler(stream, txn.Config{Rules: rules, MaxTxnBytes: 1 << 20, Start: from, StopAt: to, Logger: quiet})
+	done := make(chan error, 1)
+	go func() {
+		err := asm.Run(ctx, pipe)
+		pipe.Close()
+		done <- err
+	}()
+	found := ""
+	for p := range pipe.C() {
+		pipe.Taken(&p)
+		for _, it := range p.Body.Items {
+			if it.Kind == txn.ItemStatement && found == "" {
+				found = it.Statement.Query
+				cancel()
+			}
 		}
 	}
-	return true
+	err = <-done
+	switch {
+	case found != "":
+		return found, nil
+	case errors.Is(err, txn.ErrStopped):
+		return "", nil
+	case err == nil:
+		return "", fmt.Errorf("the binlog stream ended before %s", to)
+	}
+	return "", err
 }
 
 // begin makes the merger and the copier of a stream starting after start.
