@@ -36,6 +36,9 @@ type CopyConfig struct {
 	Replicas []dsn.DSN
 	// AfterRead is copier.Config.AfterRead (tests).
 	AfterRead func(ctx context.Context, schema, table string, rows [][][]byte) error
+	// AroundListing, when set (tests), runs right before (false) and right
+	// after (true) the copy lists the source's tables to pick its start.
+	AroundListing func(listed bool)
 	// ExitWhenDone ends the run once every table is copied and the target
 	// caught up with the source's position at that moment (binlane copy).
 	ExitWhenDone bool
@@ -196,15 +199,15 @@ func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Co
 		if err != nil {
 			return nil, gtid.Set{}, fmt.Errorf("read the source's current position: %w", err)
 		}
-		if listHook != nil {
-			listHook(false)
+		if cfg.Copy.AroundListing != nil {
+			cfg.Copy.AroundListing(false)
 		}
 		tables, err := copier.ListTables(ctx, src, cfg.Rules)
 		if err != nil {
 			return nil, gtid.Set{}, fmt.Errorf("copy: %w", err)
 		}
-		if listHook != nil {
-			listHook(true)
+		if cfg.Copy.AroundListing != nil {
+			cfg.Copy.AroundListing(true)
 		}
 		to, err := replica.CurrentPosition(ctx, rcfg)
 		if err != nil {
@@ -241,10 +244,6 @@ func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Co
 		}
 	}
 }
-
-// listHook, when set (tests), runs right before (false) and right after
-// (true) stableTables lists the source's tables.
-var listHook func(listed bool)
 
 // statementBetween reads the source's binlog after from up to to and
 // returns the first statement there that the stream would run (""

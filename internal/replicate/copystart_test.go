@@ -36,7 +36,6 @@ func TestCopyStartDDLWhileListing(t *testing.T) {
 	if err := workload.Setup(ctx, e.src.OpenT(t, "")); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { listHook = nil })
 	cases := []struct {
 		name         string
 		setup        []string
@@ -56,7 +55,7 @@ func TestCopyStartDDLWhileListing(t *testing.T) {
 				e.src.ExecT(t, c.setup...)
 			}
 			step := 0
-			listHook = func(listed bool) {
+			hook := func(listed bool) {
 				switch {
 				case listed && step == 0:
 					e.src.ExecT(t, c.listed...)
@@ -70,8 +69,8 @@ func TestCopyStartDDLWhileListing(t *testing.T) {
 			cfg := e.copyConfig(t)
 			cfg.Stream = stream
 			cfg.Copy.ExitWhenDone = true
+			cfg.Copy.AroundListing = hook
 			err := Run(ctx, cfg)
-			listHook = nil
 			if err != nil {
 				t.Fatal(err)
 			}
