@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,7 +209,12 @@ type copyContender struct {
 
 func copyContenders(c config, bin string, cs *copySource) []copyContender {
 	var list []copyContender
+	// Under load binlane runs with its default copy workers (4) when the
+	// list has it, else with the most.
 	best := c.copyWorkers[len(c.copyWorkers)-1]
+	if slices.Contains(c.copyWorkers, 4) {
+		best = 4
+	}
 	for _, w := range c.copyWorkers {
 		list = append(list, copyContender{name: fmt.Sprintf("binlane copy workers=%d", w), kind: "binlane",
 			underLoad: w == best, verify: true,
@@ -235,6 +241,15 @@ func copyContenders(c config, bin string, cs *copySource) []copyContender {
 			run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
 				return runLoadData(ctx, cs, dst, w)
 			}})
+	}
+	if c.only != nil {
+		kept := list[:0]
+		for _, ct := range list {
+			if c.only.MatchString(ct.name) {
+				kept = append(kept, ct)
+			}
+		}
+		list = kept
 	}
 	return list
 }
@@ -331,6 +346,9 @@ func catchUp(ctx context.Context, cs *copySource, dst *sandbox.Server) error {
 func runBinlaneCopy(ctx context.Context, c config, bin string, cs *copySource, dst *sandbox.Server, workers int) (time.Duration, string, error) {
 	args := []string{"copy", "--source", cs.src.URL(), "--target", dst.URL(), "--stream", "bench",
 		"--databases", "sbtest", "--copy-workers", strconv.Itoa(workers), "--log-level", "warn"}
+	if c.applyWorkers > 0 {
+		args = append(args, "--workers", strconv.Itoa(c.applyWorkers))
+	}
 	if c.profileDir != "" {
 		args = append(args, "--cpu-profile", fmt.Sprintf("%s/copy-w%d-%d.pprof", c.profileDir, workers, time.Now().UnixNano()))
 	}

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +50,8 @@ type config struct {
 	copyRows     int
 	copyWorkers  []int
 	copyLoadRate int
+	only         *regexp.Regexp // contenders to run (nil: all)
+	applyWorkers int            // binlane --workers in the copy benchmark (0: its default)
 }
 
 func main() {
@@ -70,9 +73,19 @@ func main() {
 	var copyWorkers string
 	flag.StringVar(&c.mode, "mode", "drain", "drain: replay backlogs against MariaDB's replica; copy: copy an idle and a busy source into an empty target against mariadb-dump, mydumper and LOAD DATA")
 	flag.IntVar(&c.copyRows, "copy-rows", 250000, "rows per sysbench table in the copy benchmark")
-	flag.StringVar(&copyWorkers, "copy-workers", "1,2,4,8", "copy worker and tool thread counts (the last one also runs under load for binlane)")
+	flag.StringVar(&copyWorkers, "copy-workers", "1,2,4,8", "copy worker and tool thread counts (binlane also runs under load with 4, or the last)")
 	flag.IntVar(&c.copyLoadRate, "copy-load-rate", 300, "sysbench trx/s on the source during the loaded copy runs (0: skip them)")
+	flag.IntVar(&c.applyWorkers, "copy-apply-workers", 0, "binlane --workers (target connections writing chunks) in the copy benchmark (0: binlane's default)")
+	only := flag.String("only", "", "copy mode: run only the contenders whose name matches this regular expression (e.g. 'binlane.*=4|ceiling')")
 	flag.Parse()
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: --only:", err)
+			os.Exit(2)
+		}
+		c.only = re
+	}
 	for _, w := range split(copyWorkers) {
 		var n int
 		fmt.Sscan(w, &n)

@@ -16,7 +16,7 @@ import (
 
 // TestCopyCrashAndResume kills `binlane copy` with SIGKILL at random
 // moments, 10 times, while it copies an empty target from a source
-// under a write load with conflicts; each run resumes from the
+// under a write load with conflicts and DDL; each run resumes from the
 // checkpoints the last one committed. The last run ends by itself (copied
 // and caught up), replicate takes the stream to the source's final
 // position, and the target must equal the source row by row (wl.ledger,
@@ -39,9 +39,13 @@ func TestCopyCrashAndResume(t *testing.T) {
 		"INSERT INTO wl.audit (order_id, what) SELECT seq, CHAR(65 + seq % 26) FROM wl.seq_1_to_250000",
 		"INSERT INTO wl.log SELECT seq, CONCAT('l', seq), seq / 7 FROM wl.seq_1_to_5000",
 		"INSERT INTO wl.kv (k, v, f, b, ch) SELECT CONCAT('Key', seq), JSON_OBJECT('n', seq), seq / 3, seq % 4096, 'é' FROM wl.seq_1_to_3000")
+	// The write load, with DDL (columns come and go, side tables are
+	// created and dropped), runs until the last kill.
 	wlErr := make(chan error, 1)
+	wlCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
 	go func() {
-		_, err := workload.Run(ctx, srcDB, workload.Config{Seed: 5, Sessions: 2, Duration: 6 * time.Second, Ledger: true})
+		_, err := workload.Run(wlCtx, srcDB, workload.Config{Seed: 5, Sessions: 2, Duration: 2 * time.Minute, Ledger: true, DDL: true})
 		wlErr <- err
 	}()
 	srcURL, dstURL := binlaneURL(t, src, "wl"), binlaneURL(t, dst, "wl")
@@ -85,7 +89,9 @@ func TestCopyCrashAndResume(t *testing.T) {
 			}
 			cmd.Process.Signal(syscall.SIGKILL)
 			<-exited
-			kills++
+			if kills++; kills == 10 {
+				stopLoad()
+			}
 			break
 		}
 	}

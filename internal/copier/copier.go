@@ -257,7 +257,8 @@ func (c *Copier) read(ctx context.Context, jobs <-chan job) error {
 // tableDefinitionChanged is ER_TABLE_DEF_CHANGED.
 const tableDefinitionChanged = 1412
 
-// readChunk reads one chunk in a snapshot and hands it to the merger.
+// readChunk reads one chunk in a snapshot and hands it to the merger once
+// the reader's previous chunk committed (see reader.written).
 func (c *Copier) readChunk(ctx context.Context, rd *reader, j job) error {
 	if err := c.cfg.Throttle.Wait(ctx); err != nil {
 		return err
@@ -278,11 +279,21 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, j job) error {
 	}
 	prog := c.progress[j.t.ID()]
 	start := time.Now()
+	waited := false
+	send := func(ch *txn.Chunk) error {
+		if !waited {
+			if err := rd.waitWritten(ctx); err != nil {
+				return err
+			}
+			waited = true
+		}
+		return ticket.Send(ctx, ch)
+	}
 	var pending *txn.Chunk
 	emit := func(rows [][][]byte, bytes int) error {
 		if pending != nil { // a whole table's earlier part
 			pending.More = true
-			if err := ticket.Send(ctx, pending); err != nil {
+			if err := send(pending); err != nil {
 				return err
 			}
 		}
@@ -308,16 +319,19 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, j job) error {
 			return err
 		}
 	}
+	written := make(chan struct{})
 	last.Committed = func(rows int, took time.Duration) {
 		prog.Rows.Add(int64(rows))
 		if j.whole || j.r.Hi == nil {
 			prog.Done.Store(j.whole || c.cfg.State.coverage(j.t.ID()).All)
 		}
 		prog.sizer.observe(rows, last.Bytes, readTook+took)
+		close(written)
 	}
-	if err := ticket.Send(ctx, last); err != nil {
+	if err := send(last); err != nil {
 		return err
 	}
+	rd.written = written
 	done = true
 	return nil
 }

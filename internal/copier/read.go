@@ -184,10 +184,31 @@ func keyOrder(key []KeyColumn) string {
 // snapshot ends the previous one (START TRANSACTION commits implicitly), so
 // a chunk costs three short round trips besides its SELECT while the
 // source's binlog stands still, five when it moved (see snapshot.Start).
+//
+// A reader has at most one chunk in the applier: it reads its next chunk
+// while the last one is written, and hands it over once that one
+// committed. So --copy-workers bounds the chunks the target writes at once
+// too: on the 2-core benchmark machine four concurrent chunk writes cost
+// the target a fifth more CPU per row than two (InnoDB's contention) and
+// made the copy slower, not faster.
 type reader struct {
-	conn  *sql.Conn
-	cache *snapshot.Cache
-	pos   gtid.Set // of the current snapshot
+	conn    *sql.Conn
+	cache   *snapshot.Cache
+	pos     gtid.Set      // of the current snapshot
+	written chan struct{} // closed when the last chunk handed over committed
+}
+
+// waitWritten waits until the reader's last chunk committed.
+func (r *reader) waitWritten(ctx context.Context) error {
+	if r.written == nil {
+		return nil
+	}
+	select {
+	case <-r.written:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache) (*reader, error) {
