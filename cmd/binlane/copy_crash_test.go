@@ -40,12 +40,14 @@ func TestCopyCrashAndResume(t *testing.T) {
 		"INSERT INTO wl.log SELECT seq, CONCAT('l', seq), seq / 7 FROM wl.seq_1_to_5000",
 		"INSERT INTO wl.kv (k, v, f, b, ch) SELECT CONCAT('Key', seq), JSON_OBJECT('n', seq), seq / 3, seq % 4096, 'é' FROM wl.seq_1_to_3000")
 	// The write load, with DDL (columns come and go, side tables are
-	// created and dropped), runs until the last kill.
+	// created and dropped), runs until the last kill, at a rate the stream
+	// keeps up with: chunks wait for the stream to reach their snapshots,
+	// so a stream that lags the source stalls the copy (README).
 	wlErr := make(chan error, 1)
 	wlCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	go func() {
-		_, err := workload.Run(wlCtx, srcDB, workload.Config{Seed: 5, Sessions: 2, Duration: 2 * time.Minute, Ledger: true, DDL: true})
+		_, err := workload.Run(wlCtx, srcDB, workload.Config{Seed: 5, Sessions: 2, Duration: 2 * time.Minute, Ledger: true, DDL: true, Rate: 200})
 		wlErr <- err
 	}()
 	srcURL, dstURL := binlaneURL(t, src, "wl"), binlaneURL(t, dst, "wl")
