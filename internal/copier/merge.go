@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/snapshot"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -31,6 +33,16 @@ import (
 // at it for the chunk. A table copied in one pass arrives as several parts
 // of one ticket, emitted back to back.
 //
+// A position is a GTID state or, when the source wrote while the snapshot
+// began (see snapshot.StartAt), a binlog coordinate. The stream reads the
+// same binlog and knows where each transaction starts and ends in it; the
+// coordinate is a transaction boundary (the end of the last group the
+// snapshot holds), so a transaction that starts before it is in the
+// snapshot and one that starts at or after it is not. That places a chunk
+// as exactly as a GTID state does, without asking the source to read its
+// binlog file up to the coordinate (BINLOG_GTID_POS), which under a write
+// load cost the source more CPU than the copy itself.
+//
 // The merger is the only goroutine that touches its state; readers talk to
 // it through channels. It assigns every part its place (Seq) in the stream.
 type Merger struct {
@@ -38,9 +50,14 @@ type Merger struct {
 	done    chan struct{} // closed when Run returns: nobody takes parts
 	pos     gtid.Set      // everything emitted so far
 	seq     uint64
-	tickets []*Ticket // unfinished, in order of position (unknown ones last)
+	tickets []*Ticket // unfinished (placed before the first one due)
 	open    bool      // a transaction sent in parts is half emitted
 	openID  gtid.GTID // and its GTID
+	// lastStart is where the last transaction emitted starts in the
+	// source's binlog; at is a place before which the stream holds every
+	// transaction (the end of the last one emitted whole, or a heartbeat's
+	// place). Unset before the first.
+	lastStart, at coord
 }
 
 // Ticket is a reader's place in the stream.
@@ -48,7 +65,7 @@ type Ticket struct {
 	posKnown chan ticketPos
 	placed   chan bool // the merger's answer to SetPos
 	parts    chan *txn.Chunk
-	pos      gtid.Set
+	pos      snapshot.Position
 	known    bool
 	done     <-chan struct{} // the merger's
 }
@@ -79,7 +96,7 @@ func (m *Merger) Reserve(ctx context.Context) (*Ticket, error) {
 }
 
 type ticketPos struct {
-	pos       gtid.Set
+	pos       snapshot.Position
 	cancelled bool
 }
 
@@ -89,7 +106,7 @@ type ticketPos struct {
 // commits, so the stream can be a transaction ahead of a snapshot begun
 // after it. Such a chunk has no place left; the ticket is gone, and the
 // reader reads again in a new snapshot.
-func (t *Ticket) SetPos(ctx context.Context, pos gtid.Set) (bool, error) {
+func (t *Ticket) SetPos(ctx context.Context, pos snapshot.Position) (bool, error) {
 	t.posKnown <- ticketPos{pos: pos}
 	select {
 	case ok := <-t.placed:
@@ -168,12 +185,17 @@ func (m *Merger) Run(ctx context.Context, in *txn.Pipe, out *txn.Pipe) error {
 			}
 			unknown.pos, unknown.known = tp.pos, true
 			unknown.placed <- true
-			m.sort()
 		case p, ok := <-intake:
 			if !ok {
 				return nil
 			}
 			in.Taken(&p)
+			if p.Txn == nil && p.Mark != nil {
+				if c := (coord{p.Mark.File, p.Mark.Pos}); !m.open && !c.before(m.at) {
+					m.at = c
+				}
+				continue
+			}
 			if err := m.emit(ctx, out, p); err != nil {
 				return err
 			}
@@ -199,24 +221,48 @@ func (m *Merger) canTake() bool {
 }
 
 // placeable reports whether a snapshot at pos can still be placed: the
-// stream has emitted nothing pos lacks, and a half-emitted transaction is
-// in pos (the chunk then goes after it).
-func (m *Merger) placeable(pos gtid.Set) bool {
-	return pos.ContainsSet(m.pos) && (!m.open || m.openID.Flavor == 0 || pos.Contains(m.openID))
+// stream has emitted nothing the snapshot lacks, and a half-emitted
+// transaction is in it (the chunk then goes after it). For a coordinate:
+// the last transaction emitted (half or whole) starts before it.
+func (m *Merger) placeable(pos snapshot.Position) bool {
+	if !pos.HasGTIDs {
+		return !m.lastStart.set() || m.lastStart.before(coordOf(pos))
+	}
+	return pos.GTIDs.ContainsSet(m.pos) && (!m.open || m.openID.Flavor == 0 || pos.GTIDs.Contains(m.openID))
+}
+
+// dueBefore reports whether a placed ticket's chunk goes before t, the
+// next transaction: t is not in its snapshot. Every transaction emitted
+// before t is (see placeable and emit), so this is the chunk's place.
+func (t *Ticket) dueBefore(next *txn.Txn) (bool, error) {
+	if t.pos.HasGTIDs {
+		return !t.pos.GTIDs.Contains(next.GTID), nil
+	}
+	if next.StartPos == 0 {
+		return false, fmt.Errorf("copier: transaction %s has no binlog position to place a chunk read at %s by", next.GTID, t.pos)
+	}
+	return !(coord{next.File, next.StartPos}).before(coordOf(t.pos)), nil
+}
+
+// reached reports whether the stream, with nothing half emitted, holds
+// everything the ticket's snapshot holds: its chunk can go now.
+func (m *Merger) reached(t *Ticket) bool {
+	if t.pos.HasGTIDs {
+		return m.pos.ContainsSet(t.pos.GTIDs)
+	}
+	return m.at.set() && !m.at.before(coordOf(t.pos))
 }
 
 // emit sends a transaction part, first the chunks due before it.
 func (m *Merger) emit(ctx context.Context, out *txn.Pipe, p txn.Part) error {
 	if p.First && !m.open {
-		for len(m.tickets) > 0 && m.tickets[0].known && !m.tickets[0].pos.Contains(p.Txn.GTID) {
-			if err := m.emitTicket(ctx, out, m.tickets[0]); err != nil {
-				return err
-			}
-			m.tickets = m.tickets[1:]
+		if err := m.emitDue(ctx, out, p.Txn); err != nil {
+			return err
 		}
 		m.seq++
 		p.Txn.Seq = m.seq
 		m.openID = p.Txn.GTID
+		m.lastStart = coord{p.Txn.File, p.Txn.StartPos}
 	}
 	m.open = !p.Last
 	if err := out.Send(ctx, p); err != nil {
@@ -224,28 +270,68 @@ func (m *Merger) emit(ctx context.Context, out *txn.Pipe, p txn.Part) error {
 	}
 	// An aborted transaction is sent again from its start (after the
 	// stream restarts): it is not part of the position.
-	if p.Last && p.Abort == nil && p.Txn.GTID.Flavor != 0 {
-		m.pos.Add(p.Txn.GTID)
+	if p.Last && p.Abort == nil {
+		if p.Txn.GTID.Flavor != 0 {
+			m.pos.Add(p.Txn.GTID)
+		}
+		m.at = coord{p.Txn.File, p.Txn.EndPos}
 	}
+	return nil
+}
+
+// emitDue emits the chunks due before next (in the order their tickets
+// were placed: chunks due at one place commute, each holding exactly what
+// the stream emitted so far).
+func (m *Merger) emitDue(ctx context.Context, out *txn.Pipe, next *txn.Txn) error {
+	kept := m.tickets[:0]
+	for i, t := range m.tickets {
+		due := false
+		if t.known {
+			var err error
+			if due, err = t.dueBefore(next); err != nil {
+				return err
+			}
+		}
+		if !due {
+			kept = append(kept, t)
+			continue
+		}
+		if err := m.emitTicket(ctx, out, t); err != nil {
+			m.tickets = append(kept, m.tickets[i+1:]...)
+			return err
+		}
+	}
+	clear(m.tickets[len(kept):])
+	m.tickets = kept
 	return nil
 }
 
 // flushDue emits the chunks whose position the stream has reached (when no
 // transaction is half emitted).
 func (m *Merger) flushDue(ctx context.Context, out *txn.Pipe) error {
-	for !m.open && len(m.tickets) > 0 && m.tickets[0].known && m.pos.ContainsSet(m.tickets[0].pos) {
-		if err := m.emitTicket(ctx, out, m.tickets[0]); err != nil {
+	if m.open {
+		return nil
+	}
+	kept := m.tickets[:0]
+	for i, t := range m.tickets {
+		if !t.known || !m.reached(t) {
+			kept = append(kept, t)
+			continue
+		}
+		if err := m.emitTicket(ctx, out, t); err != nil {
+			m.tickets = append(kept, m.tickets[i+1:]...)
 			return err
 		}
-		m.tickets = m.tickets[1:]
 	}
+	clear(m.tickets[len(kept):])
+	m.tickets = kept
 	return nil
 }
 
 // emitTicket waits for the ticket's chunk and emits all its parts. The
 // stream waits meanwhile: it is at the chunk's place.
 func (m *Merger) emitTicket(ctx context.Context, out *txn.Pipe, t *Ticket) error {
-	if !m.pos.ContainsSet(t.pos) {
+	if t.pos.HasGTIDs && !m.pos.ContainsSet(t.pos.GTIDs) {
 		return fmt.Errorf("copier: the stream passed a chunk's position (%s, stream at %s)", t.pos, m.pos)
 	}
 	header := &txn.Txn{}
@@ -278,16 +364,28 @@ func (m *Merger) emitTicket(ctx context.Context, out *txn.Pipe, t *Ticket) error
 	}
 }
 
-// sort orders tickets by position; unknown positions last.
-func (m *Merger) sort() {
-	sort.SliceStable(m.tickets, func(i, j int) bool {
-		a, b := m.tickets[i], m.tickets[j]
-		switch {
-		case !a.known || !b.known:
-			return a.known && !b.known
-		}
-		return b.pos.ContainsSet(a.pos) && !a.pos.ContainsSet(b.pos)
-	})
+// coord is a place in the source's binlog.
+type coord struct {
+	file string
+	off  uint64
+}
+
+func coordOf(p snapshot.Position) coord { return coord{p.File, p.Offset} }
+
+func (c coord) set() bool { return c.file != "" }
+
+// before orders places in the binlog: files by their sequence number (the
+// suffix after the last dot, which the server increments), then offsets.
+func (c coord) before(d coord) bool {
+	if c.file != d.file {
+		return fileSeq(c.file) < fileSeq(d.file)
+	}
+	return c.off < d.off
+}
+
+func fileSeq(name string) uint64 {
+	n, _ := strconv.ParseUint(name[strings.LastIndexByte(name, '.')+1:], 10, 64)
+	return n
 }
 
 // IsStopped reports the error readers get once the stream stopped.

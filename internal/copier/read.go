@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/snapshot"
 	"github.com/binlane/binlane/internal/txn"
@@ -68,8 +67,10 @@ func renderKind(dataType, charset string) string {
 	switch dataType {
 	case "tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "float", "double", "year":
 		return txn.KindNumber
-	case "date", "datetime", "timestamp", "time", "inet4", "inet6", "uuid":
+	case "date", "datetime", "timestamp", "time":
 		return txn.KindQuoted // ASCII text the column parses back
+	case "inet4", "inet6", "uuid":
+		return txn.KindBinary // read in their binary form (see selectList)
 	case "bit":
 		return txn.KindBits
 	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
@@ -86,7 +87,10 @@ func renderKind(dataType, charset string) string {
 
 // selectList writes the chunk's SELECT list: FLOAT columns widened to
 // DOUBLE, whose text round-trips (a FLOAT's own text is rounded to six
-// digits), BIT as its bytes.
+// digits), BIT as its bytes, INET4, INET6 and UUID in their binary form:
+// a binary string is what those columns take as that form — also from a
+// LOAD DATA file read in CHARACTER SET binary, where their text would not
+// parse.
 func selectList(cols []txn.ChunkColumn, types map[string]string) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
@@ -94,6 +98,10 @@ func selectList(cols []txn.ChunkColumn, types map[string]string) string {
 		switch types[c.Name] {
 		case "float":
 			q = "CAST(" + q + " AS DOUBLE)"
+		case "inet4":
+			q = "CAST(" + q + " AS BINARY(4))"
+		case "inet6", "uuid":
+			q = "CAST(" + q + " AS BINARY(16))"
 		}
 		parts[i] = q
 	}
@@ -183,7 +191,8 @@ func keyOrder(key []KeyColumn) string {
 // consistent snapshot whose binlog position it knows. Starting the next
 // snapshot ends the previous one (START TRANSACTION commits implicitly), so
 // a chunk costs three short round trips besides its SELECT while the
-// source's binlog stands still, five when it moved (see snapshot.Start).
+// source's binlog stands still, four or five when it moved (see
+// snapshot.StartAt), and never a read of the source's binlog.
 //
 // A reader has at most one chunk in the applier: it reads its next chunk
 // while the last one is written, and hands it over once that one
@@ -194,8 +203,10 @@ func keyOrder(key []KeyColumn) string {
 type reader struct {
 	conn    *sql.Conn
 	cache   *snapshot.Cache
-	pos     gtid.Set      // of the current snapshot
-	written chan struct{} // closed when the last chunk handed over committed
+	pos     snapshot.Position // of the current snapshot
+	written chan struct{}     // closed when the last chunk handed over committed
+	// coordinateOnly: Config.ByCoordinate.
+	coordinateOnly bool
 }
 
 // waitWritten waits until the reader's last chunk committed.
@@ -225,7 +236,7 @@ func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache) (*reader
 
 // snapshot starts a new consistent snapshot and reads its position.
 func (r *reader) snapshot(ctx context.Context) (err error) {
-	r.pos, err = snapshot.Start(ctx, r.conn, r.cache)
+	r.pos, err = snapshot.StartAt(ctx, r.conn, r.cache, r.coordinateOnly)
 	return err
 }
 

@@ -39,6 +39,8 @@ type CopyConfig struct {
 	// AroundListing, when set (tests), runs right before (false) and right
 	// after (true) the copy lists the source's tables to pick its start.
 	AroundListing func(listed bool)
+	// ByCoordinate is copier.Config.ByCoordinate (tests).
+	ByCoordinate bool
 	// ExitWhenDone ends the run once every table is copied and the target
 	// caught up with the source's position at that moment (binlane copy).
 	ExitWhenDone bool
@@ -297,7 +299,7 @@ func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
 	throttle := copier.NewThrottle(cr.src, cr.replicas, cfg.Copy.Limits, log)
 	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
 		Workers: cfg.Copy.Workers, ChunkTime: cfg.Copy.ChunkTime, Throttle: throttle, Logger: log,
-		AfterRead: cfg.Copy.AfterRead})
+		AfterRead: cfg.Copy.AfterRead, ByCoordinate: cfg.Copy.ByCoordinate})
 }
 
 // resumeTables keeps the tables of a saved copy; one the source no longer

@@ -190,8 +190,15 @@ func TestCopyThrottle(t *testing.T) {
 // (not copied yet), and deletes a parent whose children the chunk just
 // copied (the cascade to the children is not in the binlog: the target's
 // own foreign key must do it, after the chunk). Nothing may be lost or
-// resurrected: verify equal.
+// resurrected: verify equal. Once with chunks placed by GTID state (a quiet
+// source) and once by binlog coordinate (a busy one).
 func TestCopyRaces(t *testing.T) {
+	for _, byCoord := range []bool{false, true} {
+		t.Run(fmt.Sprintf("by-coordinate=%v", byCoord), func(t *testing.T) { copyRaces(t, byCoord) })
+	}
+}
+
+func copyRaces(t *testing.T, byCoord bool) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -204,6 +211,7 @@ func TestCopyRaces(t *testing.T) {
 	}
 	cfg := e.copyConfig(t)
 	cfg.Copy.ExitWhenDone = true
+	cfg.Copy.ByCoordinate = byCoord
 	var orders, items atomic.Int32
 	raced := map[string]int{}
 	var mu sync.Mutex

@@ -30,7 +30,8 @@ func TestCopyValues(t *testing.T) {
 				u VARCHAR(20) CHARACTER SET utf16, t TEXT, b VARBINARY(300), blb BLOB, b1 BIT(1), b64 BIT(64),
 				e ENUM('a', 'b'), st SET('x', 'y'), d DATE, dt DATETIME(6), tm TIME(3), ts TIMESTAMP NULL,
 				f FLOAT, db DOUBLE, dc DECIMAL(30,10), j JSON, g GEOMETRY, pt POINT,
-				gv INT AS (id * 2) VIRTUAL, gs VARCHAR(120) AS (CONCAT(s, '!')) STORED
+				gv INT AS (id * 2) VIRTUAL, gs VARCHAR(120) AS (CONCAT(s, '!')) STORED,
+				ip4 INET4, ip6 INET6, uu UUID
 			) ENGINE=InnoDB`,
 				`SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'`,
 				`INSERT INTO wl.vals (id, s, l, u, t, b, blb, b1, b64, e, st, d, dt, tm, ts, f, db, dc, j, g, pt) VALUES
@@ -43,7 +44,10 @@ func TestCopyValues(t *testing.T) {
 				(4, '', NULL, NULL, '\\\\\\t', X'', X'FF00FF', b'1', X'FFFFFFFFFFFFFFFF', 'a', 'y', '1000-01-01', '1000-01-01 00:00:00', '838:59:59.999',
 				 '1970-01-01 00:00:01', 0, -0, 0, 'null', ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1))'), POINT(0, 0))`,
 				`INSERT INTO wl.vals (s, blb) SELECT CONCAT('row ', seq), (SELECT GROUP_CONCAT(CHAR(s.seq) SEPARATOR '') FROM wl.seq_0_to_255 s)
-				 FROM wl.seq_1_to_3000`)
+				 FROM wl.seq_1_to_3000`,
+				// Types that read a binary string as their binary form.
+				`UPDATE wl.vals SET ip4 = CONCAT('10.0.', id % 256, '.9'), ip6 = CONCAT('2001:db8::', HEX(id)), uu = UUID() WHERE id % 3 = 0`,
+				`UPDATE wl.vals SET ip6 = '::ffff:1.2.3.4', uu = '00000000-0000-0000-0000-000000000000' WHERE id = 2`)
 			var loads0 int64
 			e.dst.OpenT(t, "").QueryRow("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_LOAD'").Scan(&loads0)
 			cfg := e.copyConfig(t)

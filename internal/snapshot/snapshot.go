@@ -1,8 +1,8 @@
 // Package snapshot starts consistent snapshots on source sessions and
-// reads the binlog position each one sees, as a GTID position: the copy
-// places chunks read in a snapshot at that position of the stream, and an
-// online verify pairs a source snapshot with a target held at that
-// position. It owns that one query sequence (and its cost); it must never
+// reads the binlog position each one sees, as a GTID position or a binlog
+// coordinate: the copy places chunks read in a snapshot at that position
+// of the stream, and an online verify pairs a source snapshot with a
+// target held at that (GTID) position. It owns that one query sequence (and its cost); it must never
 // write.
 package snapshot
 
@@ -10,6 +10,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/binlane/binlane/internal/gtid"
@@ -49,55 +50,107 @@ func (c *Cache) put(coord string, pos gtid.Set) {
 	c.mu.Unlock()
 }
 
+// Position is where a snapshot stands in the source's binlog: its GTID
+// state when that was read cheaply (HasGTIDs), else only its binlog
+// coordinate, which a reader of the same binlog can place just as well
+// (the copy's merger does: package copier).
+type Position struct {
+	GTIDs    gtid.Set
+	HasGTIDs bool
+	File     string // binlog_snapshot_file
+	Offset   uint64 // binlog_snapshot_position: a transaction boundary
+}
+
+func (p Position) String() string {
+	if p.HasGTIDs {
+		return p.GTIDs.String()
+	}
+	return fmt.Sprintf("%s:%d", p.File, p.Offset)
+}
+
 // Start begins a new consistent snapshot on conn (ending its current
-// transaction) and returns the source position it sees. cache may be nil.
+// transaction) and returns the source position it sees as a GTID
+// position. cache may be nil.
 //
-// The cheap way first: the binlog's GTID state read before the snapshot
-// and again after it, the same both times, and the snapshot's coordinate
-// equal to the binlog's end in between, mean that no transaction was
-// binlogged meanwhile and that the snapshot holds every one binlogged (the
-// binlog is written before the storage engine commits, so the coordinate
-// can lag the end): the snapshot is at that GTID state. A write in between
-// makes it take a new snapshot, up to three times; then (or when the
-// account lacks BINLOG MONITOR for SHOW MASTER STATUS) the server computes
-// it from the coordinate, which costs a read
-// of the binlog file up to it — 77.9 CPU-s of the source during a 2M-row
-// copy under a 300 trx/s load, before this way was added.
+// The cheap way first (see begin), up to three snapshots; then (or when
+// the account lacks BINLOG MONITOR for SHOW MASTER STATUS) the server
+// computes it from the coordinate, which costs a read of the binlog file
+// up to it — 77.9 CPU-s of the source during a 2M-row copy under a 300
+// trx/s load, before the cheap way was added. The copy uses StartAt, which
+// never asks for that.
 func Start(ctx context.Context, conn *sql.Conn, cache *Cache) (gtid.Set, error) {
-	var file, off string
-	for try := 0; ; try++ {
-		var before string
-		if err := conn.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&before); err != nil {
-			return gtid.Set{}, fmt.Errorf("read the source's binlog state: %w", err)
+	var p Position
+	var err error
+	for try := 0; try < 3 && !p.HasGTIDs; try++ {
+		if p, err = begin(ctx, conn, cache, true); err != nil {
+			return gtid.Set{}, err
 		}
-		if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
-			return gtid.Set{}, fmt.Errorf("start a consistent snapshot: %w", err)
-		}
-		var f, o sql.NullString
-		if err := conn.QueryRowContext(ctx, coordQuery).Scan(&f, &o); err != nil || !f.Valid || f.String == "" {
-			return gtid.Set{}, fmt.Errorf("%s: %v", needBinlog, err)
-		}
-		file, off = f.String, o.String
-		coord := file + ":" + off
-		if cache != nil {
-			if pos, ok := cache.get(coord); ok {
-				return pos, nil
-			}
-		}
-		if text, ok := atBinlogEnd(ctx, conn, coord, before); ok {
-			return parse(text, coord, cache)
-		}
-		// A write came in between: a new snapshot is cheaper for the
-		// source than reading its binlog file, a few times.
-		if try == 2 {
-			break
-		}
+	}
+	if p.HasGTIDs {
+		return p.GTIDs, nil
 	}
 	var t sql.NullString
-	if err := conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", file, off).Scan(&t); err != nil || !t.Valid {
+	if err := conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", p.File, p.Offset).Scan(&t); err != nil || !t.Valid {
 		return gtid.Set{}, fmt.Errorf("%s: %v", needBinlog, err)
 	}
-	return parse(t.String, file+":"+off, cache)
+	return parse(t.String, p.File+":"+strconv.FormatUint(p.Offset, 10), cache)
+}
+
+// StartAt begins a new consistent snapshot on conn and returns its
+// position: the GTID state when the cheap way finds it, else the binlog
+// coordinate alone. It costs the source no binlog read. With
+// coordinateOnly it does not look for the GTID state (tests: the position
+// a busy source gives).
+func StartAt(ctx context.Context, conn *sql.Conn, cache *Cache, coordinateOnly bool) (Position, error) {
+	if coordinateOnly {
+		return begin(ctx, conn, nil, false)
+	}
+	return begin(ctx, conn, cache, true)
+}
+
+// begin starts a snapshot and reads its coordinate, and its GTID state
+// when that is cheap: the binlog's GTID state read before the snapshot and
+// again after it, the same both times, and the snapshot's coordinate equal
+// to the binlog's end in between, mean that no transaction was binlogged
+// meanwhile and that the snapshot holds every one binlogged (the binlog is
+// written before the storage engine commits, so the coordinate can lag the
+// end): the snapshot is at that GTID state.
+func begin(ctx context.Context, conn *sql.Conn, cache *Cache, withGTIDs bool) (Position, error) {
+	var before string
+	if withGTIDs {
+		if err := conn.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&before); err != nil {
+			return Position{}, fmt.Errorf("read the source's binlog state: %w", err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+		return Position{}, fmt.Errorf("start a consistent snapshot: %w", err)
+	}
+	var f, o sql.NullString
+	if err := conn.QueryRowContext(ctx, coordQuery).Scan(&f, &o); err != nil || !f.Valid || f.String == "" {
+		return Position{}, fmt.Errorf("%s: %v", needBinlog, err)
+	}
+	off, err := strconv.ParseUint(o.String, 10, 64)
+	if err != nil {
+		return Position{}, fmt.Errorf("%s: binlog_snapshot_position %q: %v", needBinlog, o.String, err)
+	}
+	p := Position{File: f.String, Offset: off}
+	if !withGTIDs {
+		return p, nil
+	}
+	coord := p.File + ":" + o.String
+	if cache != nil {
+		if pos, ok := cache.get(coord); ok {
+			p.GTIDs, p.HasGTIDs = pos, true
+			return p, nil
+		}
+	}
+	if text, ok := atBinlogEnd(ctx, conn, coord, before); ok {
+		if p.GTIDs, err = parse(text, coord, cache); err != nil {
+			return Position{}, err
+		}
+		p.HasGTIDs = true
+	}
+	return p, nil
 }
 
 const needBinlog = "read the snapshot's binlog position (this needs a MariaDB source with its binlog on)"

@@ -34,6 +34,10 @@ type Config struct {
 	// Start is the position the stream starts after, to evaluate StopAt.
 	Start  gtid.Set
 	Logger *slog.Logger
+	// Marks sends a Part with Mark for every heartbeat between
+	// transactions (for the copy's merger, which places chunks by binlog
+	// coordinate and must learn where an idle stream stands).
+	Marks bool
 }
 
 // ErrStopped is returned by Run after the StopAt transaction was delivered.
@@ -182,6 +186,9 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 	switch d := ev.Data.(type) {
 	case *binlog.HeartbeatEvent:
 		a.lastHeartbeat.Store(time.Now().UnixNano())
+		if a.cfg.Marks && a.cur == nil && d.File != "" {
+			return nil, a.out.Send(ctx, Part{Mark: &BinlogPos{File: d.File, Pos: d.Pos}})
+		}
 		return nil, nil
 	case *binlog.MariaGTIDEvent:
 		return nil, a.startMaria(ev, d)
@@ -210,7 +217,7 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 		return fmt.Errorf("source binlog %s:%d: transaction %s starts before %s ended", ev.File, ev.Pos, g, a.cur.GTID)
 	}
 	a.seq++
-	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File}
+	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File, StartPos: ev.Pos}
 	a.body, a.sent = Body{}, false
 	a.values, a.bytes = nil, 0
 	a.single = false

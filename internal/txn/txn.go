@@ -28,12 +28,14 @@ type Txn struct {
 	Seq uint64
 	// GTID is zero for anonymous (MySQL gtid_mode=OFF) transactions.
 	GTID gtid.GTID
-	// File and EndPos locate the end of the group in the source's binlog.
-	// For a transaction that arrives in several parts they are set when the
+	// File and StartPos locate the start of the group in the source's
+	// binlog (its GTID event), known from the first part; EndPos its end:
+	// for a transaction that arrives in several parts it is set when the
 	// last part is sent (the channel send orders the write before the
 	// applier's read).
-	File   string
-	EndPos uint64
+	File     string
+	StartPos uint64
+	EndPos   uint64
 	// Timestamp is the source commit time (seconds), for lag.
 	Timestamp uint32
 
@@ -69,6 +71,16 @@ type Part struct {
 	// (Txn then only carries the Seq; a chunk has no source position of
 	// its own). A table copied in one pass arrives in several parts.
 	Chunk *Chunk
+	// Mark, on a part without Txn, says the stream holds every transaction
+	// before this place in the source's binlog (a heartbeat of an idle
+	// source). Only with Config.Marks; the copy's merger consumes them.
+	Mark *BinlogPos
+}
+
+// BinlogPos is a place in the source's binlog.
+type BinlogPos struct {
+	File string
+	Pos  uint64
 }
 
 // Whole reports whether the part is an entire transaction.
@@ -161,7 +173,9 @@ type Chunk struct {
 	Schema, Table string
 	Columns       []ChunkColumn
 	Rows          [][][]byte // text values, nil for NULL
-	Pos           gtid.Set
+	// Pos names the snapshot's position (a GTID state or a binlog
+	// coordinate), for messages; the merger placed the chunk by it.
+	Pos string
 	// Covers is what the chunk copies, in the copier's terms (a key range,
 	// or nil for the whole table); the applier hands it back to the copier
 	// when the chunk takes its place in the stream.
