@@ -264,10 +264,13 @@ func (c *Copier) read(ctx context.Context, jobs <-chan job) error {
 // tableDefinitionChanged is ER_TABLE_DEF_CHANGED.
 const tableDefinitionChanged = 1412
 
-// readChunk reads one chunk in a snapshot and hands it to the merger once
-// the reader's previous chunk committed (see reader.written).
+// readChunk reads one chunk in a snapshot and hands it to the merger, once
+// the reader's previous chunk committed (see reader).
 func (c *Copier) readChunk(ctx context.Context, rd *reader, j job) error {
 	if err := c.cfg.Throttle.Wait(ctx); err != nil {
+		return err
+	}
+	if err := rd.waitWritten(ctx); err != nil {
 		return err
 	}
 	ticket, err := c.place(ctx, rd)
@@ -286,16 +289,7 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, j job) error {
 	}
 	prog := c.progress[j.t.ID()]
 	start := time.Now()
-	waited := false
-	send := func(ch *txn.Chunk) error {
-		if !waited {
-			if err := rd.waitWritten(ctx); err != nil {
-				return err
-			}
-			waited = true
-		}
-		return ticket.Send(ctx, ch)
-	}
+	send := func(ch *txn.Chunk) error { return ticket.Send(ctx, ch) }
 	var pending *txn.Chunk
 	emit := func(rows [][][]byte, bytes int) error {
 		if pending != nil { // a whole table's earlier part

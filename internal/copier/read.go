@@ -194,12 +194,14 @@ func keyOrder(key []KeyColumn) string {
 // source's binlog stands still, four or five when it moved (see
 // snapshot.StartAt), and never a read of the source's binlog.
 //
-// A reader has at most one chunk in the applier: it reads its next chunk
-// while the last one is written, and hands it over once that one
-// committed. So --copy-workers bounds the chunks the target writes at once
-// too: on the 2-core benchmark machine four concurrent chunk writes cost
-// the target a fifth more CPU per row than two (InnoDB's contention) and
-// made the copy slower, not faster.
+// A reader has at most one chunk in the applier: it starts its next chunk
+// once the last one committed. So --copy-workers bounds the chunks the
+// target writes at once too: on the 2-core benchmark machine four apply
+// workers writing chunks for two readers cost the target a fifth more CPU
+// per row than two writers (InnoDB's contention) and made the copy
+// slower, not faster. (It waits before it takes its next place in the
+// stream, not after reading: a reader holding a place it cannot fill
+// stops the stream there.)
 type reader struct {
 	conn    *sql.Conn
 	cache   *snapshot.Cache
