@@ -331,8 +331,10 @@ func (m *Merger) flushDue(ctx context.Context, out *txn.Pipe) error {
 // emitTicket waits for the ticket's chunk and emits all its parts. The
 // stream waits meanwhile: it is at the chunk's place.
 func (m *Merger) emitTicket(ctx context.Context, out *txn.Pipe, t *Ticket) error {
-	if t.pos.HasGTIDs && !m.pos.ContainsSet(t.pos.GTIDs) {
-		return fmt.Errorf("copier: the stream passed a chunk's position (%s, stream at %s)", t.pos, m.pos)
+	if t.pos.HasGTIDs && !m.pos.ContainsSet(t.pos.GTIDs) ||
+		!t.pos.HasGTIDs && m.lastStart.set() && !m.lastStart.before(coordOf(t.pos)) {
+		return fmt.Errorf("copier: the stream passed a chunk's position (%s, stream at %s, %s:%d)", t.pos, m.pos,
+			m.lastStart.file, m.lastStart.off)
 	}
 	header := &txn.Txn{}
 	for first := true; ; first = false {

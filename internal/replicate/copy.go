@@ -70,6 +70,9 @@ func (c *copyRun) close() {
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
+// copyHeartbeat is the longest heartbeat period while a copy runs.
+const copyHeartbeat = time.Second
+
 // errCopied ends a run whose copy is done (binlane copy).
 var errCopied = errors.New("copy done and caught up")
 

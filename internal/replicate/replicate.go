@@ -272,6 +272,11 @@ func (r *run) once(ctx context.Context) error {
 	srcCtx, stopSource := context.WithCancel(ctx)
 	defer stopSource()
 	rcfg.Start = replica.StartAtGTID(start)
+	if cr != nil && (rcfg.HeartbeatPeriod == 0 || rcfg.HeartbeatPeriod > copyHeartbeat) {
+		// An idle stream learns where it stands from heartbeats, and a chunk
+		// placed by binlog coordinate waits for that (see copier.Merger).
+		rcfg.HeartbeatPeriod = copyHeartbeat
+	}
 	stream, err := replica.Open(srcCtx, rcfg)
 	if err != nil {
 		return cfg.Source.AnnotateTLS(err)
