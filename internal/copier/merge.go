@@ -283,27 +283,7 @@ func (m *Merger) emit(ctx context.Context, out *txn.Pipe, p txn.Part) error {
 // were placed: chunks due at one place commute, each holding exactly what
 // the stream emitted so far).
 func (m *Merger) emitDue(ctx context.Context, out *txn.Pipe, next *txn.Txn) error {
-	kept := m.tickets[:0]
-	for i, t := range m.tickets {
-		due := false
-		if t.known {
-			var err error
-			if due, err = t.dueBefore(next); err != nil {
-				return err
-			}
-		}
-		if !due {
-			kept = append(kept, t)
-			continue
-		}
-		if err := m.emitTicket(ctx, out, t); err != nil {
-			m.tickets = append(kept, m.tickets[i+1:]...)
-			return err
-		}
-	}
-	clear(m.tickets[len(kept):])
-	m.tickets = kept
-	return nil
+	return m.emitWhere(ctx, out, func(t *Ticket) (bool, error) { return t.dueBefore(next) })
 }
 
 // flushDue emits the chunks whose position the stream has reached (when no
@@ -312,9 +292,23 @@ func (m *Merger) flushDue(ctx context.Context, out *txn.Pipe) error {
 	if m.open {
 		return nil
 	}
+	return m.emitWhere(ctx, out, func(t *Ticket) (bool, error) { return m.reached(t), nil })
+}
+
+// emitWhere emits the chunks of the placed tickets that due says go now,
+// and keeps the others.
+func (m *Merger) emitWhere(ctx context.Context, out *txn.Pipe, due func(*Ticket) (bool, error)) error {
 	kept := m.tickets[:0]
 	for i, t := range m.tickets {
-		if !t.known || !m.reached(t) {
+		now := false
+		if t.known {
+			var err error
+			if now, err = due(t); err != nil {
+				m.tickets = append(kept, m.tickets[i:]...)
+				return err
+			}
+		}
+		if !now {
 			kept = append(kept, t)
 			continue
 		}

@@ -145,16 +145,16 @@ func appendLoadRow(dst []byte, cols []txn.ChunkColumn, row [][]byte) ([]byte, er
 		}
 		switch cols[i].Kind {
 		case txn.KindNumber:
-			if !isNumber(v) {
-				return dst, fmt.Errorf("column %s: %q is not a number", schema.QuoteName(cols[i].Name), abbreviate(string(v), 40))
+			var err error
+			if dst, err = appendNumber(dst, &cols[i], v); err != nil {
+				return dst, err
 			}
-			dst = append(dst, v...)
 		case txn.KindQuoted, txn.KindText, txn.KindBinary, txn.KindBits:
 			// BIT too: a string stored into a BIT column is taken as its
 			// bytes, which is what the copy read.
 			dst = appendLoadField(dst, v)
 		default:
-			return dst, fmt.Errorf("column %s: no way to write a value of kind %q", schema.QuoteName(cols[i].Name), cols[i].Kind)
+			return dst, badKind(&cols[i])
 		}
 	}
 	return append(dst, '\n'), nil
@@ -211,10 +211,10 @@ func appendChunkRow(dst []byte, cols []txn.ChunkColumn, row [][]byte) ([]byte, e
 		}
 		switch cols[i].Kind {
 		case txn.KindNumber:
-			if !isNumber(v) {
-				return dst, fmt.Errorf("column %s: %q is not a number", schema.QuoteName(cols[i].Name), abbreviate(string(v), 40))
+			var err error
+			if dst, err = appendNumber(dst, &cols[i], v); err != nil {
+				return dst, err
 			}
-			dst = append(dst, v...)
 		case txn.KindQuoted:
 			dst = appendQuoted(dst, v)
 		case txn.KindText:
@@ -228,10 +228,23 @@ func appendChunkRow(dst []byte, cols []txn.ChunkColumn, row [][]byte) ([]byte, e
 			}
 			dst = hex.AppendEncode(dst, v)
 		default:
-			return dst, fmt.Errorf("column %s: no way to write a value of kind %q", schema.QuoteName(cols[i].Name), cols[i].Kind)
+			return dst, badKind(&cols[i])
 		}
 	}
 	return append(dst, ')'), nil
+}
+
+// appendNumber writes a numeric column's text, which must be a number:
+// anything else would be SQL (or break a LOAD DATA line).
+func appendNumber(dst []byte, col *txn.ChunkColumn, v []byte) ([]byte, error) {
+	if !isNumber(v) {
+		return dst, fmt.Errorf("column %s: %q is not a number", schema.QuoteName(col.Name), abbreviate(string(v), 40))
+	}
+	return append(dst, v...), nil
+}
+
+func badKind(col *txn.ChunkColumn) error {
+	return fmt.Errorf("column %s: no way to write a value of kind %q", schema.QuoteName(col.Name), col.Kind)
 }
 
 // isNumber accepts what the server prints for numeric columns: digits, a
