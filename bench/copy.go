@@ -219,7 +219,7 @@ func copyContenders(c config, bin string, cs *copySource) []copyContender {
 		list = append(list, copyContender{name: fmt.Sprintf("binlane copy workers=%d", w), kind: "binlane",
 			underLoad: w == best, verify: true,
 			run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
-				return runBinlaneCopy(ctx, c, bin, cs, dst, w)
+				return runBinlaneCopy(ctx, c, bin, cs, dst, w, true)
 			}})
 	}
 	list = append(list, copyContender{name: "mariadb-dump piped to mariadb", kind: "mariadb", verify: true,
@@ -230,7 +230,7 @@ func copyContenders(c config, bin string, cs *copySource) []copyContender {
 		list = append(list, copyContender{name: fmt.Sprintf("mydumper+myloader threads=%d", w), kind: "mariadb",
 			underLoad: w == 2, verify: true,
 			run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
-				return runMydumper(ctx, cs, dst, w)
+				return runMydumper(ctx, cs, dst, w, true)
 			}})
 	}
 	for _, w := range c.copyWorkers {
@@ -239,8 +239,27 @@ func copyContenders(c config, bin string, cs *copySource) []copyContender {
 		}
 		list = append(list, copyContender{name: fmt.Sprintf("ceiling: LOAD DATA threads=%d", w), kind: "ceiling", verify: true,
 			run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
-				return runLoadData(ctx, cs, dst, w)
+				return runLoadData(ctx, cs, dst, w, true)
 			}})
+	}
+	if c.noBinlog {
+		// The same with the target's binlog off for the copied rows:
+		// myloader's default, and binlane's --binlog-applied=false. Kinds of
+		// their own, so that the ratios above compare binlogged runs only.
+		w := best
+		list = append(list,
+			copyContender{name: fmt.Sprintf("binlane copy workers=%d, binlog off", w), kind: "binlane", verify: true,
+				run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
+					return runBinlaneCopy(ctx, c, bin, cs, dst, w, false)
+				}},
+			copyContender{name: fmt.Sprintf("mydumper+myloader threads=%d, binlog off", w), kind: "mariadb-nobinlog", verify: true,
+				run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
+					return runMydumper(ctx, cs, dst, w, false)
+				}},
+			copyContender{name: fmt.Sprintf("ceiling: LOAD DATA threads=%d, binlog off", w), kind: "ceiling-nobinlog", verify: true,
+				run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
+					return runLoadData(ctx, cs, dst, w, false)
+				}})
 	}
 	if c.only != nil {
 		kept := list[:0]
@@ -343,9 +362,12 @@ func catchUp(ctx context.Context, cs *copySource, dst *sandbox.Server) error {
 	return nil
 }
 
-func runBinlaneCopy(ctx context.Context, c config, bin string, cs *copySource, dst *sandbox.Server, workers int) (time.Duration, string, error) {
+func runBinlaneCopy(ctx context.Context, c config, bin string, cs *copySource, dst *sandbox.Server, workers int, binlog bool) (time.Duration, string, error) {
 	args := []string{"copy", "--source", cs.src.URL(), "--target", dst.URL(), "--stream", "bench",
 		"--databases", "sbtest", "--copy-workers", strconv.Itoa(workers), "--log-level", "warn"}
+	if !binlog {
+		args = append(args, "--binlog-applied=false")
+	}
 	if c.applyWorkers > 0 {
 		args = append(args, "--workers", strconv.Itoa(c.applyWorkers))
 	}
@@ -361,7 +383,7 @@ func runDumpPipe(ctx context.Context, cs *copySource, dst *sandbox.Server) (time
 	return timedCommand(exec.CommandContext(ctx, "bash", "-c", script), dst, cs.src, "dump+client")
 }
 
-func runMydumper(ctx context.Context, cs *copySource, dst *sandbox.Server, threads int) (time.Duration, string, error) {
+func runMydumper(ctx context.Context, cs *copySource, dst *sandbox.Server, threads int, binlog bool) (time.Duration, string, error) {
 	dir, err := os.MkdirTemp("", "binlane-mydumper-")
 	if err != nil {
 		return 0, "", err
@@ -376,8 +398,11 @@ func runMydumper(ctx context.Context, cs *copySource, dst *sandbox.Server, threa
 	}
 	// -e: binlog the restored rows, like every other contender (myloader
 	// turns the binlog off for its sessions by default).
-	load := exec.CommandContext(ctx, "myloader", "-h", "127.0.0.1", "-P", strconv.Itoa(dst.Port), "-u", "root",
-		"-t", t, "-d", dir, "-e")
+	largs := []string{"-h", "127.0.0.1", "-P", strconv.Itoa(dst.Port), "-u", "root", "-t", t, "-d", dir}
+	if binlog {
+		largs = append(largs, "-e")
+	}
+	load := exec.CommandContext(ctx, "myloader", largs...)
 	d2, cpu, err := timedCommand(load, dst, cs.src, "myloader")
 	if err != nil {
 		return 0, "", err
@@ -387,16 +412,24 @@ func runMydumper(ctx context.Context, cs *copySource, dst *sandbox.Server, threa
 
 // runLoadData creates the tables and loads the exported files with
 // threads parallel LOAD DATA LOCAL INFILE statements (one per table).
-func runLoadData(ctx context.Context, cs *copySource, dst *sandbox.Server, threads int) (time.Duration, string, error) {
+func runLoadData(ctx context.Context, cs *copySource, dst *sandbox.Server, threads int, binlog bool) (time.Duration, string, error) {
 	sdb, err := cs.src.Open("sbtest")
 	if err != nil {
 		return 0, "", err
 	}
 	defer sdb.Close()
-	ddb, err := dst.Open("")
+	dcfg, err := mysql.ParseDSN(dst.DSN(""))
 	if err != nil {
 		return 0, "", err
 	}
+	if !binlog {
+		dcfg.Params = map[string]string{"sql_log_bin": "0"}
+	}
+	conn, err := mysql.NewConnector(dcfg)
+	if err != nil {
+		return 0, "", err
+	}
+	ddb := sql.OpenDB(conn)
 	defer ddb.Close()
 	if _, err := ddb.ExecContext(ctx, "CREATE DATABASE sbtest"); err != nil {
 		return 0, "", err

@@ -52,6 +52,7 @@ type config struct {
 	copyLoadRate int
 	only         *regexp.Regexp // contenders to run (nil: all)
 	applyWorkers int            // binlane --workers in the copy benchmark (0: its default)
+	noBinlog     bool           // copy benchmark: also run with the target's binlog off
 }
 
 func main() {
@@ -76,6 +77,7 @@ func main() {
 	flag.StringVar(&copyWorkers, "copy-workers", "1,2,4,8", "copy worker and tool thread counts (binlane also runs under load with 4, or the last)")
 	flag.IntVar(&c.copyLoadRate, "copy-load-rate", 300, "sysbench trx/s on the source during the loaded copy runs (0: skip them)")
 	flag.IntVar(&c.applyWorkers, "copy-apply-workers", 0, "binlane --workers (target connections writing chunks) in the copy benchmark (0: binlane's default)")
+	flag.BoolVar(&c.noBinlog, "copy-nobinlog", false, "copy mode: also run binlane, myloader and LOAD DATA with the target's binlog off for the copied rows")
 	only := flag.String("only", "", "copy mode: run only the contenders whose name matches this regular expression (e.g. 'binlane.*=4|ceiling')")
 	flag.Parse()
 	if *only != "" {
