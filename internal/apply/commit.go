@@ -28,6 +28,9 @@ type commitOpts struct {
 	clearDDL bool
 	// deferred statements are recorded in binlane.deferred with the commit.
 	deferred []deferredStmt
+	// xaPrepared records, xaFinished forgets, an XA transaction the stream
+	// prepared on the target (see runXA).
+	xaPrepared, xaFinished string
 }
 
 type deferredStmt struct {
@@ -88,6 +91,21 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		err := w.sql.Append(func(buf []byte) []byte {
 			return position.AppendDeferred(buf, c.stream, d.gtid, d.schema, d.reason, d.query)
 		}, rowsql.Stmt{Expect: 1, What: "record deferred statement"})
+		if err != nil {
+			return err
+		}
+	}
+	if id := o.xaPrepared; id != "" {
+		gtid := b.works[0].t.GTID.String()
+		err := w.sql.Append(func(buf []byte) []byte { return position.AppendXAPrepared(buf, c.stream, id, gtid) },
+			rowsql.Stmt{Expect: -1, What: "record the prepared XA transaction"})
+		if err != nil {
+			return err
+		}
+	}
+	if id := o.xaFinished; id != "" {
+		err := w.sql.Append(func(buf []byte) []byte { return position.AppendXAFinished(buf, c.stream, id) },
+			rowsql.Stmt{Expect: 1, What: "forget the finished XA transaction"})
 		if err != nil {
 			return err
 		}

@@ -187,6 +187,7 @@ const (
 	AloneDDL       = "ddl"        // statements: DDL, deferred trigger DDL
 	AloneTooLarge  = "too_large"  // sent in parts
 	AloneSavepoint = "savepoints" // ROLLBACK TO SAVEPOINT or ROLLBACK over non-transactional changes
+	AloneXA        = "xa"         // a step of an XA transaction the source prepared
 )
 
 // add analyses a transaction and puts it into the scheduler.
@@ -208,6 +209,8 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		w.parts = make(chan txn.Part, 1)
 		c.streaming = w
 		reason = AloneTooLarge
+	case t.XA != nil:
+		reason = AloneXA
 	case t.Savepoints || t.RolledBack:
 		items, err := c.resolve(ctx, t, p.Body)
 		if err != nil {
@@ -216,8 +219,15 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		w.body.Items = items
 		reason = AloneSavepoint
 	}
-	if reason == "" && w.body.HasStatements() {
-		reason, w.statements = AloneDDL, true
+	if w.body.HasStatements() && t.XA == nil {
+		// Statements run alone, also inside a group that rolled back: DDL
+		// commits on its own, so a rollback never undoes it (a failed
+		// CREATE OR REPLACE ... SELECT logs the DROP it really did between
+		// BEGIN and ROLLBACK).
+		w.statements = true
+		if reason == "" {
+			reason = AloneDDL
+		}
 		if err := c.copyStatements(w); err != nil {
 			return err
 		}
@@ -227,7 +237,7 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		c.a.stats.addSerialized(reason)
 		c.alone++
 	}
-	if !w.alone || reason == AloneSavepoint {
+	if !w.alone || reason == AloneSavepoint && !w.statements {
 		if err := c.analyse(ctx, w); err != nil {
 			return err
 		}

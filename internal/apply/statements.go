@@ -3,14 +3,13 @@ package apply
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/session"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 )
@@ -171,9 +170,12 @@ func (w *worker) statement(ctx context.Context, t *txn.Txn, st *txn.Statement) e
 		position.DDLMark{GTID: gtid, Fingerprint: fp, Conn: w.conn.id}); err != nil {
 		return w.statementError(t, st, err)
 	}
-	err = w.execStatement(ctx, st)
+	err = w.execStatement(ctx, t, st)
 	w.plans.Invalidate()
-	if rerr := w.conn.init(ctx, w.binlogApplied, w.lockWait); rerr != nil && err == nil {
+	// The statement's session context must not reach the rows that follow:
+	// they run on a fresh connection.
+	w.dropConn()
+	if rerr := w.ensureConn(ctx); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {
@@ -191,11 +193,22 @@ func (w *worker) statementError(t *txn.Txn, st *txn.Statement, err error) error 
 	return fmt.Errorf("transaction %s: statement %q: %w", rowsql.DescribeTxn(t), abbreviate(redact.Statement(st.Query), 300), err)
 }
 
-// execStatement sets the source session's settings and runs the statement.
-func (w *worker) execStatement(ctx context.Context, st *txn.Statement) error {
+// execStatement runs a statement in the session context the source ran it
+// in (package session), and judges how it ended against how it ended on the
+// source.
+func (w *worker) execStatement(ctx context.Context, t *txn.Txn, st *txn.Statement) error {
+	if err := session.Check(st); err != nil {
+		return err
+	}
+	enter, err := session.Enter(st, w.plans.Collation)
+	if err != nil {
+		return err
+	}
 	c := w.conn.conn
-	if _, err := c.ExecContext(ctx, sessionFor(st)); err != nil {
-		return fmt.Errorf("set the source session's settings: %w", err)
+	for _, q := range enter {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("set the source session's context (%s): %w", abbreviate(q, 300), err)
+		}
 	}
 	if st.Schema != "" {
 		if _, err := c.ExecContext(ctx, "USE "+schema.QuoteName(st.Schema)); err != nil && !sqlerr.Is(err, sqlerr.UnknownDB) {
@@ -203,8 +216,17 @@ func (w *worker) execStatement(ctx context.Context, st *txn.Statement) error {
 		}
 	}
 	w.execStart.Store(time.Now().UnixNano())
-	_, err := c.ExecContext(ctx, st.Query)
+	_, err = c.ExecContext(ctx, st.Text())
 	w.execStart.Store(0)
+	accepted, err := session.Outcome(st, err)
+	if accepted {
+		w.log.Info("the statement ended on the target with the error it was logged with on the source: it did the same there",
+			"gtid", t.GTID.String(), "error", st.ErrorCode, "statement", abbreviate(redact.Statement(st.Query), 200))
+	}
+	if sqlerr.Is(err, sqlerr.BinlogUnsafeRoutine, sqlerr.BinlogCreateRoutineNeedSuper) {
+		err = fmt.Errorf("%w (the target binlogs what binlane applies: set log_bin_trust_function_creators=ON on the "+
+			"target, or run with --binlog-applied=false)", err)
+	}
 	return err
 }
 
@@ -258,34 +280,6 @@ func statementObjects(st *txn.Statement) ([]schema.Object, []string) {
 		whole = append(whole, st.Schema)
 	}
 	return objects, whole
-}
-
-// sessionFor sets what the source's query event recorded.
-func sessionFor(st *txn.Statement) string {
-	var b strings.Builder
-	b.WriteString("SET SESSION ")
-	if st.Status.HasSQLMode {
-		b.WriteString("sql_mode=" + strconv.FormatUint(st.Status.SQLMode, 10) + ", ")
-	}
-	if st.Status.ClientCharset != 0 {
-		fmt.Fprintf(&b, "character_set_client=%d, collation_connection=%d, ", st.Status.ClientCharset, st.Status.ConnCollation)
-	}
-	if st.Status.ServerCollat != 0 {
-		fmt.Fprintf(&b, "collation_server=%d, ", st.Status.ServerCollat)
-	}
-	if st.Status.TimeZone != "" {
-		b.WriteString("time_zone='" + strings.ReplaceAll(st.Status.TimeZone, "'", "''") + "', ")
-	}
-	const noFKChecks, relaxedUnique = 1 << 26, 1 << 27
-	fmt.Fprintf(&b, "foreign_key_checks=%s, unique_checks=%s", onOff(st.Status.Flags2&noFKChecks == 0), onOff(st.Status.Flags2&relaxedUnique == 0))
-	return b.String()
-}
-
-func onOff(on bool) string {
-	if on {
-		return "1"
-	}
-	return "0"
 }
 
 func abbreviate(s string, n int) string {

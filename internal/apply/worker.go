@@ -221,6 +221,9 @@ func (w *worker) run(ctx context.Context, b *batch) error {
 	if b.works[0].chunk != nil {
 		return w.runChunk(ctx, b)
 	}
+	if b.works[0].t.XA != nil {
+		return w.runXA(ctx, b)
+	}
 	if wk := b.works[0]; wk.parts != nil || wk.statements {
 		return w.runAlone(ctx, b)
 	}

@@ -35,6 +35,11 @@ func (d *Decoder) decodeQuery(h Header, body []byte) (*QueryEvent, error) {
 	if err := parseQueryStatus(status, &q.Status); err != nil {
 		return nil, err
 	}
+	q.Status.MariaDB = d.fde.Flavor == FlavorMariaDB
+	if d.fde.explicitDefaultsInFlags2 && q.Status.HasFlags2 {
+		q.Status.ExplicitDefaultsTS = q.Status.Flags2&Flags2ExplicitDefaultsTS != 0
+		q.Status.HasExplicitDefaultsTS = true
+	}
 	if h.Type == EventQueryCompressed {
 		var err error
 		if query, err = decompress(query); err != nil {
@@ -94,14 +99,14 @@ func parseQueryStatus(b []byte, s *QueryStatus) error {
 					r.skip(end+1, "updated db name")
 				}
 			}
-		case 13:
-			r.skip(3, "microseconds")
+		case 13: // MySQL's microseconds of the statement's start
+			s.Micros, s.HasMicros = r.u24("microseconds"), true
 		case 14:
 			r.skip(1, "commit ts")
 		case 15:
 			r.skip(2, "commit ts2")
-		case 16:
-			r.skip(1, "explicit_defaults_for_timestamp")
+		case 16: // MySQL: flags2 does not carry it there
+			s.ExplicitDefaultsTS, s.HasExplicitDefaultsTS = r.u8("explicit_defaults_for_timestamp") != 0, true
 		case 17:
 			s.DDLXid = r.u64("ddl xid")
 		case 18:
@@ -110,8 +115,8 @@ func parseQueryStatus(b []byte, s *QueryStatus) error {
 			r.skip(1, "sql_require_primary_key")
 		case 20:
 			r.skip(1, "default_table_encryption")
-		case 128:
-			r.skip(3, "hrnow")
+		case 128: // MariaDB's microseconds of the statement's start
+			s.Micros, s.HasMicros = r.u24("hrnow"), true
 		case 129:
 			s.MariaXid = r.u64("xid")
 		case 130:

@@ -309,7 +309,13 @@ func (d *Decoder) decodeBody(h Header, raw, body []byte) (any, error) {
 		return d.decodePayload(body)
 	case EventStartEncryption:
 		return &SkippedEvent{Reason: "start-encryption marker"}, nil
-	case EventIntvar, EventRand, EventUserVar, EventIgnorable, EventTransactionContext, EventViewChange, EventStop:
+	case EventIntvar:
+		return decodeIntvar(body)
+	case EventRand:
+		return decodeRand(body)
+	case EventUserVar:
+		return decodeUserVar(body)
+	case EventIgnorable, EventTransactionContext, EventViewChange, EventStop:
 		return &SkippedEvent{Reason: h.Type.String()}, nil
 	case EventGTIDTagged:
 		return nil, errors.New("tagged GTIDs (MySQL 8.3+) are not supported")
@@ -353,6 +359,7 @@ func (d *Decoder) decodeFDE(body []byte, alg byte) (*FormatDescriptionEvent, err
 	f.Flavor = FlavorMySQL
 	if strings.Contains(f.ServerVersion, "MariaDB") {
 		f.Flavor = FlavorMariaDB
+		f.explicitDefaultsInFlags2 = mariaWritesExplicitDefaults(f.ServerVersion)
 	}
 	if f.postHeaderLen(EventTableMap) < 6 {
 		return nil, fmt.Errorf("format description has no table-map post-header length")

@@ -32,6 +32,9 @@ type FormatDescriptionEvent struct {
 	PostHeaderLens  []byte // index = event type - 1
 	Checksum        byte   // ChecksumOff, ChecksumCRC32 or ChecksumUndefined
 	Flavor          Flavor
+	// explicitDefaultsInFlags2: the server records the session's
+	// explicit_defaults_for_timestamp in query events' flags2.
+	explicitDefaultsInFlags2 bool
 }
 
 func (f *FormatDescriptionEvent) postHeaderLen(t EventType) int {
@@ -83,7 +86,33 @@ type QueryStatus struct {
 	MariaXid       uint64
 	GTIDFlags3     byte
 	DefaultUtf8mb4 uint16
+	// MariaDB is set when a MariaDB server wrote the event (the flags2 bits
+	// past the four MySQL shares mean something only then).
+	MariaDB bool
+	// Micros is the fraction of the second the statement started at (the
+	// event header holds the seconds).
+	Micros    uint32
+	HasMicros bool
+	// ExplicitDefaultsTS is the session's explicit_defaults_for_timestamp:
+	// from MySQL's status variable, or from Flags2 of a MariaDB version that
+	// writes it there. Unset when the source did not record it.
+	ExplicitDefaultsTS    bool
+	HasExplicitDefaultsTS bool
 }
+
+// Flags2 bits (the session's option_bits a source writes to the binlog).
+// The values were read off MariaDB 10.11 binlogs: each setting changed
+// alone, the bit that moved recorded.
+const (
+	Flags2AutoIsNull          uint32 = 1 << 14 // sql_auto_is_null=1
+	Flags2NoCheckConstraints  uint32 = 1 << 15 // check_constraint_checks=0
+	Flags2NotAutocommit       uint32 = 1 << 19 // autocommit=0
+	Flags2ExplicitDefaultsTS  uint32 = 1 << 24 // explicit_defaults_for_timestamp=1 (MariaDB)
+	Flags2NoForeignKeyChecks  uint32 = 1 << 26 // foreign_key_checks=0
+	Flags2RelaxedUniqueChecks uint32 = 1 << 27 // unique_checks=0
+	Flags2IfExists            uint32 = 1 << 28 // sql_if_exists=1 (MariaDB)
+	Flags2InsertHistory       uint32 = 1 << 30 // system_versioning_insert_history=1 (MariaDB)
+)
 
 // QueryKind classifies a query event's statement.
 type QueryKind uint8
@@ -200,6 +229,34 @@ const (
 
 // Standalone reports a group without BEGIN/COMMIT (DDL or a single statement).
 func (g *MariaGTIDEvent) Standalone() bool { return g.Flags2&MariaFlStandalone != 0 }
+
+// AlterPhase says which part of a two-phase ALTER (binlog_alter_two_phase)
+// a group is: the ALTER's start, logged when it begins and applied by
+// nobody but a replica that runs it concurrently; its commit, logged when
+// it succeeded, with the full statement; or its rollback, logged when it
+// failed. AlterNone for every other group.
+func (g *MariaGTIDEvent) AlterPhase() AlterPhase {
+	switch {
+	case g.FlagsExtra&mariaFlExtraStartAlt != 0:
+		return AlterStart
+	case g.FlagsExtra&mariaFlExtraCommitAlt != 0:
+		return AlterCommit
+	case g.FlagsExtra&mariaFlExtraRollbkAlt != 0:
+		return AlterRollback
+	}
+	return AlterNone
+}
+
+// AlterPhase is a part of a two-phase ALTER.
+type AlterPhase uint8
+
+// The parts of a two-phase ALTER.
+const (
+	AlterNone AlterPhase = iota
+	AlterStart
+	AlterCommit
+	AlterRollback
+)
 
 // XAID identifies an XA transaction.
 type XAID struct {

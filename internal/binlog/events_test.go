@@ -140,8 +140,13 @@ func TestQueryStatusVars(t *testing.T) {
 	}
 	if !s.HasFlags2 || s.Flags2 != 0x4000 || !s.HasSQLMode || s.SQLMode != 1411383296 || s.AutoIncInc != 2 || s.AutoIncOffset != 1 ||
 		s.ClientCharset != 45 || s.ConnCollation != 46 || s.ServerCollat != 47 || s.TimeZone != "+00:00" || s.MariaXid != 77 ||
-		s.GTIDFlags3 != mariaFlExtraCommitAlt || s.CharsetDB != 33 || s.LCTimeNames != 0 {
+		s.GTIDFlags3 != mariaFlExtraCommitAlt || s.CharsetDB != 33 || s.LCTimeNames != 0 ||
+		!s.HasMicros || s.Micros != 0x030201 || !s.MariaDB {
 		t.Fatalf("status %+v", s)
+	}
+	// 10.11 records explicit_defaults_for_timestamp in flags2: clear here.
+	if !s.HasExplicitDefaultsTS || s.ExplicitDefaultsTS {
+		t.Fatalf("explicit_defaults_for_timestamp %v/%v from flags2 0x4000", s.HasExplicitDefaultsTS, s.ExplicitDefaultsTS)
 	}
 }
 
@@ -435,7 +440,7 @@ func TestIncidentSkippedAndReset(t *testing.T) {
 	if in := ev.Data.(*IncidentEvent); in.Incident != 1 || in.Message != "lost evts" {
 		t.Fatalf("incident %+v", in)
 	}
-	for _, typ := range []EventType{EventIntvar, EventRand, EventUserVar, EventStop} {
+	for _, typ := range []EventType{EventStop} {
 		ev, err := d.Decode(b.event(typ, 0, make([]byte, 9)))
 		if err != nil {
 			t.Fatal(err)

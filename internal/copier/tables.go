@@ -11,6 +11,7 @@ import (
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/txn"
 )
 
 // Table is one table to copy, as the source defines it.
@@ -42,21 +43,31 @@ func (t *Table) Quoted() string { return schema.QuoteName(t.Schema) + "." + sche
 // ListTables reads the selected base tables of the source with what the
 // copy needs to know of each.
 func ListTables(ctx context.Context, src *sql.DB, rules filter.Rules) ([]*Table, error) {
-	rows, err := src.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES
-		WHERE TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_SCHEMA, TABLE_NAME`)
+	rows, err := src.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(TABLE_ROWS, 0), TABLE_TYPE FROM information_schema.TABLES
+		WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY TABLE_SCHEMA, TABLE_NAME`)
 	if err != nil {
 		return nil, fmt.Errorf("list the source's tables: %w", err)
 	}
 	var tables []*Table
+	var versioned []string
 	for rows.Next() {
 		t := &Table{}
-		if err := rows.Scan(&t.Schema, &t.Name, &t.Rows); err != nil {
+		var kind string
+		if err := rows.Scan(&t.Schema, &t.Name, &t.Rows, &kind); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		if rules.Match(t.Schema, t.Name) {
+		switch {
+		case !rules.Match(t.Schema, t.Name):
+		case kind == "SYSTEM VERSIONED":
+			versioned = append(versioned, t.Quoted())
+		default:
 			tables = append(tables, t)
 		}
+	}
+	if len(versioned) > 0 {
+		rows.Close()
+		return nil, fmt.Errorf("%w: %s", txn.ErrVersioned, strings.Join(versioned, ", "))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

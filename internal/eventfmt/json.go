@@ -94,6 +94,15 @@ func (p *Printer) addDetails(o *object, data any) {
 		o.add("query", p.statement(d.Query))
 	case *binlog.XAPrepareEvent:
 		o.add("xid", d.XID.String())
+	case *binlog.IntvarEvent:
+		o.add("intvar_type", d.Type)
+		o.add("value", d.Value)
+	case *binlog.RandEvent:
+		o.add("seed1", d.Seed1)
+		o.add("seed2", d.Seed2)
+	case *binlog.UserVarEvent:
+		o.add("name", d.Name)
+		o.add("value", p.userVar(d))
 	case *binlog.SkippedEvent:
 		o.add("skipped", d.Reason)
 	}

@@ -141,10 +141,43 @@ func (p *Printer) appendDetails(b []byte, ev *binlog.Event) []byte {
 			b = p.appendDetails(append(b, inner.Header.Type.String()...), inner)
 		}
 		return b
+	case *binlog.IntvarEvent:
+		name := "LAST_INSERT_ID"
+		if d.Type == binlog.IntvarInsertID {
+			name = "INSERT_ID"
+		}
+		return fmt.Appendf(b, ": %s=%d\n", name, d.Value)
+	case *binlog.RandEvent:
+		return fmt.Appendf(b, ": rand_seed1=%d, rand_seed2=%d\n", d.Seed1, d.Seed2)
+	case *binlog.UserVarEvent:
+		return fmt.Appendf(b, ": @%s=%s\n", d.Name, p.userVar(d))
 	case *binlog.SkippedEvent:
 		return fmt.Appendf(b, " (skipped: %s)\n", d.Reason)
 	}
 	return append(b, '\n')
+}
+
+// userVar shows a user variable's value; a string's bytes only with raw
+// statements (it may be a secret a statement reads).
+func (p *Printer) userVar(u *binlog.UserVarEvent) string {
+	switch {
+	case u.Null:
+		return "NULL"
+	case u.Type == binlog.UserVarInt:
+		n, un := u.Int()
+		if u.Unsigned {
+			return fmt.Sprint(un)
+		}
+		return fmt.Sprint(n)
+	case u.Type == binlog.UserVarReal:
+		return fmt.Sprint(u.Real())
+	case u.Type == binlog.UserVarDecimal:
+		s, _ := u.DecimalText()
+		return s
+	case p.raw:
+		return fmt.Sprintf("X'%x' (collation %d)", u.Value, u.Collation)
+	}
+	return fmt.Sprintf("'<%d bytes>' (collation %d)", len(u.Value), u.Collation)
 }
 
 // message is a free text the source logged (an incident's message), as

@@ -94,7 +94,42 @@ func (b *Builder) mapForeignKeys(ctx context.Context, p *Table) error {
 		p.Parents = append(p.Parents, ref)
 	}
 	seen := map[uint64]bool{p.TableHash: true}
-	return b.cascades(ctx, t, seen, &p.CascadeTables)
+	if err := b.cascades(ctx, t, seen, &p.CascadeTables); err != nil {
+		return err
+	}
+	cycle, err := b.inCycle(ctx, t, p.TableHash, map[uint64]bool{})
+	p.OrderedRows = cycle
+	return err
+}
+
+// inCycle reports whether the table self (hash) is a child of itself,
+// directly or through other tables, by foreign keys of any action. Then
+// the order of its rows within one statement matters: InnoDB checks (and
+// cascades) row by row, so deleting a parent row before the child row that
+// the source deleted first fails with error 1451, or cascades into a row
+// the statement deletes next.
+func (b *Builder) inCycle(ctx context.Context, t *schema.Table, self uint64, seen map[uint64]bool) (bool, error) {
+	for _, fk := range t.ReferencedBy {
+		h := TableSeed(b.cache.Ident(fk.ChildSchema, fk.ChildTable))
+		if h == self {
+			return true, nil
+		}
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		child, err := b.cache.Get(ctx, fk.ChildSchema, fk.ChildTable)
+		if err != nil {
+			return false, err
+		}
+		if child == nil {
+			continue
+		}
+		if found, err := b.inCycle(ctx, child, self, seen); found || err != nil {
+			return found, err
+		}
+	}
+	return false, nil
 }
 
 // cascades collects, transitively, the tables whose rows the target changes

@@ -44,6 +44,11 @@ type Table struct {
 	CascadeTables []uint64
 	// TableHash identifies the table in coarse (table-level) conflicts.
 	TableHash uint64
+	// OrderedRows tables reference themselves (directly or through other
+	// tables): their rows are written one statement per row in source
+	// order, never merged into a multi-row DELETE whose order the server
+	// picks.
+	OrderedRows bool
 	// Collapsible tables have no secondary unique key, no foreign key in
 	// either direction and no trigger: when transactions are merged, only
 	// the last image of each row needs writing.
@@ -161,6 +166,13 @@ func (b *Builder) Reload(ctx context.Context, tables []*Table) (changed bool, er
 		b.mu.Unlock()
 	}
 	return changed, nil
+}
+
+// Collation names a collation id of the target: its name and character
+// set.
+func (b *Builder) Collation(id uint16) (name, charset string, ok bool) {
+	c, ok := b.collations.Lookup(id)
+	return c.Name, c.Charset, ok
 }
 
 // Schema returns the schema cache.

@@ -139,6 +139,7 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 			KEY (stream, id)
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 		CopyDDL,
+		XADDL,
 	}
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {

@@ -140,6 +140,9 @@ func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, s
 		cr.tables = tables
 		return err
 	}
+	if err := waitNoPreparedXA(ctx, cr.src, 30*time.Second, r.log); err != nil {
+		return err
+	}
 	tables, pos, err := stableTables(ctx, cr.src, cfg, rcfg, r.log)
 	if err != nil {
 		return err
@@ -454,4 +457,51 @@ func runCopy(ctx, applyCtx context.Context, cfg Config, cr *copyRun, from *txn.P
 		return nil
 	}
 	return out, copyErr, wait
+}
+
+// waitNoPreparedXA waits until no XA transaction is prepared on the source,
+// for up to wait. The copy's snapshot cannot see the rows of one, and its
+// XA PREPARE would come before the stream's start: when its XA COMMIT
+// came, the target would lack them (the stream stops there rather than
+// lose them). Where the source does not let binlane list them (MySQL
+// without XA_RECOVER_ADMIN), the stream's own check is what is left.
+func waitNoPreparedXA(ctx context.Context, src *sql.DB, wait time.Duration, log *slog.Logger) error {
+	deadline := time.Now().Add(wait)
+	for warned := false; ; {
+		n, err := preparedXA(ctx, src)
+		if err != nil {
+			log.Warn("cannot list the source's prepared XA transactions; a copy started while one is prepared stops at its XA COMMIT",
+				"error", err)
+			return nil
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("copy: %d XA transactions stay prepared on the source (XA RECOVER): a copy cannot include their rows; "+
+				"commit or roll them back on the source, then start again", n)
+		}
+		if !warned {
+			log.Info("waiting for XA transactions prepared on the source to finish before the copy starts", "prepared", n)
+			warned = true
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func preparedXA(ctx context.Context, src *sql.DB) (int, error) {
+	rows, err := src.QueryContext(ctx, "XA RECOVER")
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	return n, rows.Err()
 }

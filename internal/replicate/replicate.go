@@ -308,7 +308,7 @@ func (r *run) once(ctx context.Context) error {
 	}
 	applier := apply.New(acfg, plan.NewBuilder(tgt.cache, tgt.collations, plan.Options{AllowTriggers: cfg.AllowTriggers}), r.meta)
 	asm := txn.NewAssembler(stream, txn.Config{Rules: cfg.Rules, MaxTxnBytes: cfg.MaxTxnBytes, StopAt: stop,
-		Start: start, Logger: r.log, Marks: cr != nil})
+		Start: start, Logger: r.log, Marks: cr != nil, Names: txn.Names{Charset: tgt.collations.Charset}})
 	cfg.Observer.Attach(applier, asm)
 	r.log.Info("replicating", "from", start.String(), "workers", acfg.Workers, "mode", acfg.Mode.String(),
 		"source", cfg.Source.String(), "target", cfg.Target.String())

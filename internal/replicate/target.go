@@ -12,6 +12,7 @@ import (
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/txn"
 )
 
 // target is what a run learned about the target.
@@ -47,33 +48,59 @@ func inspectTarget(ctx context.Context, meta *sql.DB, cfg *Config) (*target, err
 	if t.cache, err = schema.NewCache(ctx, meta); err != nil {
 		return nil, err
 	}
+	if msg := routineCreation(ctx, meta, cfg.Apply.SkipBinlog); msg != "" {
+		cfg.Logger.Warn(msg)
+	}
 	return t, checkTargetTables(ctx, meta, cfg.Rules, cfg.AllowTriggers)
+}
+
+// routineCreation says why a CREATE FUNCTION the source logs would fail
+// on the target, if it would: a target that binlogs what binlane applies
+// refuses functions not declared DETERMINISTIC, NO SQL or READS SQL DATA
+// (error 1418) unless log_bin_trust_function_creators is on, and any
+// function from an account without SUPER (error 1419). Most streams never
+// see one, so it is a warning at start, not a refusal.
+func routineCreation(ctx context.Context, meta *sql.DB, skipBinlog bool) string {
+	if skipBinlog {
+		return ""
+	}
+	var logBin, trust int
+	err := meta.QueryRowContext(ctx, "SELECT @@log_bin, @@log_bin_trust_function_creators").Scan(&logBin, &trust)
+	if err != nil || logBin == 0 || trust == 1 {
+		return ""
+	}
+	return "the target binlogs what binlane applies and its log_bin_trust_function_creators is OFF: a CREATE FUNCTION " +
+		"replicated from the source will stop the stream (error 1418/1419). Set log_bin_trust_function_creators=ON on " +
+		"the target (SET GLOBAL needs SUPER), or run with --binlog-applied=false"
 }
 
 // checkTargetTables refuses replicated target tables that binlane cannot
 // apply to correctly. information_schema shows a table's triggers only to
 // users with the TRIGGER privilege on it (the README's grants include it).
 func checkTargetTables(ctx context.Context, meta *sql.DB, rules filter.Rules, allowTriggers bool) error {
-	rows, err := meta.QueryContext(ctx, `SELECT t.TABLE_SCHEMA, t.TABLE_NAME, COALESCE(t.ENGINE, ''), COALESCE(e.TRANSACTIONS, 'YES'),
+	rows, err := meta.QueryContext(ctx, `SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_TYPE, COALESCE(t.ENGINE, ''), COALESCE(e.TRANSACTIONS, 'YES'),
 			(SELECT COUNT(*) FROM information_schema.TRIGGERS g
 			  WHERE g.EVENT_OBJECT_SCHEMA = t.TABLE_SCHEMA AND g.EVENT_OBJECT_TABLE = t.TABLE_NAME)
 		FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
-		WHERE t.TABLE_TYPE = 'BASE TABLE' AND t.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys', 'binlane')`)
+		WHERE t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND t.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys', 'binlane')`)
 	if err != nil {
 		return fmt.Errorf("read the target's tables: %w", err)
 	}
 	defer rows.Close()
 	var problems []string
 	for rows.Next() {
-		var sc, name, engine, tx string
+		var sc, name, kind, engine, tx string
 		var triggers int
-		if err := rows.Scan(&sc, &name, &engine, &tx, &triggers); err != nil {
+		if err := rows.Scan(&sc, &name, &kind, &engine, &tx, &triggers); err != nil {
 			return err
 		}
 		if !rules.Match(sc, name) {
 			continue
 		}
 		q := schema.QuoteName(sc) + "." + schema.QuoteName(name)
+		if kind == "SYSTEM VERSIONED" {
+			problems = append(problems, fmt.Sprintf("table %s: %v", q, txn.ErrVersioned))
+		}
 		if !strings.EqualFold(tx, "YES") {
 			problems = append(problems, fmt.Sprintf("table %s uses the %s engine, which cannot roll back: binlane's retries and "+
 				"crash recovery need a transactional engine (ALTER TABLE %s ENGINE=InnoDB)", q, engine, q))

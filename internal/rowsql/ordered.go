@@ -21,7 +21,8 @@ func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	fkOff := c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0
 	cOff := c.Flags&binlog.RowsFlagNoCheckConstraints != 0
 	sameSession := fkOff == w.fkOff && cOff == w.constraintsOff
-	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !sameSession || len(w.buf)-w.start > w.MaxStatement) {
+	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !sameSession || len(w.buf)-w.start > w.MaxStatement ||
+		p.OrderedRows && c.Kind == binlog.RowsDelete) {
 		if err := w.closeOpen(); err != nil {
 			return err
 		}

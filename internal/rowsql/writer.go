@@ -97,6 +97,9 @@ func NewWriter(sink Sink) *Writer {
 const (
 	guardVar = "@binlane_bad"
 	countVar = "@binlane_n"
+	// GuardVar is guardVar, for a caller that must read it itself (an XA
+	// transaction's rows commit without the position update).
+	GuardVar = guardVar
 )
 
 // RowCountCheck describes the statement that follows a row statement to
@@ -107,6 +110,17 @@ const RowCountCheck = "row count check"
 func (w *Writer) Begin() error {
 	w.reset()
 	if err := w.Raw("START TRANSACTION"); err != nil {
+		return err
+	}
+	return w.Raw("SET " + guardVar + "=0," + countVar + "=0")
+}
+
+// BeginXA starts the target's branch of an XA transaction the source
+// prepared: its rows are written as for Begin; the caller ends and
+// prepares it.
+func (w *Writer) BeginXA(id string) error {
+	w.reset()
+	if err := w.Raw("XA START " + id); err != nil {
 		return err
 	}
 	return w.Raw("SET " + guardVar + "=0," + countVar + "=0")

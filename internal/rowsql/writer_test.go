@@ -289,3 +289,37 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("row count error: %v", err)
 	}
 }
+
+// TestSelfReferencingOrder: the rows of a table that references itself
+// are deleted one statement per row, in source order (issue 16 G: a
+// merged DELETE ... IN (4,3,2,1) runs in key order and fails with 1451).
+func TestSelfReferencingOrder(t *testing.T) {
+	tree := table("tree", 1, false, "a", "b")
+	tree.OrderedRows = true
+	var s sink
+	w := NewWriter(&s)
+	if err := w.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	changes := []txn.Change{ins(row(i64(1), null)), ins(row(i64(2), i64(1))), del(row(i64(2), i64(1))), del(row(i64(1), null))}
+	if err := w.Rows(t1, tree, changes); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, q := range s.all() {
+		if strings.HasPrefix(q, "INSERT") || strings.HasPrefix(q, "DELETE") {
+			got = append(got, q)
+		}
+	}
+	want := []string{"INSERT INTO `d`.`tree` (`a`,`b`) VALUES (1,NULL),(2,1)",
+		"DELETE FROM `d`.`tree` WHERE `a` IN (2)", "DELETE FROM `d`.`tree` WHERE `a` IN (1)"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("statements:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

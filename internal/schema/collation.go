@@ -99,3 +99,9 @@ func (cs Collations) Lookup(id uint16) (Collation, bool) {
 	c, ok := cs[id]
 	return c, ok
 }
+
+// Charset names the character set of a collation id.
+func (cs Collations) Charset(id uint16) (string, bool) {
+	c, ok := cs[id]
+	return c.Charset, ok
+}

@@ -34,6 +34,9 @@ type Config struct {
 	// Start is the position the stream starts after, to evaluate StopAt.
 	Start  gtid.Set
 	Logger *slog.Logger
+	// Names reads table names written in a client character set other
+	// than UTF-8.
+	Names Names
 	// Marks sends a Part with Mark for every heartbeat between
 	// transactions (for the copy's merger, which places chunks by binlog
 	// coordinate and must learn where an idle stream stands).
@@ -65,6 +68,11 @@ type Assembler struct {
 	// tableSel caches the filter's verdict per table map.
 	tableSel map[*binlog.TableMap]bool
 	single   bool // standalone group: ends after its statement
+	// vars collects the Intvar, Rand and User_var events that precede the
+	// statement they belong to.
+	vars Vars
+	// alter is the two-phase ALTER part the current group is.
+	alter binlog.AlterPhase
 	// Source liveness, readable from other goroutines (metrics, status).
 	lastEvent     atomic.Int64 // unix nanos when the last event arrived
 	lastSourceTS  atomic.Int64 // timestamp of the last event written by the source
@@ -199,10 +207,21 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 	case *binlog.XIDEvent:
 		return a.end(ctx, ev)
 	case *binlog.XAPrepareEvent:
-		// Applied as a commit at prepare time; see xa.
-		return a.end(ctx, ev)
+		return a.xaPrepare(ctx, ev, d)
 	case *binlog.RowsEvent:
+		a.vars = Vars{} // they belonged to a statement logged as rows
 		return nil, a.rows(ctx, ev, d)
+	case *binlog.IntvarEvent:
+		if d.Type == binlog.IntvarInsertID {
+			a.vars.InsertID, a.vars.HasInsertID = d.Value, true
+		} else {
+			a.vars.LastInsertID, a.vars.HasLastInsertID = d.Value, true
+		}
+	case *binlog.RandEvent:
+		r := *d
+		a.vars.Rand = &r
+	case *binlog.UserVarEvent:
+		a.vars.User = append(a.vars.User, d)
 	case *binlog.IncidentEvent:
 		return nil, fmt.Errorf("source binlog %s:%d: incident event %d (%s): the source lost events; replication cannot continue safely",
 			ev.File, ev.Pos, d.Incident, d.Message)
@@ -221,6 +240,7 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 	a.body, a.sent = Body{}, false
 	a.values, a.bytes = nil, 0
 	a.single = false
+	a.vars, a.alter = Vars{}, binlog.AlterNone
 	return nil
 }
 
@@ -231,6 +251,10 @@ func (a *Assembler) startMaria(ev *binlog.Event, g *binlog.MariaGTIDEvent) error
 	a.cur.CommitID = g.CommitID
 	a.cur.Waited = g.Flags2&binlog.MariaFlWaited != 0
 	a.single = g.Standalone()
+	a.alter = g.AlterPhase()
+	if g.XID != nil && g.Flags2&binlog.MariaFlPreparedXA != 0 {
+		a.cur.XA = &XA{ID: g.XID.String(), Phase: XAPrepare}
+	}
 	return nil
 }
 

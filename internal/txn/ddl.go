@@ -58,8 +58,13 @@ func classify(query string) stmtKind {
 // its form is a simple one: INSERT/REPLACE [INTO] t, UPDATE t, DELETE FROM
 // t, LOAD DATA ... INTO TABLE t. unknown is set otherwise (multi-table
 // forms, CALL, ...).
-func dmlTables(q, defSchema string) (names []TableName, unknown bool) {
-	p := &ddlParser{toks: tokenize(q, 0), def: defSchema}
+func dmlTables(q, defSchema string, dec decoder) (names []TableName, unknown bool) {
+	p := &ddlParser{toks: tokenize(q, 0), def: defSchema, dec: dec}
+	defer func() {
+		if p.bad {
+			names, unknown = nil, true
+		}
+	}()
 	switch p.next() {
 	case "INSERT", "REPLACE":
 		p.skipWords("LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO")
@@ -129,8 +134,40 @@ type token struct {
 }
 
 // tokenize splits a statement, dropping comments (but keeping the body of
-// executable /*! ... */ comments) and string literals' contents.
+// executable /*! ... */ comments) and string literals' contents, and the
+// prefix of SET STATEMENT var=value[, ...] FOR <statement>: what such a
+// statement is and touches is <statement>'s (the usual way to bound an
+// ALTER's lock wait is SET STATEMENT lock_wait_timeout=10 FOR ALTER ...).
 func tokenize(q string, limit int) []token {
+	toks := lex(q, limit)
+	if len(toks) < 2 || toks[0].quoted || toks[0].text != "SET" || toks[1].quoted || toks[1].text != "STATEMENT" {
+		return toks
+	}
+	if limit > 0 {
+		toks = lex(q, 0)
+	}
+	depth := 0
+	for i := 2; i < len(toks); i++ {
+		t := toks[i]
+		switch {
+		case t.quoted:
+		case t.text == "(":
+			depth++
+		case t.text == ")":
+			depth--
+		case t.text == "FOR" && depth == 0:
+			toks = toks[i+1:]
+			if limit > 0 && len(toks) > limit {
+				toks = toks[:limit]
+			}
+			return toks
+		}
+	}
+	return toks
+}
+
+// lex splits a statement into tokens (see tokenize).
+func lex(q string, limit int) []token {
 	var out []token
 	for i := 0; i < len(q) && (limit <= 0 || len(out) < limit); {
 		c := q[i]
@@ -217,8 +254,13 @@ func keywords(q string, n int) []string {
 // ddlTables names the tables a DDL statement touches ("" table for a
 // whole schema). unknown is set when the statement's form is not one we
 // parse; callers then decide by the default schema.
-func ddlTables(q, defSchema string) (names []TableName, unknown bool) {
-	p := &ddlParser{toks: tokenize(q, 0), def: defSchema}
+func ddlTables(q, defSchema string, dec decoder) (names []TableName, unknown bool) {
+	p := &ddlParser{toks: tokenize(q, 0), def: defSchema, dec: dec}
+	defer func() {
+		if p.bad {
+			names, unknown = nil, true
+		}
+	}()
 	switch p.next() {
 	case "CREATE":
 		p.skipWords("OR", "REPLACE", "TEMPORARY", "UNIQUE", "FULLTEXT", "SPATIAL", "ONLINE", "OFFLINE")
@@ -271,6 +313,22 @@ type ddlParser struct {
 	toks []token
 	pos  int
 	def  string
+	// dec reads identifiers written in the client's character set (nil:
+	// UTF-8); bad is set when one could not be read.
+	dec decoder
+	bad bool
+}
+
+// ident converts an identifier of the statement's text to UTF-8.
+func (p *ddlParser) ident(raw string) string {
+	if p.dec == nil || asciiNames([]TableName{{Table: raw}}) {
+		return raw
+	}
+	s, ok := p.dec(raw)
+	if !ok {
+		p.bad = true
+	}
+	return s
 }
 
 func (p *ddlParser) peek() token {
@@ -319,9 +377,9 @@ func (p *ddlParser) name() (TableName, bool) {
 		p.pos++
 		b := p.peek()
 		p.pos++
-		return TableName{Schema: a.raw, Table: b.raw}, true
+		return TableName{Schema: p.ident(a.raw), Table: p.ident(b.raw)}, true
 	}
-	return TableName{Schema: p.def, Table: a.raw}, true
+	return TableName{Schema: p.def, Table: p.ident(a.raw)}, true
 }
 
 func (p *ddlParser) nameList() []TableName {
@@ -361,10 +419,11 @@ func (p *ddlParser) renameList() []TableName {
 func (p *ddlParser) schemaName() []TableName {
 	p.skipWords("IF", "NOT", "EXISTS")
 	t := p.peek()
-	if t.text == "" {
+	// ALTER DATABASE without a name changes the default database.
+	if t.text == "" || !t.quoted && contains([]string{"DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT", "UPGRADE", ";"}, t.text) {
 		return []TableName{{Schema: p.def}}
 	}
-	return []TableName{{Schema: t.raw}}
+	return []TableName{{Schema: p.ident(t.raw)}}
 }
 
 func (p *ddlParser) create() ([]TableName, bool) {

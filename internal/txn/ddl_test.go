@@ -12,6 +12,11 @@ func TestDDLTables(t *testing.T) {
 		unknown bool
 	}{
 		{"CREATE TABLE t1 (id int)", []TableName{{"db", "t1"}}, false},
+		{"ALTER DATABASE CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", []TableName{{"db", ""}}, false},
+		{"ALTER SCHEMA DEFAULT COLLATE latin1_bin", []TableName{{"db", ""}}, false},
+		{"ALTER DATABASE COMMENT 'x'", []TableName{{"db", ""}}, false},
+		{"ALTER DATABASE other CHARACTER SET latin1", []TableName{{"other", ""}}, false},
+		{"ALTER DATABASE `character` CHARACTER SET latin1", []TableName{{"character", ""}}, false},
 		{"create table if not exists `Other`.`T-2` like x", []TableName{{"Other", "T-2"}}, false},
 		{"CREATE OR REPLACE TEMPORARY TABLE s.t (a int)", []TableName{{"s", "t"}}, false},
 		{"ALTER TABLE Orders ADD COLUMN c INT", []TableName{{"db", "Orders"}}, false},
@@ -34,7 +39,7 @@ func TestDDLTables(t *testing.T) {
 		{"ANALYZE TABLE a, b", []TableName{{"db", "a"}, {"db", "b"}}, false},
 	}
 	for _, c := range cases {
-		got, unknown := ddlTables(c.q, "db")
+		got, unknown := ddlTables(c.q, "db", nil)
 		if !reflect.DeepEqual(got, c.want) || unknown != c.unknown {
 			t.Errorf("ddlTables(%q) = %v, %v; want %v, %v", c.q, got, unknown, c.want, c.unknown)
 		}
@@ -94,7 +99,7 @@ func TestDMLTables(t *testing.T) {
 		{"CALL p()", nil, true},
 	}
 	for _, c := range cases {
-		got, unknown := dmlTables(c.q, "db")
+		got, unknown := dmlTables(c.q, "db", nil)
 		if !reflect.DeepEqual(got, c.want) || unknown != c.unknown {
 			t.Errorf("dmlTables(%q) = %v, %v; want %v, %v", c.q, got, unknown, c.want, c.unknown)
 		}

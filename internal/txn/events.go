@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"unsafe"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -158,12 +159,13 @@ func (a *Assembler) curGTID() string {
 	return a.cur.GTID.String()
 }
 
-// xa handles XA statements. A prepared XA transaction is applied as if it
-// committed at prepare time (its XA_PREPARE event ends the group); the
-// later XA COMMIT is then an empty transaction. An XA ROLLBACK of a
-// prepared transaction cannot be undone on the target: stop.
+// xa handles XA statements. A transaction the source prepared arrives as
+// two groups: the prepare (XA START ... XA END, its rows, then an XA
+// PREPARE event) and, later, a group of its own with XA COMMIT or XA
+// ROLLBACK. The applier prepares the first on the target the same way and
+// finishes it at the second. A one-phase XA COMMIT is an ordinary commit.
 func (a *Assembler) xa(ctx context.Context, ev *binlog.Event, q *binlog.QueryEvent) (*Txn, error) {
-	words := keywords(string(q.Query), 4)
+	words := keywords(string(q.Query), 8)
 	if len(words) < 2 {
 		return nil, fmt.Errorf("transaction %s: cannot parse %q", a.curGTID(), q.Query)
 	}
@@ -178,23 +180,62 @@ func (a *Assembler) xa(ctx context.Context, ev *binlog.Event, q *binlog.QueryEve
 		return nil, nil
 	case "END", "PREPARE":
 		return nil, nil
-	case "COMMIT":
+	case "COMMIT", "ROLLBACK":
 		if a.cur == nil {
 			if err := a.begin(ev, gtid.GTID{}); err != nil {
 				return nil, err
 			}
 		}
-		return a.end(ctx, ev)
-	case "ROLLBACK":
-		if a.cur != nil && (len(a.body.Items) > 0 || a.sent) {
+		onePhase := contains(words, "ONE") // XA COMMIT xid ONE PHASE
+		switch {
+		case words[1] == "COMMIT" && (onePhase || len(a.body.Items) > 0 || a.sent):
+			return a.end(ctx, ev)
+		case words[1] == "ROLLBACK" && (len(a.body.Items) > 0 || a.sent):
 			// A one-phase rollback of logged non-transactional changes.
 			a.cur.RolledBack = true
 			return a.end(ctx, ev)
 		}
-		return nil, fmt.Errorf("transaction %s: XA ROLLBACK of a prepared XA transaction: binlane applies XA transactions at prepare time and cannot undo them (%s)",
-			a.curGTID(), q.Query)
+		id, err := xaID(string(q.Query))
+		if err != nil {
+			return nil, fmt.Errorf("transaction %s: %w", a.curGTID(), err)
+		}
+		phase := XACommit
+		if words[1] == "ROLLBACK" {
+			phase = XARollback
+		}
+		a.cur.XA = &XA{ID: id, Phase: phase}
+		return a.end(ctx, ev)
 	}
 	return nil, fmt.Errorf("transaction %s: unsupported XA statement %q", a.curGTID(), q.Query)
+}
+
+// xaPrepare ends the first group of an XA transaction at its XA PREPARE
+// event (one-phase: an ordinary commit).
+func (a *Assembler) xaPrepare(ctx context.Context, ev *binlog.Event, p *binlog.XAPrepareEvent) (*Txn, error) {
+	if a.cur != nil && !p.OnePhase {
+		a.cur.XA = &XA{ID: p.XID.String(), Phase: XAPrepare}
+	}
+	return a.end(ctx, ev)
+}
+
+// xaID reads the xid of XA COMMIT xid / XA ROLLBACK xid as the source
+// wrote it (X'..',X'..',n or 'gtrid'[,'bqual'[,n]]).
+func xaID(q string) (string, error) {
+	rest := strings.TrimSpace(q)
+	for _, w := range []string{"XA", ""} {
+		i := strings.IndexFunc(rest, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+		if i < 0 {
+			return "", fmt.Errorf("cannot read the xid of %q", q)
+		}
+		if w != "" && !strings.EqualFold(rest[:i], w) {
+			return "", fmt.Errorf("cannot read the xid of %q", q)
+		}
+		rest = strings.TrimSpace(rest[i:])
+	}
+	if rest == "" {
+		return "", fmt.Errorf("cannot read the xid of %q", q)
+	}
+	return rest, nil
 }
 
 // statement handles a statement that is not transaction control. What it
@@ -209,12 +250,18 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		a.single = true
 	}
 	query := string(q.Query)
+	st := &Statement{Schema: q.Schema, Query: query, Status: q.Status, Timestamp: ev.Header.Timestamp,
+		ThreadID: q.ThreadID, ErrorCode: q.ErrorCode, Vars: a.vars}
+	a.vars = Vars{}
+	dec, err := a.cfg.Names.decoder(q.Status.ClientCharset)
+	if err != nil {
+		return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
+	}
 	kind := classify(query)
-	st := &Statement{Schema: q.Schema, Query: query, Status: q.Status}
 	if kind == stmtDML {
-		st.Tables, st.Unknown = dmlTables(query, q.Schema)
+		st.Tables, st.Unknown = dmlTables(query, q.Schema, dec)
 	} else {
-		st.Tables, st.Unknown = ddlTables(query, q.Schema)
+		st.Tables, st.Unknown = ddlTables(query, q.Schema, dec)
 	}
 	switch {
 	case kind == stmtAccount:
@@ -230,6 +277,14 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		a.body.Items = append(a.body.Items, Item{Kind: ItemDeferred, Statement: st})
 		a.bytes += len(query)
 	default:
+		v, why, err := decide(st, a.alter)
+		if err != nil {
+			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
+		}
+		if v == skipIt {
+			a.logStatement(slog.LevelInfo, "not running the "+why, query)
+			break
+		}
 		a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
 		a.bytes += len(query)
 	}

@@ -88,10 +88,13 @@ func ResolveRollbacks(t *Txn, body Body, transactional func(*binlog.TableMap) (b
 }
 
 // keepOnRollback reports whether an item survives a rollback on the source:
-// row changes of tables that are not transactional there.
+// statements (DDL commits on its own: the source logs one inside a group
+// that rolled back only when it really happened, such as the DROP of a
+// failed CREATE OR REPLACE ... SELECT) and row changes of tables that are
+// not transactional there.
 func keepOnRollback(it Item, transactional func(*binlog.TableMap) (bool, error)) (bool, error) {
 	if it.Kind != ItemRows {
-		return false, fmt.Errorf("statement %q inside a rolled-back transaction", abbreviate(it.Statement.Query, 100))
+		return true, nil
 	}
 	tx, err := transactional(it.Rows.Table)
 	if err != nil {

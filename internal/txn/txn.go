@@ -51,6 +51,38 @@ type Txn struct {
 	// Savepoints is set when the group holds SAVEPOINT / ROLLBACK TO items,
 	// which ResolveRollbacks turns into plain row changes.
 	Savepoints bool
+
+	// XA is set for the two groups of an XA transaction the source
+	// prepared: the prepare (its rows) and the later commit or rollback.
+	XA *XA
+}
+
+// XA says which step of a prepared XA transaction a group is.
+type XA struct {
+	// ID is the transaction's xid as SQL: X'..',X'..',formatID.
+	ID    string
+	Phase XAPhase
+}
+
+// XAPhase is a step of an XA transaction.
+type XAPhase uint8
+
+const (
+	XAPrepare  XAPhase = iota + 1 // XA START ... XA END, XA PREPARE: the rows
+	XACommit                      // XA COMMIT of a prepared transaction
+	XARollback                    // XA ROLLBACK of a prepared transaction
+)
+
+func (p XAPhase) String() string {
+	switch p {
+	case XAPrepare:
+		return "XA PREPARE"
+	case XACommit:
+		return "XA COMMIT"
+	case XARollback:
+		return "XA ROLLBACK"
+	}
+	return "XA"
 }
 
 // Part is one piece of a transaction on its way to the applier.
@@ -137,7 +169,21 @@ type Change struct {
 type Statement struct {
 	Schema string // default database of the source session
 	Query  string
-	Status binlog.QueryStatus
+	// Exec, when set, is what the target runs instead of Query to do what
+	// the statement did on the source (see decide).
+	Exec string
+	// The session context the source ran it in: its status variables, the
+	// start time (event header seconds; Status.Micros the fraction), the
+	// session's thread id, and the values of the Intvar, Rand and User_var
+	// events before it.
+	Status    binlog.QueryStatus
+	Timestamp uint32
+	ThreadID  uint32
+	Vars      Vars
+	// ErrorCode is the error the statement ended with on the source (0:
+	// none). A statement logged with an error did part of its work there;
+	// the target must end it with the same error.
+	ErrorCode uint16
 	// Tables names the tables the statement touches when they could be
 	// parsed ("schema.table"); Unknown is set when they could not.
 	Tables  []TableName
@@ -149,6 +195,28 @@ type Statement struct {
 
 // TableName is a schema-qualified table name ("" table for a whole schema).
 type TableName struct{ Schema, Table string }
+
+// Vars are the values a source logs before a statement for it to run the
+// same on a replica.
+type Vars struct {
+	InsertID, LastInsertID       uint64
+	HasInsertID, HasLastInsertID bool
+	Rand                         *binlog.RandEvent
+	User                         []*binlog.UserVarEvent
+}
+
+// Empty reports whether no value was logged.
+func (v *Vars) Empty() bool {
+	return !v.HasInsertID && !v.HasLastInsertID && v.Rand == nil && len(v.User) == 0
+}
+
+// Text is what the target runs: Exec when set, otherwise Query.
+func (s *Statement) Text() string {
+	if s.Exec != "" {
+		return s.Exec
+	}
+	return s.Query
+}
 
 // HasStatements reports whether any item is a statement to run or defer.
 func (b *Body) HasStatements() bool {
