@@ -158,7 +158,7 @@ func (c *Collector) label(b *txn.Body) {
 			ch := &b.Changes[j]
 			for k := range p.Keys {
 				q := *p
-				q.Keys, q.Parents, q.CascadeTables = p.Keys[k:k+1], nil, nil
+				q.Keys, q.Parents, q.Children = p.Keys[k:k+1], nil, nil
 				what := "unique"
 				if p.Keys[k].Primary {
 					what = "PRIMARY"
@@ -167,7 +167,7 @@ func (c *Collector) label(b *txn.Body) {
 			}
 			for k := range p.Parents {
 				q := *p
-				q.Keys, q.Parents, q.CascadeTables = nil, p.Parents[k:k+1], nil
+				q.Keys, q.Parents, q.Children = nil, p.Parents[k:k+1], nil
 				parent := c.tables[p.Parents[k].ParentTable]
 				if parent == "" {
 					parent = "parent of " + name

@@ -93,8 +93,7 @@ func (b *Builder) mapForeignKeys(ctx context.Context, p *Table) error {
 		}
 		p.Parents = append(p.Parents, ref)
 	}
-	seen := map[uint64]bool{p.TableHash: true}
-	if err := b.cascades(ctx, t, seen, &p.CascadeTables); err != nil {
+	if err := b.mapChildren(ctx, p); err != nil {
 		return err
 	}
 	cycle, err := b.inCycle(ctx, t, p.TableHash, map[uint64]bool{})
@@ -130,32 +129,6 @@ func (b *Builder) inCycle(ctx context.Context, t *schema.Table, self uint64, see
 		}
 	}
 	return false, nil
-}
-
-// cascades collects, transitively, the tables whose rows the target changes
-// by itself when a row of t changes (ON DELETE/UPDATE CASCADE, SET NULL).
-func (b *Builder) cascades(ctx context.Context, t *schema.Table, seen map[uint64]bool, out *[]uint64) error {
-	for _, fk := range t.ReferencedBy {
-		if !fk.Cascades() {
-			continue
-		}
-		h := TableSeed(b.cache.Ident(fk.ChildSchema, fk.ChildTable))
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
-		*out = append(*out, h)
-		child, err := b.cache.Get(ctx, fk.ChildSchema, fk.ChildTable)
-		if err != nil {
-			return err
-		}
-		if child != nil {
-			if err := b.cascades(ctx, child, seen, out); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // matchingUnique finds the parent's primary or unique key made of exactly

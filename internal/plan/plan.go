@@ -39,9 +39,10 @@ type Table struct {
 	Keys []Key
 	// Parents are the rows of other tables a change references.
 	Parents []Parent
-	// CascadeTables are the tables a change of this table's rows can change
-	// on the target through ON DELETE/UPDATE actions (transitively).
-	CascadeTables []uint64
+	// Children are the foreign keys in which this table is the parent and
+	// that change child rows by themselves (CASCADE, SET NULL, SET
+	// DEFAULT).
+	Children []Child
 	// TableHash identifies the table in coarse (table-level) conflicts.
 	TableHash uint64
 	// OrderedRows tables reference themselves (directly or through other

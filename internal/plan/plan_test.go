@@ -179,16 +179,36 @@ func TestPlan(t *testing.T) {
 
 	t.Run("foreign keys", func(t *testing.T) {
 		p := get("parent")
-		cascade := slices.Clone(p.CascadeTables)
-		slices.Sort(cascade)
-		want := []uint64{tbl("child"), tbl("grandchild")}
-		slices.Sort(want)
-		if !reflect.DeepEqual(cascade, want) {
-			t.Errorf("parent cascades into %x, want child and grandchild (transitively, not loose) %x", cascade, want)
+		// parent <- child: parent_id ON DELETE CASCADE (child rows named by
+		// the parent's key; deleting them sets grandchild rows' child_id NULL,
+		// rows nobody names: grandchild taken), parent_code ON UPDATE SET NULL
+		// (its child rows named by the parent's code; SET NULL of
+		// parent_code reaches no further).
+		if len(p.Children) != 2 {
+			t.Fatalf("parent's children %+v", p.Children)
+		}
+		for _, ch := range p.Children {
+			if ch.Table != tbl("child") || ch.Whole {
+				t.Errorf("child %+v", ch)
+			}
+			switch {
+			case reflect.DeepEqual(ch.Cols, []int{0}):
+				if ch.OnDelete != plan.Cascade || ch.OnUpdate != plan.NoAction ||
+					!reflect.DeepEqual(ch.DeeperDelete, []uint64{tbl("grandchild")}) || len(ch.DeeperUpdate) != 0 {
+					t.Errorf("parent_id: %+v", ch)
+				}
+			case reflect.DeepEqual(ch.Cols, []int{1}):
+				if ch.OnDelete != plan.NoAction || ch.OnUpdate != plan.SetNull || len(ch.DeeperDelete)+len(ch.DeeperUpdate) != 0 {
+					t.Errorf("parent_code: %+v", ch)
+				}
+			default:
+				t.Errorf("child over columns %v", ch.Cols)
+			}
 		}
 		c := get("child")
-		if !reflect.DeepEqual(c.CascadeTables, []uint64{tbl("grandchild")}) || len(get("grandchild").CascadeTables) != 0 {
-			t.Errorf("child cascades into %x", c.CascadeTables)
+		if len(c.Children) != 1 || c.Children[0].Table != tbl("grandchild") || c.Children[0].OnDelete != plan.SetNull ||
+			len(get("grandchild").Children) != 0 || len(get("loose").Children) != 0 {
+			t.Errorf("child's children %+v", c.Children)
 		}
 		if len(c.Parents) != 2 {
 			t.Fatalf("child parents %+v", c.Parents)

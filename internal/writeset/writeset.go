@@ -16,6 +16,53 @@
 // folded, trailing spaces trimmed) but never finer: where a value cannot be
 // normalized with certainty the change takes the whole table instead.
 //
+// Foreign keys. A change of a child row hashes the parent key it references
+// (before and after), with the parent index's seed: it shares that key with
+// every change of the parent row itself. That orders a child insert after
+// its parent's insert, and a parent delete after changes of its children.
+//
+// The target's foreign-key actions change child rows the binlog never shows
+// (a cascaded delete, SET NULL, an ON UPDATE CASCADE). Why naming the parent
+// row is enough for one level, and what is taken whole beyond it:
+//
+//   - An insert, and an update that changes no referenced column (byte for
+//     byte: InnoDB cascades a case change too), fire no action. RESTRICT and
+//     NO ACTION change no child row either: on the source the statement
+//     succeeded, so no child row was in the way. A change applied with
+//     foreign_key_checks off (the rows event says so) fires nothing, on the
+//     source or on the target.
+//   - CASCADE and SET NULL on delete, and CASCADE and SET NULL on an update
+//     of the referenced key, change exactly the child rows that reference
+//     the parent row's old key value K. The parent change holds K (its
+//     before image); every change of such a child row holds K too (its
+//     reference). So every earlier transaction that created, re-parented or
+//     changed one of those rows is ordered before the parent change: on the
+//     target the action meets the child rows the source's did. A later
+//     transaction cannot touch them through K: on the source they were gone
+//     or re-pointed. It can change them otherwise (a row SET NULL set to
+//     NULL, updated again by its primary key) or reuse a value they freed
+//     (the primary or a unique key of a cascaded-away row), holding no key
+//     of the parent change, and so run first: an update writes only the
+//     columns it changed and finds its row by primary key, so it and the
+//     action commute; reusing a value that is still taken fails with a
+//     duplicate key on the target, and a failure of a transaction that was
+//     not first in line is retried once every earlier one committed (the
+//     applier's dependency-induced retry) — never taken for a real error.
+//     An ON UPDATE CASCADE re-points child rows to the new key K', which the
+//     parent change also holds (its after image): later changes of those rows
+//     reference K' and wait. A child table without a key that names its rows
+//     (changes are matched on the whole row image), or a reference to
+//     columns that are not a unique key of the parent (no key to share), is
+//     taken whole instead.
+//   - SET DEFAULT re-points child rows to a parent value nobody names: the
+//     child table is taken whole.
+//   - Deeper levels: the rows a level-one action changes have keys the binlog
+//     does not show, so the tables their own actions reach (a customer delete
+//     cascading into orders, and through them into order lines) are taken
+//     whole (plan.Child.DeeperDelete/DeeperUpdate). Two levels down, an
+//     earlier insert made with foreign_key_checks off could otherwise be
+//     missed by a cascade that ran before it.
+//
 // The package is pure computation: it must never talk to a server and
 // never allocate per row beyond the key slice.
 package writeset
@@ -114,11 +161,49 @@ func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
 		b.addKey(s, p, ref.Seed, c.Before, ref.Cols, nil, ref.Colls, ref.ParentTable)
 		b.addKey(s, p, ref.Seed, c.After, ref.Cols, nil, ref.Colls, ref.ParentTable)
 	}
-	if c.Kind != binlog.RowsInsert {
-		for _, h := range p.CascadeTables {
+	if c.Kind != binlog.RowsInsert && c.Flags&binlog.RowsFlagNoForeignKeyChecks == 0 {
+		b.addChildren(s, p, c)
+	}
+}
+
+// addChildren adds what the target's foreign-key actions do by themselves
+// when a parent row is deleted or its referenced columns change (see the
+// package doc): nothing where the child rows they change are named by
+// this row's own key, which the change already holds; the tables whose
+// rows cannot be named, whole.
+func (b *Builder) addChildren(s *Set, p *plan.Table, c *txn.Change) {
+	for i := range p.Children {
+		ch := &p.Children[i]
+		act, deeper := ch.OnDelete, ch.DeeperDelete
+		if c.Kind == binlog.RowsUpdate {
+			if !changesAny(c, ch.Cols) {
+				continue // no referenced column changes: nothing cascades
+			}
+			act, deeper = ch.OnUpdate, ch.DeeperUpdate
+		}
+		if act == plan.NoAction {
+			continue
+		}
+		if ch.Whole || act == plan.SetDefault {
+			s.addTable(ch.Table, true)
+		}
+		for _, h := range deeper {
 			s.addTable(h, true)
 		}
 	}
+}
+
+// changesAny reports whether an update changes one of the columns, byte
+// for byte: InnoDB cascades any change of a referenced value, also one its
+// collation calls equal ('a' to 'A').
+func changesAny(c *txn.Change, cols []int) bool {
+	for _, col := range cols {
+		a, b := &c.Before[col], &c.After[col]
+		if a.Kind != b.Kind || a.N != b.N || a.Micro != b.Micro || a.Neg != b.Neg || string(a.B) != string(b.B) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasNonNull(row []binlog.Value, cols []int) bool {
