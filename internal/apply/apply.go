@@ -169,7 +169,10 @@ type work struct {
 	parts chan txn.Part  // the later parts of a transaction sent in parts
 	set   writeset.Set   // what it writes
 	unit  scheduler.Unit // its node in the dependency graph
-	alone bool           // runs by itself: statements, sent in parts, savepoints
+	alone bool           // applied on its own: statements, sent in parts, savepoints, XA
+	// barrier is set when it also runs with nothing else in flight (intake
+	// waits for it): all but a transaction sent in parts.
+	barrier bool
 	// statements is set when the body has statements (DDL, deferred).
 	statements bool
 	added      time.Time

@@ -163,6 +163,9 @@ func (c *coordinator) receive(ctx context.Context, p txn.Part) {
 	switch {
 	case c.streaming != nil && p.Txn == c.streaming.t && !p.First:
 		c.part = &p
+		if err := c.nextPart(ctx, c.streaming, &p); err != nil {
+			c.fail(err)
+		}
 	case c.streaming == nil && p.First && p.Abort == nil:
 		if err := c.add(ctx, p); err != nil {
 			c.addErr = err
@@ -205,7 +208,10 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 	switch {
 	case !p.Last:
 		// Sent in parts: its end (position, whether it rolls back) is not
-		// known yet; it runs alone as its parts come.
+		// known yet; it starts at the head and its worker writes its parts
+		// as they come. The transactions after it arrive after its last
+		// part, when its writeset is complete: they run beside it unless
+		// they conflict with it (see seal).
 		w.parts = make(chan txn.Part, 1)
 		c.streaming = w
 		reason = AloneTooLarge
@@ -233,8 +239,17 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		}
 	}
 	if reason != "" {
-		w.alone, u.Barrier = true, true
+		w.alone = true
 		c.a.stats.addSerialized(reason)
+	}
+	switch {
+	case reason == AloneTooLarge && !w.statements:
+		u.Head, u.Open = true, true
+		if err := c.extendSet(ctx, w, &w.body); err != nil {
+			return err
+		}
+	case reason != "":
+		u.Barrier, w.barrier = true, true
 		c.alone++
 	}
 	if !w.alone || reason == AloneSavepoint && !w.statements {
@@ -245,7 +260,12 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 			u.Barrier = true
 			c.a.stats.addSerialized(w.set.Barrier)
 		}
+		bound(&w.set)
 		u.Set = &w.set
+		// A transaction too large to apply twice starts at the head, where
+		// nothing earlier can wait for it: the lock-wait monitor never rolls
+		// it back (it rolls back the later of two transactions).
+		u.Head = !u.Barrier && p.Bytes >= headBytes
 	}
 	c.sched.Add(u)
 	c.inflight = append(c.inflight, inflightTxn{seq: t.Seq, t: t})
@@ -362,7 +382,7 @@ func (c *coordinator) handle(r result) {
 		c.inflight = append(c.inflight[:0], c.inflight[i:]...)
 		c.updateNextTS()
 		for _, w := range b.works {
-			if w.alone {
+			if w.barrier {
 				c.alone--
 			}
 		}

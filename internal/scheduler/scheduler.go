@@ -64,6 +64,18 @@ type Unit struct {
 	// chunks: each commits with its own checkpoint); unlike a barrier they
 	// run beside independent units.
 	Solo bool
+	// Head units start only when every earlier unit committed, alone in
+	// their batch: a transaction too large to apply twice. At the head, no
+	// earlier transaction can wait for one of its locks, so nothing ever
+	// rolls it back to let an earlier one through; unlike a barrier, later
+	// units that do not conflict with it run beside it and commit right
+	// after it.
+	Head bool
+	// Open units join the graph before their writeset is known (a
+	// transaction that arrives in parts): while open they hold back every
+	// unit added after them, as a barrier does; Seal gives their writeset,
+	// and units added afterwards wait only if they conflict with it.
+	Open bool
 	// Bytes counts toward the window.
 	Bytes int
 	// Commit-order metadata.
@@ -179,9 +191,10 @@ func (s *Scheduler) Add(u *Unit) {
 	default:
 		s.addWriteset(u)
 	}
-	if u.Barrier {
+	if u.Barrier || u.Open {
 		s.barrier = u
 	}
+	u.headOnly = u.Head
 	s.last = u
 	s.inflight++
 	s.bytes += u.Bytes
@@ -214,6 +227,35 @@ func (s *Scheduler) addWriteset(u *Unit) {
 			s.depend(u, e)
 		}
 		s.tableLast[t.Table] = u
+	}
+}
+
+// Seal gives an open unit its writeset: units added from now on wait for
+// it only where they conflict with set. Its own dependencies stay as Add
+// found them (it may already run).
+func (s *Scheduler) Seal(u *Unit, set *writeset.Set) {
+	u.Set, u.Open = set, false
+	if s.barrier == u {
+		s.barrier = nil
+	}
+	if s.cfg.Mode != ModeWriteset || u.Barrier || set == nil || u.state == stateCommitted {
+		return
+	}
+	// A unit added while u was open (it waits for u already) stays the
+	// owner of what it holds: later units must wait for the latest one.
+	earlier := func(o *Unit) bool { return o == nil || o.Seq < u.Seq }
+	for _, k := range set.Keys {
+		if earlier(s.keyOwner[k]) {
+			s.keyOwner[k] = u
+		}
+	}
+	for _, t := range set.Tables {
+		if t.Exclusive && earlier(s.tableExcl[t.Table]) {
+			s.tableExcl[t.Table] = u
+		}
+		if earlier(s.tableLast[t.Table]) {
+			s.tableLast[t.Table] = u
+		}
 	}
 }
 

@@ -18,6 +18,8 @@ func unit(seq uint64, desc string) *Unit {
 		case f == "":
 		case f == "B":
 			u.Barrier = true
+		case f == "H":
+			u.Head = true
 		case strings.HasPrefix(f, "T:"):
 			u.Set.Tables = append(u.Set.Tables, writeset.TableAccess{Table: hash(f[2:])})
 		case strings.HasPrefix(f, "X:"):
@@ -91,6 +93,11 @@ func TestSchedulerScenarios(t *testing.T) {
 			[]step{{"next", "[1]"}, {"next", "[2]"}}},
 		{"batch bound", []string{"a", "b", "c"}, 2,
 			[]step{{"next", "[1 2]"}, {"next", "[3]"}}},
+		{"head unit waits for every earlier one, but not later ones for it", []string{"a", "b,H", "c", "b"}, 8,
+			[]step{{"next", "[1]"}, {"next", "[3]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}, {"next", "[]"},
+				{"commit", ""}, {"commit", ""}, {"next", "[4]"}}},
+		{"head unit never joins a batch", []string{"a", "H,b", "c"}, 8,
+			[]step{{"next", "[1]"}, {"commit", ""}, {"next", "[2]"}, {"next", "[3]"}}},
 		{"requeued batch runs only at the head", []string{"a", "b", "c"}, 1,
 			[]step{{"next", "[1]"}, {"next", "[2]"}, {"requeue", ""}, {"next", "[3]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}}},
 	}
@@ -132,6 +139,42 @@ func TestSchedulerScenarios(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOpenUnit: a transaction that arrives in parts joins the graph before
+// its writeset is known, runs at the head, and once sealed holds back only
+// the later units that conflict with it.
+func TestOpenUnit(t *testing.T) {
+	s := New(Config{MaxBatch: 8, MaxUnits: 100}, 1)
+	s.Add(unit(1, "a"))
+	big := &Unit{Seq: 2, Head: true, Open: true, Bytes: 1}
+	s.Add(big)
+	first := s.Next()
+	if seqs(first) != "[1]" {
+		t.Fatalf("next = %s", seqs(first))
+	}
+	if b := s.Next(); b != nil {
+		t.Fatalf("the open unit ran before the head: %s", seqs(b))
+	}
+	s.Committed(first)
+	if b := s.Next(); seqs(b) != "[2]" {
+		t.Fatalf("next = %s, want the open unit at the head", seqs(b))
+	}
+	set := &writeset.Set{Keys: []uint64{hash("x"), hash("y")}, Tables: []writeset.TableAccess{{Table: hash("t")}}}
+	s.Seal(big, set)
+	s.Add(unit(3, "z"))
+	s.Add(unit(4, "y"))
+	s.Add(unit(5, "X:t"))
+	if b := s.Next(); seqs(b) != "[3]" {
+		t.Fatalf("next = %s: an independent unit must run beside the sealed one", seqs(b))
+	}
+	if b := s.Next(); b != nil {
+		t.Fatalf("a unit conflicting with the sealed one ran: %s", seqs(b))
+	}
+	s.Committed([]*Unit{big})
+	if b := s.Next(); seqs(b) != "[4 5]" {
+		t.Fatalf("next = %s", seqs(b))
 	}
 }
 

@@ -112,6 +112,17 @@ func (s *Set) addTable(h uint64, exclusive bool) {
 	s.Tables = append(s.Tables, TableAccess{Table: h, Exclusive: exclusive})
 }
 
+// Coarsen trades the row keys for the tables they belong to, taken whole:
+// every row change touches its table (and the parents it references), so
+// the table accesses cover what the keys named. For transactions too large
+// to keep a key per row.
+func (s *Set) Coarsen() {
+	s.Keys = s.Keys[:0]
+	for i := range s.Tables {
+		s.Tables[i].Exclusive = true
+	}
+}
+
 // Merge adds o's keys and accesses to s.
 func (s *Set) Merge(o *Set) {
 	s.Keys = append(s.Keys, o.Keys...)

@@ -1,0 +1,74 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/binlane/binlane/internal/rowsql"
+	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/txn"
+	"github.com/binlane/binlane/internal/writeset"
+)
+
+// Large transactions. One held whole and larger than headBytes starts at
+// the head; one sent in parts is added to the scheduler open (its writeset
+// grows with its parts) and sealed at its last part. Neither stops the
+// transactions after it from running beside it: only those that conflict
+// with it wait.
+const (
+	// headBytes makes a held transaction start at the head.
+	headBytes = 8 << 20
+	// maxSetKeys bounds the keys one writeset holds (8 bytes each); a
+	// transaction with more takes its tables whole instead.
+	maxSetKeys = 1 << 19
+)
+
+// bound keeps a writeset within maxSetKeys.
+func bound(s *writeset.Set) {
+	if len(s.Keys) > maxSetKeys {
+		s.Coarsen()
+	}
+}
+
+// extendSet adds the changes of one part of a transaction sent in parts to
+// its writeset (the copy's filtering happens in the worker: unfiltered
+// changes name at least the rows it writes).
+func (c *coordinator) extendSet(ctx context.Context, w *work, body *txn.Body) error {
+	if c.a.cfg.Mode != scheduler.ModeWriteset {
+		return nil // the scheduler reads writesets in writeset mode only
+	}
+	for i := range body.Items {
+		it := &body.Items[i]
+		if it.Kind != txn.ItemRows {
+			continue
+		}
+		p, err := c.a.plans.Get(ctx, it.Rows.Table)
+		if err != nil {
+			return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(w.t), err)
+		}
+		for j := it.First; j < it.Last; j++ {
+			c.ws.AddChange(&w.set, p, &body.Changes[j])
+		}
+		bound(&w.set)
+	}
+	return nil
+}
+
+// nextPart takes a later part of the transaction being streamed: its
+// writeset grows, and at its last part the scheduler gets it (sealed), or,
+// when a part held statements, keeps it as a barrier until it commits.
+func (c *coordinator) nextPart(ctx context.Context, w *work, p *txn.Part) error {
+	if p.Body.HasStatements() {
+		w.statements = true
+	}
+	if !w.unit.Open {
+		return nil
+	}
+	if err := c.extendSet(ctx, w, &p.Body); err != nil {
+		return err
+	}
+	if p.Last && p.Abort == nil && !w.statements && !w.t.Savepoints && !w.t.RolledBack && w.set.Barrier == "" {
+		c.sched.Seal(&w.unit, &w.set)
+	}
+	return nil
+}
