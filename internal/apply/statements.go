@@ -205,14 +205,16 @@ func (w *worker) execStatement(ctx context.Context, t *txn.Txn, st *txn.Statemen
 		return err
 	}
 	c := w.conn.conn
-	for _, q := range enter {
-		if _, err := c.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("set the source session's context (%s): %w", abbreviate(q, 300), err)
-		}
-	}
+	// The default database first: USE sets collation_database to the
+	// database's, which the source's context may then override.
 	if st.Schema != "" {
 		if _, err := c.ExecContext(ctx, "USE "+schema.QuoteName(st.Schema)); err != nil && !sqlerr.Is(err, sqlerr.UnknownDB) {
 			return err
+		}
+	}
+	for _, q := range enter {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("set the source session's context (%s): %w", abbreviate(q, 300), err)
 		}
 	}
 	w.execStart.Store(time.Now().UnixNano())

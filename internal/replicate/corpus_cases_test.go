@@ -101,6 +101,7 @@ var sessionSettings = []sessionSetting{
 	{name: "names latin1", stmts: []string{"SET NAMES latin1"}},
 	{name: "collation_connection", stmts: []string{"SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci"}},
 	{name: "collation_server", stmts: []string{"SET collation_server=latin1_swedish_ci"}},
+	{name: "collation_database", stmts: []string{"SET collation_database=latin1_swedish_ci"}},
 	{name: "lc_time_names", stmts: []string{"SET lc_time_names='de_DE'"}},
 	{name: "auto_increment", stmts: []string{"SET auto_increment_increment=5, auto_increment_offset=3"}},
 	{name: "foreign_key_checks=0", stmts: []string{"SET foreign_key_checks=0"}},

@@ -97,10 +97,9 @@ func Enter(st *txn.Statement, coll Collation) ([]string, error) {
 		add("time_zone=DEFAULT")
 	}
 	add("lc_time_names=%d", s.LCTimeNames) // 0 is en_US
+	// Absent, it is the default database's (the caller's USE set it).
 	if s.CharsetDB != 0 {
 		add("collation_database=%d", s.CharsetDB)
-	} else {
-		add("collation_database=DEFAULT")
 	}
 	v := &st.Vars
 	if v.HasInsertID {

@@ -36,7 +36,7 @@ func TestEnter(t *testing.T) {
 			[]string{"SET SESSION timestamp=1795628197, sql_mode=1411383296, foreign_key_checks=1, unique_checks=1, sql_auto_is_null=0, " +
 				"check_constraint_checks=1, sql_if_exists=0, system_versioning_insert_history=0, explicit_defaults_for_timestamp=1, " +
 				"auto_increment_increment=1, auto_increment_offset=1, character_set_client=utf8mb4, collation_connection=45, collation_server=45, " +
-				"time_zone=DEFAULT, lc_time_names=0, collation_database=DEFAULT"}, nil},
+				"time_zone=DEFAULT, lc_time_names=0"}, []string{"collation_database"}},
 		{"A: explicit_defaults_for_timestamp off", txn.Statement{Status: func() binlog.QueryStatus {
 			s := maria
 			s.Flags2, s.ExplicitDefaultsTS = 0, false
