@@ -300,7 +300,7 @@ func (r *run) once(ctx context.Context) error {
 	}
 	defer tables.close()
 	acfg := cfg.Apply
-	acfg.Target, acfg.Flavor, acfg.Owner, acfg.RecoveredDDL, acfg.Source = tgt.driver, tgt.flavor, r.currentOwner(), st.DDL, tables
+	acfg.Target, acfg.Flavor, acfg.Owner, acfg.RecoveredDDL, acfg.Source = cfg.Target, tgt.flavor, r.currentOwner(), st.DDL, tables
 	if cr != nil {
 		acfg.Copy = cr.state
 		cr.begin(cfg, start, r.log)
@@ -422,13 +422,12 @@ func replicaConfig(cfg Config, log *slog.Logger) (replica.Config, error) {
 		h.Write([]byte(cfg.Stream))
 		id = 100000 + h.Sum32()%1000000000
 	}
-	tlsCfg, tlsOptional, err := cfg.Source.WireTLS()
+	rc, err := cfg.Source.ReplicaConfig()
 	if err != nil {
 		return replica.Config{}, fmt.Errorf("source: %w", err)
 	}
-	return replica.Config{Addr: cfg.Source.Addr(), User: cfg.Source.User, Password: cfg.Source.Password,
-		TLS: tlsCfg, TLSOptional: tlsOptional, ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, QueueBytes: cfg.QueueBytes,
-		Logger: log}, nil
+	rc.ServerID, rc.HeartbeatPeriod, rc.QueueBytes, rc.Logger = id, cfg.HeartbeatPeriod, cfg.QueueBytes, log
+	return rc, nil
 }
 
 // checkTLS connects to both servers once before anything is written to
