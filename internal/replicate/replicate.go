@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/dsn"
@@ -312,10 +313,14 @@ func (r *run) once(ctx context.Context) error {
 	cfg.Observer.Attach(applier, asm)
 	r.log.Info("replicating", "from", start.String(), "workers", acfg.Workers, "mode", acfg.Mode.String(),
 		"source", cfg.Source.String(), "target", cfg.Target.String())
+	// The watchers stop the attempt gracefully, through stopWatch (the
+	// stream drains what it holds); the attempt joins them before it
+	// returns, so none outlives it.
 	watchCtx, stopWatch := context.WithCancelCause(ctx)
-	defer stopWatch(nil)
-	go r.watch(watchCtx, stopWatch)
-	go r.watchPause(watchCtx, stopWatch, r.pausing)
+	var watchers errgroup.Group
+	watchers.Go(func() error { r.watch(watchCtx, stopWatch); return nil })
+	pausing := r.pausing
+	watchers.Go(func() error { r.watchPause(watchCtx, stopWatch, pausing); return nil })
 	if cfg.Copy.ExitWhenDone {
 		// A stream whose copy was done before this run (killed before it
 		// could exit) ends once caught up, too.
@@ -324,13 +329,16 @@ func (r *run) once(ctx context.Context) error {
 			cr.readDone = make(chan struct{})
 			readDone = cr.readDone
 		}
-		go func() {
+		watchers.Go(func() error {
 			if err := r.waitCopied(watchCtx, cr, rcfg, readDone); err != nil {
 				stopWatch(err)
 			}
-		}()
+			return nil
+		})
 	}
 	err = pipe(watchCtx, *cfg, stopSource, asm, applier, start, cr)
+	stopWatch(nil) // a cause set by a watcher stays
+	_ = watchers.Wait()
 	if cause := context.Cause(watchCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause // the watcher stopped the run (after a graceful drain): that is the reason
 	}
@@ -366,16 +374,19 @@ func (r *run) takeOver(ctx context.Context) error {
 }
 
 // pipe runs the assembler and the applier together (see the package doc
-// for the stop order).
+// for the stop order). It returns once every goroutine it started ended.
 func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *txn.Assembler, a *apply.Applier, start gtid.Set,
 	cr *copyRun) error {
 	p := txn.NewPipe(cfg.PipeBytes)
-	srcErr := make(chan error, 1)
-	go func() {
-		err := asm.Run(ctx, p)
+	// Each goroutine reports through its own variable, read after Wait:
+	// the order of the errors decides what the attempt returns.
+	var g errgroup.Group
+	var sErr error
+	g.Go(func() error {
+		sErr = asm.Run(ctx, p)
 		p.Close()
-		srcErr <- err
-	}()
+		return nil
+	})
 	applyCtx, cancelApply := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelApply()
 	in, copyErr := p, func() error { return nil }
@@ -384,26 +395,28 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 		in, copyErr, stopCopy = runCopy(ctx, applyCtx, cfg, cr, p, stopSource)
 		defer stopCopy()
 	}
-	go func() {
+	g.Go(func() error {
 		// A stop drains what is in flight, within a bound.
 		select {
 		case <-ctx.Done():
 		case <-applyCtx.Done():
-			return
+			return nil
 		}
 		select {
 		case <-time.After(cfg.DrainTimeout):
 			cancelApply()
 		case <-applyCtx.Done():
 		}
-	}()
+		return nil
+	})
 	applyErr := a.Run(applyCtx, in, apply.Start{GTID: start, FirstSeq: 1})
 	stopSource()
 	for part := range p.C() { // let the assembler finish after an apply failure
 		p.Taken(&part)
 	}
-	sErr := <-srcErr
 	cErr := copyErr()
+	cancelApply() // the drain bound's goroutine ends
+	_ = g.Wait()
 	switch {
 	case cErr != nil:
 		return cErr
