@@ -168,3 +168,13 @@ func (l *Lock) Release() {
 	_, _ = l.conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", l.name)
 	l.conn.Close()
 }
+
+// Running reports whether a process holds the stream's lock: a live
+// binlane runs it (see Lock). It needs no privilege.
+func Running(ctx context.Context, db *sql.DB, stream string) (bool, error) {
+	var holder sql.NullInt64
+	if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(stream)).Scan(&holder); err != nil {
+		return false, fmt.Errorf("is stream %q running: %w", stream, err)
+	}
+	return holder.Valid, nil
+}

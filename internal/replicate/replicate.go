@@ -6,11 +6,18 @@
 // target, the state row, graceful stop, retries); the work itself happens
 // in replica, txn and apply.
 //
-// Goroutines: Run starts a reader (replica.Stream feeding txn.Assembler)
-// and the applier, plus a watcher of the target's triggers and of the
-// stream lock. A stop (ctx cancelled) ends the reader first; the applier
-// then commits what it holds, in order, and returns. A failure of either
-// side ends both; the saved position is always the last commit.
+// Goroutines, each with an owner that waits for it: Run owns the status
+// reporter; each attempt (once) owns its watchers (the stream lock and the
+// target's triggers, pause requests, the end of a copy) in an errgroup it
+// waits for before it returns, and pipe owns the reader (replica.Stream
+// feeding txn.Assembler), the drain bound and the copy's merger and
+// readers. A stop (ctx cancelled, or a watcher's cause) ends the reader
+// first; the applier then commits what it holds, in order, and returns. A
+// failure of either side ends both; the saved position is always the last
+// commit.
+//
+// Pause requests (package pause) are decided at the start of each
+// attempt: run, run up to a position and stop there, or hold.
 package replicate
 
 import (
@@ -139,9 +146,9 @@ type run struct {
 	// started is set once an attempt got the stream going: from then on a
 	// lost connection is retried without bound.
 	started bool
-	// pausing is the pause request the current attempt saw ("" none);
-	// pauseStops says the attempt stops at it.
-	pausing    string
+	// pausing is the pause request the current attempt saw; pauseStops
+	// says the attempt stops at it.
+	pausing    position.PauseRequest
 	pauseStops bool
 }
 
@@ -180,6 +187,10 @@ func Run(ctx context.Context, cfg Config) error {
 		switch {
 		case ctx.Err() == nil && (errors.Is(err, errPauseChanged) || errors.Is(err, txn.ErrStopped) && r.pauseStops):
 			continue // hold at the pause position, or go on from it
+		case errors.Is(err, errCutOver):
+			r.log.Info("the stream was cut over (binlane cutover): its target took over; nothing more to replicate")
+			cfg.Observer.stopped()
+			return nil
 		case err == nil, errors.Is(err, txn.ErrStopped), errors.Is(err, errCopied), ctx.Err() != nil:
 			r.saveState(position.StateStopped, "")
 			cfg.Observer.stopped()
@@ -229,7 +240,8 @@ func (r *run) saveState(state, msg string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := position.SetState(ctx, r.meta, r.cfg.Stream, r.currentOwner(), state, msg); err != nil {
+	var cut *position.CutOverError
+	if err := position.SetState(ctx, r.meta, r.cfg.Stream, r.currentOwner(), state, msg); err != nil && !errors.As(err, &cut) {
 		r.log.Warn("could not record the stream's state", "state", state, "error", err)
 	}
 }
@@ -353,6 +365,11 @@ func (r *run) takeOver(ctx context.Context) error {
 	}
 	if err := position.Create(ctx, r.meta, position.State{Name: r.cfg.Stream}); err != nil {
 		return err
+	}
+	if st, _, err := position.Load(ctx, r.meta, r.cfg.Stream); err != nil {
+		return err
+	} else if st.State == position.StateCutOver {
+		return &position.CutOverError{Stream: r.cfg.Stream, Message: st.Message}
 	}
 	if r.lock != nil && r.lock.Check(ctx) != nil {
 		r.lock.Release()
