@@ -208,10 +208,10 @@ func HandOver(ctx context.Context, db *sql.DB, stream, token, source, target str
 
 // CheckPrepare tells whether a stream called name can be prepared on db (a
 // reverse stream): there is none, or it was cut over (its row and history
-// are replaced), or it is what Prepare at pos left (a rerun).
-func CheckPrepare(ctx context.Context, db *sql.DB, name, pos string) error {
+// are replaced), or no process ever ran it (what Prepare left: a rerun).
+func CheckPrepare(ctx context.Context, db *sql.DB, name string) error {
 	st, ok, err := Load(ctx, db, name)
-	if err != nil || !ok || st.State == StateCutOver || st.GTID == pos && st.Applied == 0 && st.State == StateStopped {
+	if err != nil || !ok || st.State == StateCutOver || st.Owner.Token == "" && st.Applied == 0 && st.State == StateStopped {
 		return err
 	}
 	return fmt.Errorf("this server already has a stream %q (%s at %s): choose another name for the reverse stream", name, st.State, st.GTID)
@@ -224,7 +224,7 @@ func Prepare(ctx context.Context, db *sql.DB, name, pos, message string) error {
 	if err := Ensure(ctx, db); err != nil {
 		return err
 	}
-	if err := CheckPrepare(ctx, db, name, pos); err != nil {
+	if err := CheckPrepare(ctx, db, name); err != nil {
 		return err
 	}
 	tx, err := db.BeginTx(ctx, nil)

@@ -54,6 +54,7 @@ const (
 	SpecificAccessDenied  = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
 	MasterFatalReading    = 1236 // ER_MASTER_FATAL_ERROR_READING_BINLOG
 	DataOutOfRange        = 1264 // ER_WARN_DATA_OUT_OF_RANGE
+	ReadOnly              = 1290 // ER_OPTION_PREVENTS_STATEMENT: the server runs with --read-only (or another option forbids it)
 	QueryInterrupted      = 1317 // ER_QUERY_INTERRUPTED
 	NoDefaultForField     = 1364 // ER_NO_DEFAULT_FOR_FIELD
 	DataTooLong           = 1406 // ER_DATA_TOO_LONG

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/workload"
+)
+
+// cutoverResult is binlane cutover --json's output, as a script reads it.
+type cutoverResult struct {
+	SourceGTID     string   `json:"source_gtid"`
+	TargetGTID     string   `json:"target_gtid"`
+	Verified       bool     `json:"verified"`
+	Verify         string   `json:"verify"`
+	ReverseStream  string   `json:"reverse_stream"`
+	ReverseCommand string   `json:"reverse_command"`
+	Created        []string `json:"created"`
+	Dropped        []string `json:"dropped"`
+	RolledBack     bool     `json:"rolled_back"`
+	Steps          []string `json:"steps"`
+	Error          string   `json:"error"`
+	Timings        map[string]float64
+}
+
+// runCutoverCmd runs binlane cutover in-process and returns its output
+// and exit status.
+func runCutoverCmd(t *testing.T, ctx context.Context, args ...string) (string, int) {
+	t.Helper()
+	cmd := newCutoverCmd()
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	var out, logs bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&logs)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	code := exitCode(err)
+	if strings.Contains(out.String()+logs.String(), sandbox.AccountPassword) {
+		t.Errorf("cutover printed a password")
+	}
+	if code != 0 {
+		t.Logf("cutover exited %d: %v\n%s\n%s", code, err, out.String(), tail(logs.String(), 4000))
+	}
+	return out.String(), code
+}
+
+func parseCutover(t *testing.T, out string) cutoverResult {
+	t.Helper()
+	var r cutoverResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("cutover --json: %v\n%s", err, out)
+	}
+	return r
+}
+
+// appAccount creates the application's account on s: it writes the
+// workload's tables and nothing else, so read_only stops it (root would
+// bypass it).
+func appAccount(t *testing.T, s *sandbox.Server) *sql.DB {
+	t.Helper()
+	s.ExecT(t, "SET SESSION sql_log_bin = 0", "CREATE USER IF NOT EXISTS app@'%' IDENTIFIED BY 'app-pw'",
+		"GRANT ALL PRIVILEGES ON wl.* TO app@'%'")
+	db, err := sql.Open("mysql", "app:app-pw@tcp("+s.Addr()+")/?charset=utf8mb4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(8)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// load runs the workload on db until stop is called.
+type load struct {
+	stop  context.CancelFunc
+	done  chan error
+	stats *workload.Stats
+	mu    sync.Mutex
+}
+
+func startLoad(ctx context.Context, db *sql.DB, seed int64) *load {
+	ctx, stop := context.WithCancel(ctx)
+	l := &load{stop: stop, done: make(chan error, 1)}
+	go func() {
+		st, err := workload.Run(ctx, db, workload.Config{Seed: seed, Sessions: 2, Rate: 100, ReadOnlyOK: true})
+		l.mu.Lock()
+		l.stats = st
+		l.mu.Unlock()
+		l.done <- err
+	}()
+	return l
+}
+
+// end stops the load and returns how many transactions committed.
+func (l *load) end(t *testing.T) int64 {
+	t.Helper()
+	l.stop()
+	if err := <-l.done; err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+	return l.stats.Committed.Load()
+}
+
+// waitStreamReady waits until the stream's copy is done and it reported a
+// small lag: what a cut-over's preflight asks.
+func waitStreamReady(t *testing.T, db *sql.DB, stream string, done <-chan error) {
+	t.Helper()
+	waitFor(t, 3*time.Minute, "stream "+stream+" to be copied, caught up and reporting", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("replicate %s ended: %v", stream, err)
+		default:
+		}
+		st, ok, _ := position.Load(context.Background(), db, stream)
+		if !ok || st.ReportedAt.IsZero() || time.Since(st.ReportedAt) > 10*time.Second || st.LagMillis < 0 || st.LagMillis > 2000 {
+			return false
+		}
+		tables, _ := position.LoadCopy(context.Background(), db, stream)
+		for _, tb := range tables {
+			if tb.State != position.CopyDone {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func readOnly(t *testing.T, db *sql.DB) bool {
+	var ro bool
+	if err := db.QueryRow("SELECT @@global.read_only").Scan(&ro); err != nil {
+		t.Fatal(err)
+	}
+	return ro
+}
+
+func triggers(t *testing.T, db *sql.DB) int {
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'wl'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCutoverAndBack moves an application from one server to another and
+// back, with the workload writing throughout: replicate (with its copy)
+// from A to B; cutover --reverse while the application still writes to A
+// (its writes fail once A is read-only, as they would); the target equals
+// the source at P and the stream's saved position is exactly P; the
+// application then writes to B, the reverse stream brings A equal to B; a
+// second cutover --reverse of the reverse stream returns the traffic to A,
+// and the forward stream, prepared again, carries A's new writes to B.
+// The source's triggers move with the primary. binlane runs as least-
+// privilege accounts: the stream's, and the cut-over's on each server
+// (the README's grants).
+func TestCutoverAndBack(t *testing.T) {
+	// Triggers move with the primary: creating and dropping them on a
+	// server that binlogs takes SUPER, or this setting (README: cut-over).
+	trust := []string{"log-bin-trust-function-creators=ON"}
+	a := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, Name: "a", Extra: trust})
+	b := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "b", Extra: trust})
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	aDB, bDB := a.OpenT(t, ""), b.OpenT(t, "")
+	if err := workload.Setup(ctx, aDB); err != nil {
+		t.Fatal(err)
+	}
+	a.ExecT(t, workload.TriggerDDL...)
+	b.ExecT(t, "CREATE DATABASE wl")
+	aApp, bApp := appAccount(t, a), appAccount(t, b)
+	srcURL, dstURL := binlaneURL(t, a, "wl"), binlaneURL(t, b, "wl")
+	aCut, err := a.GrantCutover(ctx, "wl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bCut, err := b.GrantCutover(ctx, "wl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BINLANE_SOURCE_PASSWORD", sandbox.AccountPassword)
+	t.Setenv("BINLANE_TARGET_PASSWORD", sandbox.AccountPassword)
+	noPassword := func(u string) string { return strings.Replace(u, ":"+sandbox.AccountPassword+"@", "@", 1) }
+
+	// Forward: A -> B, copied while the application writes to A.
+	loadA := startLoad(ctx, aApp, 1)
+	_, fwdDone, stopFwd := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "move", "--databases", "wl",
+		"--heartbeat", "500ms")
+	defer stopFwd()
+	waitStreamReady(t, bDB, "move", fwdDone)
+
+	out, code := runCutoverCmd(t, ctx, "--source", noPassword(aCut), "--target", noPassword(bCut), "--stream", "move",
+		"--databases", "wl", "--reverse", "--json", "--timeout", "30s")
+	if code != 0 {
+		t.Fatalf("cutover exited %d", code)
+	}
+	r := parseCutover(t, out)
+	if !r.Verified || r.Verify != "equal" || r.SourceGTID == "" || r.TargetGTID == "" || r.ReverseStream != "move-reverse" {
+		t.Fatalf("cutover result: %+v", r)
+	}
+	t.Logf("first cut-over: P %s, Q %s, timings %v, created %v, dropped %v", r.SourceGTID, r.TargetGTID, r.Timings, r.Created, r.Dropped)
+	if committedA := loadA.end(t); committedA < 100 {
+		t.Errorf("the application committed only %d transactions on A", committedA)
+	}
+	// The stream stopped by itself, exactly at P; A stayed read-only and
+	// equal to B; the triggers moved to B.
+	select {
+	case err := <-fwdDone:
+		if err != nil {
+			t.Fatalf("the forward stream ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forward stream still runs after its cut-over")
+	}
+	st, _, _ := position.Load(ctx, bDB, "move")
+	p, _ := gtid.ParseSet(r.SourceGTID)
+	if saved, _ := gtid.ParseSet(st.GTID); !saved.Equal(p) || st.State != position.StateCutOver {
+		t.Fatalf("forward stream after the cut-over: %s at %s, want cut over at %s", st.State, st.GTID, p)
+	}
+	if !readOnly(t, aDB) || readOnly(t, bDB) {
+		t.Fatal("A should be read-only and B writable")
+	}
+	verifyEqual(t, aDB, bDB, "wl")
+	if triggers(t, aDB) != 0 || triggers(t, bDB) != len(workload.TriggerDDL) {
+		t.Fatalf("triggers: A %d, B %d", triggers(t, aDB), triggers(t, bDB))
+	}
+	// A second replicate of the stream refuses to start.
+	if _, done, stop := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "move", "--databases", "wl"); true {
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "cut over") {
+				t.Fatalf("replicate of a cut-over stream: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			stop()
+			t.Fatal("replicate of a cut-over stream started")
+		}
+	}
+
+	// Reverse: the application writes to B; the printed command runs the
+	// reverse stream B -> A.
+	fields := strings.Fields(r.ReverseCommand)
+	if len(fields) < 3 || fields[0] != "binlane" || fields[1] != "replicate" {
+		t.Fatalf("reverse command %q", r.ReverseCommand)
+	}
+	loadB := startLoad(ctx, bApp, 2)
+	_, revDone, stopRev := startReplicate(t, ctx, append(fields[2:], "--heartbeat", "500ms")...)
+	defer stopRev()
+	waitStreamReady(t, aDB, "move-reverse", revDone)
+
+	// Back: the reverse stream's cut-over returns the traffic to A while
+	// the application still writes to B.
+	out, code = runCutoverCmd(t, ctx, "--source", noPassword(bCut), "--target", noPassword(aCut), "--stream", "move-reverse",
+		"--databases", "wl", "--reverse", "--json", "--timeout", "30s")
+	if code != 0 {
+		t.Fatalf("cutover back exited %d", code)
+	}
+	back := parseCutover(t, out)
+	if !back.Verified || back.ReverseStream != "move" {
+		t.Fatalf("cutover back: %+v", back)
+	}
+	t.Logf("second cut-over: P %s, Q %s, timings %v", back.SourceGTID, back.TargetGTID, back.Timings)
+	if committedB := loadB.end(t); committedB < 100 {
+		t.Errorf("the application committed only %d transactions on B", committedB)
+	}
+	if err := <-revDone; err != nil {
+		t.Fatalf("the reverse stream ended with %v", err)
+	}
+	verifyEqual(t, aDB, bDB, "wl")
+	if readOnly(t, aDB) || !readOnly(t, bDB) || triggers(t, aDB) != len(workload.TriggerDDL) || triggers(t, bDB) != 0 {
+		t.Fatalf("after the way back: A read-only %v, B read-only %v, triggers A %d B %d", readOnly(t, aDB), readOnly(t, bDB),
+			triggers(t, aDB), triggers(t, bDB))
+	}
+
+	// The forward stream, prepared again at the second hand-over's Q,
+	// carries what the application now writes to A.
+	fields = strings.Fields(back.ReverseCommand)
+	loadA = startLoad(ctx, aApp, 3)
+	_, againDone, stopAgain := startReplicate(t, ctx, append(fields[2:], "--heartbeat", "500ms")...)
+	defer stopAgain()
+	time.Sleep(2 * time.Second)
+	loadA.end(t)
+	end, _ := gtid.ParseSet(sourcePos(t, aDB))
+	waitFor(t, time.Minute, "the forward stream to catch up again", func() bool {
+		select {
+		case err := <-againDone:
+			t.Fatalf("the forward stream ended: %v", err)
+		default:
+		}
+		st, _, _ := position.Load(ctx, bDB, "move")
+		at, _ := gtid.ParseSet(st.GTID)
+		return at.ContainsSet(end)
+	})
+	verifyEqual(t, aDB, bDB, "wl")
+}
