@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -134,7 +135,7 @@ func runCutover(cmd *cobra.Command, f cutoverFlags) error {
 	res, err := cutover.Run(cmd.Context(), cutover.Config{Source: src, Target: tgt, Stream: f.stream, Rules: rules,
 		MaxLag: f.maxLag, Timeout: f.timeout, Freeze: f.freeze, Quiet: f.quiet, NoVerify: f.noVerify,
 		VerifyParallel: f.parallel, ChunkRows: f.chunkRows, Reverse: f.reverse, ReverseStream: f.reverseStream,
-		DeferredOut: f.deferredOut, DryRun: f.dryRun, RollbackOnly: f.rollback, Logger: log})
+		DeferredOut: f.deferredOut, DryRun: f.dryRun, RollbackOnly: f.rollback, Logger: log, AfterStep: testHold(cmd.ErrOrStderr())})
 	out := cmd.OutOrStdout()
 	if f.json {
 		enc := json.NewEncoder(out)
@@ -152,6 +153,24 @@ func runCutover(cmd *cobra.Command, f cutoverFlags) error {
 		return withExitCode(exitTimeout, err)
 	}
 	return err
+}
+
+// testHold is a test's hook (the crash test kills the process at each
+// step): with BINLANE_TEST_CUTOVER_HOLD=step the cut-over says so on
+// stderr and waits forever once that step ended. Never set otherwise.
+func testHold(stderr io.Writer) func(string) {
+	hold := os.Getenv("BINLANE_TEST_CUTOVER_HOLD")
+	if hold == "" {
+		return nil
+	}
+	return func(step string) {
+		if step == hold {
+			fmt.Fprintf(stderr, "test hold after step %q\n", step)
+			for {
+				time.Sleep(time.Hour)
+			}
+		}
+	}
 }
 
 // printCutover tells what the cut-over did.

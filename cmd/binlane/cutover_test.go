@@ -5,6 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -298,4 +303,145 @@ func TestCutoverAndBack(t *testing.T) {
 		return at.ContainsSet(end)
 	})
 	verifyEqual(t, aDB, bDB, "wl")
+}
+
+// TestCutoverRollsBack: a cut-over that cannot finish changes nothing, or
+// undoes what it changed. Missing privileges are named before anything
+// changes; --dry-run changes nothing; a source transaction held open longer
+// than --timeout makes it roll back with exit status 3 (the source writable
+// again, the stream running, and the held transaction then commits); Ctrl-C
+// rolls back too. Then --freeze none (the application stopped) cuts over,
+// with the triggers and events written to --deferred-out.
+func TestCutoverRollsBack(t *testing.T) {
+	trust := []string{"log-bin-trust-function-creators=ON"}
+	a := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, Name: "a", Extra: trust})
+	b := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "b", Extra: trust})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	aDB, bDB := a.OpenT(t, ""), b.OpenT(t, "")
+	a.ExecT(t, "CREATE DATABASE wl", "CREATE TABLE wl.t (id INT PRIMARY KEY, v INT)", "INSERT INTO wl.t SELECT seq, 0 FROM wl.seq_1_to_100",
+		"CREATE TRIGGER wl.t_ai AFTER INSERT ON wl.t FOR EACH ROW SET @inserted = NEW.id",
+		"CREATE EVENT wl.nightly ON SCHEDULE EVERY 1 DAY DISABLE DO DELETE FROM wl.t WHERE v < 0")
+	aApp := appAccount(t, a)
+	srcURL, dstURL := binlaneURL(t, a, "wl"), binlaneURL(t, b, "wl")
+	aCut, err := a.GrantCutover(ctx, "wl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bCut, err := b.GrantCutover(ctx, "wl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, done, stop := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "rb", "--databases", "wl", "--heartbeat", "500ms")
+	defer stop()
+	waitStreamReady(t, bDB, "rb", done)
+	args := []string{"--stream", "rb", "--databases", "wl"}
+	cut := slices.Concat(args, []string{"--source", aCut, "--target", bCut})
+	unchanged := func(what string) {
+		t.Helper()
+		st, _, _ := position.Load(ctx, bDB, "rb")
+		var journal string
+		bDB.QueryRow("SELECT state FROM binlane.cutover WHERE stream = 'rb'").Scan(&journal)
+		if readOnly(t, aDB) || st.State != position.StateRunning || st.PauseAt != "" ||
+			journal != "" && journal != position.CutoverRolledBack {
+			t.Fatalf("%s: source read-only %v, stream %s (pause %q), journal %q", what, readOnly(t, aDB), st.State, st.PauseAt, journal)
+		}
+	}
+
+	// The stream's own accounts lack what the freeze needs: named, and
+	// nothing changes.
+	out, code := runCutoverCmd(t, ctx, slices.Concat(args, []string{"--source", srcURL, "--target", dstURL})...)
+	if code != exitFailed {
+		t.Fatalf("cut-over without the privileges: exit %d\n%s", code, out)
+	}
+	unchanged("missing privileges")
+
+	// --dry-run: the plan, and no change, not even to the source's binlog.
+	before := sourcePos(t, aDB)
+	out, code = runCutoverCmd(t, ctx, slices.Concat(cut, []string{"--dry-run"})...)
+	if code != 0 || !strings.Contains(out, "nothing was changed") || !strings.Contains(out, "SET GLOBAL read_only = ON") {
+		t.Fatalf("dry run: exit %d\n%s", code, out)
+	}
+	unchanged("dry run")
+	if after := sourcePos(t, aDB); after != before {
+		t.Fatalf("the dry run wrote to the source: %s -> %s", before, after)
+	}
+
+	// A transaction held open on the source past --timeout.
+	held, err := aApp.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	for _, q := range []string{"BEGIN", "UPDATE wl.t SET v = 42 WHERE id = 1"} {
+		if _, err := held.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+	out, code = runCutoverCmd(t, ctx, slices.Concat(cut, []string{"--timeout", "2s", "--json"})...)
+	if r := parseCutover(t, out); code != exitTimeout || !r.RolledBack || !strings.Contains(r.Error, "still open") {
+		t.Fatalf("cut-over with a transaction held open: exit %d after %s: %+v", code, time.Since(began), r)
+	}
+	if took := time.Since(began); took > 15*time.Second {
+		t.Errorf("the timed-out cut-over took %s", took)
+	}
+	unchanged("timeout")
+	if _, err := held.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatalf("the held transaction could not commit after the rollback: %v", err)
+	}
+	waitFor(t, 30*time.Second, "the held transaction on the target", func() bool {
+		var v int
+		bDB.QueryRow("SELECT v FROM wl.t WHERE id = 1").Scan(&v)
+		return v == 42
+	})
+
+	// Ctrl-C while the freeze waits.
+	for _, q := range []string{"BEGIN", "UPDATE wl.t SET v = 43 WHERE id = 2"} {
+		if _, err := held.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	intr, interrupt := context.WithCancel(ctx)
+	time.AfterFunc(1500*time.Millisecond, interrupt)
+	if _, code = runCutoverCmd(t, intr, slices.Concat(cut, []string{"--timeout", "30s"})...); code != exitFailed {
+		t.Fatalf("interrupted cut-over: exit %d", code)
+	}
+	unchanged("Ctrl-C")
+	if _, err := held.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The application stopped: --freeze none; the triggers and events go
+	// to a file.
+	file := filepath.Join(t.TempDir(), "objects.sql")
+	out, code = runCutoverCmd(t, ctx, slices.Concat(cut, []string{"--freeze", "none", "--quiet-for", "1s", "--deferred-out", file, "--json"})...)
+	r := parseCutover(t, out)
+	if code != 0 || !r.Verified || r.SourceGTID != sourcePos(t, aDB) {
+		t.Fatalf("cut-over with --freeze none: exit %d: %+v", code, r)
+	}
+	script, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"TRIGGER wl.t_ai AFTER INSERT ON wl.t", "EVENT `nightly`", "USE `wl`;;", "DELIMITER ;;"} {
+		if !strings.Contains(string(script), want) {
+			t.Errorf("--deferred-out lacks %q:\n%s", want, script)
+		}
+	}
+	if readOnly(t, aDB) || triggers(t, bDB) != 0 {
+		t.Errorf("--freeze none made the source read-only (%v), or triggers were created on the target (%d)", readOnly(t, aDB), triggers(t, bDB))
+	}
+	if st, _, _ := position.Load(ctx, bDB, "rb"); st.State != position.StateCutOver || st.GTID != r.SourceGTID {
+		t.Fatalf("stream after the cut-over: %s at %s", st.State, st.GTID)
+	}
+	// The script creates them on the target.
+	cmd := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-h127.0.0.1", "-P"+strconv.Itoa(b.Port), "-uroot")
+	cmd.Stdin = bytes.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("run the --deferred-out script: %v\n%s", err, out)
+	}
+	if triggers(t, bDB) != 1 {
+		t.Fatalf("the script created %d triggers", triggers(t, bDB))
+	}
 }

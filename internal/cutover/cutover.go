@@ -78,6 +78,10 @@ type Config struct {
 	// process) and does nothing else.
 	RollbackOnly bool
 	Logger       *slog.Logger
+	// AfterStep, when set, is called as each step ends ("frozen", "held",
+	// "verified", "handed over", "objects created"): tests kill the
+	// process there.
+	AfterStep func(step string)
 }
 
 func (c *Config) defaults() {
@@ -171,8 +175,10 @@ func (c *cut) run(ctx context.Context) error {
 	}
 	c.src.SetMaxOpenConns(parallel + 4)
 	c.tgt.SetMaxOpenConns(parallel + 4)
-	if err := position.Ensure(ctx, c.tgt); err != nil {
-		return fmt.Errorf("target %s: %w", c.cfg.Target, err)
+	if !c.cfg.DryRun { // a dry run writes nothing, not even a CREATE ... IF NOT EXISTS
+		if err := position.Ensure(ctx, c.tgt); err != nil {
+			return fmt.Errorf("target %s: %w", c.cfg.Target, err)
+		}
 	}
 	lock, err := position.AcquireCutover(ctx, c.tgt, c.cfg.Stream)
 	if err != nil {
@@ -235,6 +241,12 @@ func (c *cut) run(ctx context.Context) error {
 	return c.forward(ctx)
 }
 
+func (c *cut) step(name string) {
+	if c.cfg.AfterStep != nil {
+		c.cfg.AfterStep(name)
+	}
+}
+
 func reverseName(cfg Config) string {
 	if cfg.Reverse {
 		return cfg.ReverseStream
@@ -257,6 +269,7 @@ func (c *cut) switchOver(ctx context.Context) error {
 	if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"source_gtid": p.String()}); err != nil {
 		return err
 	}
+	c.step("frozen")
 
 	caught := time.Now()
 	c.log.Info("catching up", "source_gtid", p.String())
@@ -272,10 +285,12 @@ func (c *cut) switchOver(ctx context.Context) error {
 		return fmt.Errorf("catch up: %w", err)
 	}
 	c.res.Timings.CatchUp = time.Since(caught)
+	c.step("held")
 
 	if err := c.verify(ctx); err != nil {
 		return err
 	}
+	c.step("verified")
 	handed := time.Now()
 	if err := c.handOver(ctx, p); err != nil {
 		return err

@@ -67,6 +67,11 @@ func (c *cut) freezeReadOnly(ctx context.Context, deadline time.Time) (gtid.Set,
 		c.log.Info("the source is read-only")
 	}
 	for {
+		// Read no earlier than innodbTrxCache after the change, and then
+		// no faster: what the server shows is at most that old.
+		if err := sleep(ctx, innodbTrxCache); err != nil {
+			return gtid.Set{}, err
+		}
 		open, err := openWrites(ctx, c.src)
 		if err != nil {
 			return gtid.Set{}, err
@@ -78,11 +83,14 @@ func (c *cut) freezeReadOnly(ctx context.Context, deadline time.Time) (gtid.Set,
 			return gtid.Set{}, &TimeoutError{Step: "freeze", After: c.cfg.Timeout,
 				Detail: fmt.Sprintf("%d transactions with uncommitted changes are still open on the source: %s", len(open), strings.Join(open, "; "))}
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return gtid.Set{}, err
-		}
 	}
 }
+
+// innodbTrxCache: InnoDB serves information_schema.INNODB_TRX from a cache
+// it refreshes only when the last refresh is more than 100 ms old, so a
+// read less than that after a change (or after another reader) can miss
+// the transaction that just made one.
+const innodbTrxCache = 150 * time.Millisecond
 
 // freezeQuiet waits until the source's position has not moved for the
 // quiet period (and, when the account can see them, no transaction with
@@ -95,7 +103,7 @@ func (c *cut) freezeQuiet(ctx context.Context, deadline time.Time) (gtid.Set, er
 	since := time.Now()
 	var open []string
 	for {
-		if err := sleep(ctx, min(200*time.Millisecond, c.cfg.Quiet/4)); err != nil {
+		if err := sleep(ctx, max(innodbTrxCache, min(200*time.Millisecond, c.cfg.Quiet/4))); err != nil {
 			return gtid.Set{}, err
 		}
 		now, err := sourcePosition(ctx, c.src, c.facts.sourceMariaDB)

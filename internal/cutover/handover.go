@@ -76,6 +76,7 @@ func (c *cut) forward(ctx context.Context) error {
 		return fmt.Errorf("the cut-over's journal of stream %q is gone", c.cfg.Stream)
 	}
 	c.res.SourceGTID, c.res.TargetGTID = j.SourceGTID, j.TargetGTID
+	c.step("handed over")
 	if c.res.Verify == "" {
 		c.res.Verify, c.res.Verified = j.Verified, j.Verified == "equal"
 	}
@@ -98,6 +99,7 @@ func (c *cut) forward(ctx context.Context) error {
 			c.res.Created = append(c.res.Created, o.key())
 		}
 	}
+	c.step("objects created")
 	if j.TargetReadOnly {
 		if err := setReadOnly(ctx, c.tgt, false, 10*time.Second); err != nil {
 			return c.forwardFailed(fmt.Errorf("make the target writable: %w", err))
