@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/binlane/binlane/internal/cutover"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sandbox"
@@ -444,4 +446,123 @@ func TestCutoverRollsBack(t *testing.T) {
 	if triggers(t, bDB) != 1 {
 		t.Fatalf("the script created %d triggers", triggers(t, bDB))
 	}
+}
+
+// TestCutoverKilled kills `binlane cutover` (SIGKILL) after each of its
+// steps, then runs it again: before the hand-over nothing is switched (the
+// stream is not cut over; the source stays frozen until the next run) and
+// the next run rolls the leftover back and cuts over; after the hand-over
+// the stream is cut over and the next run finishes the remaining steps. It
+// goes back and forth between the two servers with --reverse, the
+// workload writing to the current primary. Once, --rollback alone undoes
+// the leftover. Every end state is whole: stream cut over exactly at P,
+// the old primary read-only and without triggers, the new one writable
+// with them, the reverse stream prepared, and both sides equal.
+func TestCutoverKilled(t *testing.T) {
+	bin := buildBinary(t)
+	trust := []string{"log-bin-trust-function-creators=ON"}
+	servers := []*sandbox.Server{
+		sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, Name: "a", Extra: trust}),
+		sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "b", Extra: trust}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	roots := []*sql.DB{servers[0].OpenT(t, ""), servers[1].OpenT(t, "")}
+	if err := workload.Setup(ctx, roots[0]); err != nil {
+		t.Fatal(err)
+	}
+	servers[0].ExecT(t, workload.TriggerDDL...)
+	servers[1].ExecT(t, "CREATE DATABASE wl")
+	apps := []*sql.DB{appAccount(t, servers[0]), appAccount(t, servers[1])}
+	var cuts []string
+	for _, s := range servers {
+		u, err := s.GrantCutover(ctx, "wl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cuts = append(cuts, u)
+	}
+	t.Setenv("BINLANE_SOURCE_PASSWORD", sandbox.AccountPassword)
+	t.Setenv("BINLANE_TARGET_PASSWORD", sandbox.AccountPassword)
+
+	run := func(hold string, args ...string) (*exec.Cmd, *awaitBuffer, *bytes.Buffer) {
+		cmd := exec.CommandContext(ctx, bin, append([]string{"cutover"}, args...)...)
+		var stderr awaitBuffer
+		stdout := &bytes.Buffer{}
+		stderr.await, stderr.seen = "test hold after step", make(chan struct{})
+		cmd.Stdout, cmd.Stderr = stdout, &stderr
+		cmd.Env = append(os.Environ(), "BINLANE_TEST_CUTOVER_HOLD="+hold)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &stderr, stdout
+	}
+
+	src, dst, stream := 0, 1, "crash"
+	_, done, stop := startReplicate(t, ctx, "--source", binlaneURL(t, servers[0], "wl"), "--target", binlaneURL(t, servers[1], "wl"),
+		"--stream", stream, "--databases", "wl", "--heartbeat", "500ms")
+	for i, step := range []string{"frozen", "held", "verified", "handed over", "objects created"} {
+		load := startLoad(ctx, apps[src], int64(10+i))
+		waitStreamReady(t, roots[dst], stream, done)
+		args := []string{"--source", cuts[src], "--target", cuts[dst], "--stream", stream, "--databases", "wl", "--reverse", "--json",
+			"--timeout", "30s"}
+		cmd, stderr, _ := run(step, args...)
+		select {
+		case <-stderr.seen:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the cut-over did not reach the step:\n%s", step, stderr.String())
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+
+		st, _, _ := position.Load(ctx, roots[dst], stream)
+		j, _, _ := position.LoadCutover(ctx, roots[dst], stream)
+		committed := step == "handed over" || step == "objects created"
+		switch {
+		case committed && (st.State != position.StateCutOver || j.State != position.CutoverHandedOver):
+			t.Fatalf("killed after %q: stream %s, journal %q", step, st.State, j.State)
+		case !committed && (st.State == position.StateCutOver || j.State != position.CutoverStarted || !readOnly(t, roots[src])):
+			t.Fatalf("killed after %q: stream %s, journal %q, source read-only %v", step, st.State, j.State, readOnly(t, roots[src]))
+		}
+		if step == "verified" {
+			out, code := runCutoverCmd(t, ctx, "--source", cuts[src], "--target", cuts[dst], "--stream", stream, "--databases", "wl",
+				"--rollback")
+			st, _, _ := position.Load(ctx, roots[dst], stream)
+			if code != 0 || readOnly(t, roots[src]) || st.PauseAt != "" {
+				t.Fatalf("--rollback: exit %d, source read-only %v, pause %q\n%s", code, readOnly(t, roots[src]), st.PauseAt, out)
+			}
+		}
+
+		cmd, stderr, stdout := run("", args...)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("rerun after a kill after %q: %v\n%s\n%s", step, err, stdout, tail(stderr.String(), 4000))
+		}
+		r := parseCutover(t, stdout.String())
+		if !r.Verified || r.ReverseStream != cutover.ReverseName(stream) {
+			t.Fatalf("rerun after %q: %+v", step, r)
+		}
+		t.Logf("killed after %q, then: P %s, Q %s", step, r.SourceGTID, r.TargetGTID)
+		load.end(t)
+		if err := <-done; err != nil {
+			t.Fatalf("stream %s ended with %v", stream, err)
+		}
+		stop()
+		st, _, _ = position.Load(ctx, roots[dst], stream)
+		if p, _ := gtid.ParseSet(r.SourceGTID); st.State != position.StateCutOver || st.GTID != p.String() {
+			t.Fatalf("after %q: stream %s at %s, P %s", step, st.State, st.GTID, p)
+		}
+		if !readOnly(t, roots[src]) || readOnly(t, roots[dst]) || triggers(t, roots[src]) != 0 ||
+			triggers(t, roots[dst]) != len(workload.TriggerDDL) {
+			t.Fatalf("after %q: read-only %v/%v, triggers %d/%d", step, readOnly(t, roots[src]), readOnly(t, roots[dst]),
+				triggers(t, roots[src]), triggers(t, roots[dst]))
+		}
+		verifyEqual(t, roots[src], roots[dst], "wl")
+
+		// Back the other way for the next step.
+		fields := strings.Fields(r.ReverseCommand)
+		src, dst, stream = dst, src, r.ReverseStream
+		_, done, stop = startReplicate(t, ctx, append(fields[2:], "--heartbeat", "500ms")...)
+	}
+	stop()
 }
