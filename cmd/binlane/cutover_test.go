@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/binlane/binlane/internal/cutover"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
@@ -565,4 +567,104 @@ func TestCutoverKilled(t *testing.T) {
 		_, done, stop = startReplicate(t, ctx, append(fields[2:], "--heartbeat", "500ms")...)
 	}
 	stop()
+}
+
+// runTargetCmd runs pause, resume, wait or status in-process.
+func runTargetCmd(t *testing.T, ctx context.Context, cmd *cobra.Command, args ...string) (string, int) {
+	t.Helper()
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err != nil {
+		out.WriteString(err.Error())
+	}
+	return out.String(), exitCode(err)
+}
+
+// TestPauseResumeWait: binlane pause holds a running stream at a
+// transaction boundary from another shell (state paused, status shows it,
+// the source writes on and the target does not move); the hold survives a
+// restart of the stream's process; resume goes on; wait returns once the
+// stream applied a position, and exits 3 when it does not in time.
+func TestPauseResumeWait(t *testing.T) {
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srcDB, dstDB := src.OpenT(t, ""), dst.OpenT(t, "")
+	src.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v INT)", "INSERT INTO app.t SELECT seq, 0 FROM app.seq_1_to_50")
+	srcURL, dstURL := binlaneURL(t, src, "app"), binlaneURL(t, dst, "app")
+	repl := []string{"--source", srcURL, "--target", dstURL, "--stream", "p", "--databases", "app", "--heartbeat", "500ms"}
+	_, done, stop := startReplicate(t, ctx, repl...)
+	waitFor(t, time.Minute, "the stream's row", func() bool { _, ok, _ := position.Load(ctx, dstDB, "p"); return ok })
+	// The commands that only talk to the stream's target need SELECT and
+	// UPDATE on binlane.streams.
+	dst.ExecT(t, "CREATE USER ops@'%' IDENTIFIED BY 'ops-pw'", "GRANT SELECT, UPDATE ON binlane.streams TO ops@'%'")
+	opsURL := "mysql://ops:ops-pw@" + dst.Addr() + "/"
+	write := func(n int) {
+		for i := 0; i < n; i++ {
+			src.ExecT(t, "UPDATE app.t SET v = v + 1 WHERE id = 1 + FLOOR(RAND() * 50)")
+		}
+	}
+	waitAt := func(pos string) {
+		t.Helper()
+		out, code := runTargetCmd(t, ctx, newWaitCmd(), "--target", opsURL, "--stream", "p", "--gtid", pos, "--timeout", "60s")
+		if code != 0 {
+			t.Fatalf("wait %s: exit %d: %s", pos, code, out)
+		}
+	}
+	write(20)
+	waitAt(sourcePos(t, srcDB))
+
+	out, code := runTargetCmd(t, ctx, newPauseCmd(), "--target", opsURL, "--stream", "p")
+	st, _, _ := position.Load(ctx, dstDB, "p")
+	if code != 0 || !strings.Contains(out, "paused at "+st.GTID) || st.State != position.StatePaused {
+		t.Fatalf("pause: exit %d: %s (stream %s at %s)", code, out, st.State, st.GTID)
+	}
+	out, _ = runTargetCmd(t, ctx, newStatusCmd(), "--target", dstURL, "--stream", "p")
+	if !strings.Contains(out, "stream p: paused") || !strings.Contains(out, "hold, asked by binlane pause") {
+		t.Errorf("status of a paused stream:\n%s", out)
+	}
+	held := st.GTID
+	write(20)
+	// A second pause is fine; a verify's pause request is refused.
+	if out, code := runTargetCmd(t, ctx, newPauseCmd(), "--target", opsURL, "--stream", "p"); code != 0 {
+		t.Fatalf("second pause: exit %d: %s", code, out)
+	}
+	if err := position.RequestPause(ctx, dstDB, "p", "0-1-1", position.ByVerify); err == nil {
+		t.Fatal("a verify's request replaced binlane pause's")
+	}
+	// The stream's process restarts: it holds before applying anything.
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_, done, stop = startReplicate(t, ctx, repl...)
+	defer stop()
+	waitFor(t, 30*time.Second, "the restarted stream to hold", func() bool {
+		st, _, _ := position.Load(ctx, dstDB, "p")
+		running, _ := position.Running(ctx, dstDB, "p")
+		return running && st.State == position.StatePaused
+	})
+	time.Sleep(time.Second)
+	if st, _, _ := position.Load(ctx, dstDB, "p"); st.GTID != held {
+		t.Fatalf("the paused stream moved from %s to %s", held, st.GTID)
+	}
+	out, code = runTargetCmd(t, ctx, newWaitCmd(), "--target", opsURL, "--stream", "p", "--gtid", sourcePos(t, srcDB), "--timeout", "1s")
+	if code != exitTimeout {
+		t.Fatalf("wait on a paused stream: exit %d: %s", code, out)
+	}
+
+	out, code = runTargetCmd(t, ctx, newResumeCmd(), "--target", opsURL, "--stream", "p")
+	if code != 0 || !strings.Contains(out, "resumed from "+held) {
+		t.Fatalf("resume: exit %d: %s", code, out)
+	}
+	waitAt(sourcePos(t, srcDB))
+	if out, code := runTargetCmd(t, ctx, newResumeCmd(), "--target", opsURL, "--stream", "p"); code != 0 || !strings.Contains(out, "not paused") {
+		t.Fatalf("resume of a running stream: exit %d: %s", code, out)
+	}
+	verifyEqual(t, srcDB, dstDB, "app")
 }

@@ -154,6 +154,9 @@ func printStream(w io.Writer, v streamView, now time.Time) {
 	if r := v.Recommendation; r != nil {
 		fmt.Fprintf(w, "  workers    %s recommended: %s\n", analyze.Workers(r.Workers), r.Reason)
 	}
+	if s.PauseAt != "" && s.State != position.StateCutOver {
+		fmt.Fprintf(w, "  pause      %s, asked by %s\n", s.PauseAt, s.PauseBy)
+	}
 	printCopy(w, v.Copy)
 	if s.Owner.Token != "" && s.State == position.StateRunning {
 		fmt.Fprintf(w, "  run by     %s\n", s.Owner)
