@@ -143,6 +143,9 @@ func steps(cfg Config, f *facts) []string {
 		add("reverse: prepare stream %q on the source, from the target, starting at Q; print the replicate command that runs it",
 			cfg.ReverseStream)
 	}
+	if cfg.Freeze == FreezeNone && cfg.Reverse {
+		add("the source stays writable: nothing but the reverse stream may write to it from now on")
+	}
 	if cfg.Freeze == FreezeReadOnly && !f.sourceReadOnly {
 		if cfg.Reverse {
 			add("the source stays read-only (the reverse stream writes into it with READ_ONLY ADMIN)")

@@ -165,7 +165,8 @@ func (c *cut) checkStream(ctx context.Context, f *facts, problem func(string, ..
 	case st.State == position.StateError:
 		problem("stream %q stopped on an error: %s", c.cfg.Stream, st.Message)
 	case st.PauseAt != "":
-		problem("stream %q is held by a pause request of %s (%s): binlane resume lets it go on", c.cfg.Stream, st.PauseBy, st.PauseAt)
+		problem("stream %q is held by a pause request of %s (%s): binlane resume lets it go on (with --force for a request an "+
+			"online verify left)", c.cfg.Stream, st.PauseBy, st.PauseAt)
 	case st.ReportedAt.IsZero() || time.Since(st.ReportedAt) > maxReportAge || st.LagMillis < 0:
 		problem("stream %q has not reported its lag for %s: is its process stuck? (a process that just started reports within 5 s)",
 			c.cfg.Stream, time.Since(st.ReportedAt).Round(time.Second))
