@@ -71,6 +71,15 @@ func parseCutover(t *testing.T, out string) cutoverResult {
 	return r
 }
 
+// cutoverServers starts a source and a target for a cut-over. Triggers
+// move with the primary: creating and dropping them on a server that
+// binlogs takes SUPER, or log_bin_trust_function_creators (README).
+func cutoverServers(t *testing.T) (a, b *sandbox.Server) {
+	trust := []string{"log-bin-trust-function-creators=ON"}
+	return sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, Name: "a", Extra: trust}),
+		sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "b", Extra: trust})
+}
+
 // appAccount creates the application's account on s: it writes the
 // workload's tables and nothing else, so read_only stops it (root would
 // bypass it).
@@ -170,11 +179,7 @@ func triggers(t *testing.T, db *sql.DB) int {
 // privilege accounts: the stream's, and the cut-over's on each server
 // (the README's grants).
 func TestCutoverAndBack(t *testing.T) {
-	// Triggers move with the primary: creating and dropping them on a
-	// server that binlogs takes SUPER, or this setting (README: cut-over).
-	trust := []string{"log-bin-trust-function-creators=ON"}
-	a := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, Name: "a", Extra: trust})
-	b := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "b", Extra: trust})
+	a, b := cutoverServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	aDB, bDB := a.OpenT(t, ""), b.OpenT(t, "")
@@ -317,9 +322,7 @@ func TestCutoverAndBack(t *testing.T) {
 // rolls back too. Then --freeze none (the application stopped) cuts over,
 // with the triggers and events written to --deferred-out.
 func TestCutoverRollsBack(t *testing.T) {
-	trust := []string{"log-bin-trust-function-creators=ON"}
-	a := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, Name: "a", Extra: trust})
-	b := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "b", Extra: trust})
+	a, b := cutoverServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	aDB, bDB := a.OpenT(t, ""), b.OpenT(t, "")
@@ -462,11 +465,8 @@ func TestCutoverRollsBack(t *testing.T) {
 // with them, the reverse stream prepared, and both sides equal.
 func TestCutoverKilled(t *testing.T) {
 	bin := buildBinary(t)
-	trust := []string{"log-bin-trust-function-creators=ON"}
-	servers := []*sandbox.Server{
-		sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, Name: "a", Extra: trust}),
-		sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "b", Extra: trust}),
-	}
+	a, b := cutoverServers(t)
+	servers := []*sandbox.Server{a, b}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	roots := []*sql.DB{servers[0].OpenT(t, ""), servers[1].OpenT(t, "")}

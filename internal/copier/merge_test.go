@@ -197,17 +197,22 @@ func TestMergerPlacesCoordinates(t *testing.T) {
 // goes past the ticket's place with nothing placed, and the parts of a
 // chunk sent in parts before it gave up are rolled back (an abort part).
 func TestMergerGivenUpTicket(t *testing.T) {
+	placed := func(r *mergeRig, pos snapshot.Position) *Ticket {
+		r.t.Helper()
+		tk, err := r.m.Reserve(r.ctx)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if ok, err := tk.SetPos(r.ctx, pos); !ok || err != nil {
+			r.t.Fatalf("placed %v, %v", ok, err)
+		}
+		return tk
+	}
 	t.Run("nothing sent", func(t *testing.T) {
 		r := newMergeRig(t)
 		r.tx(1, f1, 100, 200)
 		r.expect("T1")
-		tk, err := r.m.Reserve(r.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := tk.SetPos(r.ctx, at(f1, 300)); !ok || err != nil {
-			t.Fatalf("placed %v, %v", ok, err)
-		}
+		tk := placed(r, at(f1, 300))
 		tk.GiveUp()
 		tk.GiveUp() // twice is harmless
 		r.tx(2, f1, 200, 300)
@@ -218,13 +223,7 @@ func TestMergerGivenUpTicket(t *testing.T) {
 		r := newMergeRig(t)
 		r.tx(1, f1, 100, 200)
 		r.expect("T1")
-		tk, err := r.m.Reserve(r.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := tk.SetPos(r.ctx, at(f1, 200)); !ok || err != nil {
-			t.Fatalf("placed %v, %v", ok, err)
-		}
+		tk := placed(r, at(f1, 200))
 		if err := tk.Send(r.ctx, &txn.Chunk{Table: "a", More: true}); err != nil {
 			t.Fatal(err)
 		}
