@@ -127,7 +127,7 @@ func newResumeCmd() *cobra.Command {
 		Use:   "resume --target DSN --stream NAME",
 		Short: "Let a stream paused by binlane pause go on",
 		Long: `Withdraw the pause request of "binlane pause": the stream's process goes on
-from where it held, within a quarter of a second. It waits until the stream
+from where it held, within a tenth of a second. It waits until the stream
 runs again (up to --timeout). A hold of an online verify or a cut-over is
 theirs to end; --force also withdraws an online verify's request (a verify
 killed while it held the stream), never a cut-over's: "binlane cutover

@@ -138,7 +138,7 @@ func (c *cut) forwardFailed(err error) error {
 }
 
 // waitStreamEnded waits a little for the stream's process to end (it sees
-// the cut-over within a quarter second), to report it.
+// the cut-over within a tenth of a second), to report it.
 func (c *cut) waitStreamEnded(ctx context.Context) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {

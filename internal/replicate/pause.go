@@ -24,9 +24,10 @@ var errPauseChanged = errors.New("pause request changed")
 // which handed it over (binlane cutover); it must never run again.
 var errCutOver = errors.New("the stream was cut over")
 
-// pausePoll is how often a run looks for pause requests: a requester waits
-// for the stream to hold, so this bounds its wait.
-const pausePoll = 250 * time.Millisecond
+// pausePoll is how often a run looks for pause requests (a primary-key
+// read of the stream's row): a requester waits for the stream to hold, a
+// cut-over with the source's writes frozen, so this bounds its wait.
+const pausePoll = 100 * time.Millisecond
 
 // pauseStop returns the position the attempt stops at: the pause request's
 // when there is one to run to; for a request to hold, it holds here (state
