@@ -142,6 +142,9 @@ type cut struct {
 	token    string
 	facts    *facts
 	res      *Result
+	// leftover: a dry run found an unfinished cut-over, which a real run
+	// rolls back before its preflight.
+	leftover bool
 }
 
 // Run cuts over (see the package doc). The result is filled as far as the
@@ -199,6 +202,7 @@ func (c *cut) run(ctx context.Context) error {
 	case ok && j.State == position.CutoverStarted:
 		// Left by a process that died (we hold the lock): undo it first.
 		if c.cfg.DryRun {
+			c.leftover = true
 			c.res.Steps = append(c.res.Steps, "roll back the unfinished cut-over left by "+position.ParseOwner(j.Token).String())
 		} else {
 			c.log.Warn("rolling back an unfinished cut-over", "left_by", position.ParseOwner(j.Token).String())

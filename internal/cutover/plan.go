@@ -104,9 +104,6 @@ func (t Timings) String() string {
 func steps(cfg Config, f *facts) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	if f.leftover != "" {
-		add("roll back the unfinished cut-over left by %s", f.leftover)
-	}
 	switch cfg.Freeze {
 	case FreezeReadOnly:
 		if f.sourceReadOnly {

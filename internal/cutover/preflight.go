@@ -30,9 +30,7 @@ type facts struct {
 	// seesTrx: the source account can list open transactions (PROCESS).
 	seesTrx bool
 	objects []object // the source's triggers and events to move
-	// leftover names an unfinished cut-over to roll back first ("" none).
-	leftover string
-	notes    []string
+	notes   []string
 }
 
 // server is what the preflight reads of a server.
@@ -164,7 +162,7 @@ func (c *cut) checkStream(ctx context.Context, f *facts, problem func(string, ..
 			c.cfg.Stream, st.State, st.GTID, c.cfg.Stream)
 	case st.State == position.StateError:
 		problem("stream %q stopped on an error: %s", c.cfg.Stream, st.Message)
-	case st.PauseAt != "":
+	case st.PauseAt != "" && !(c.leftover && st.PauseBy == position.ByCutover): // a dry run's leftover is rolled back first
 		problem("stream %q is held by a pause request of %s (%s): binlane resume lets it go on (with --force for a request an "+
 			"online verify left)", c.cfg.Stream, st.PauseBy, st.PauseAt)
 	case st.ReportedAt.IsZero() || time.Since(st.ReportedAt) > maxReportAge || st.LagMillis < 0:
