@@ -233,6 +233,9 @@ func (c *cut) run(ctx context.Context) error {
 	if err != nil || c.cfg.DryRun {
 		return err
 	}
+	for i, s := range c.res.Steps {
+		c.log.Info("plan", "step", i+1, "what", s)
+	}
 	if err := position.BeginCutover(ctx, c.tgt, c.cfg.Stream, c.token, reverseName(c.cfg)); err != nil {
 		return err
 	}
