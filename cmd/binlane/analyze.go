@@ -122,12 +122,11 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, f analyzeFlags) erro
 		if err != nil {
 			return err
 		}
-		tlsCfg, tlsOptional, err := d.WireTLS()
+		cfg, err := d.ReplicaConfig()
 		if err != nil {
 			return d.AnnotateTLS(err)
 		}
-		cfg := replica.Config{Addr: d.Addr(), User: d.User, Password: d.Password, TLS: tlsCfg, TLSOptional: tlsOptional,
-			ServerID: f.serverID, NonBlocking: true, Start: replica.StartAtGTID(from), Logger: log}
+		cfg.ServerID, cfg.NonBlocking, cfg.Start, cfg.Logger = f.serverID, true, replica.StartAtGTID(from), log
 		if cfg.ServerID == 0 {
 			cfg.ServerID = 1<<30 + rand.Uint32N(1<<30)
 		}

@@ -145,15 +145,12 @@ func dumpFile(ctx context.Context, p *eventfmt.Printer, path string) error {
 
 // dumpConfig turns the flags into a stream configuration.
 func dumpConfig(ctx context.Context, d dsn.DSN, o dumpOptions, errOut io.Writer) (replica.Config, error) {
-	tlsCfg, tlsOptional, err := d.WireTLS()
+	cfg, err := d.ReplicaConfig()
 	if err != nil {
 		return replica.Config{}, err
 	}
-	cfg := replica.Config{
-		Addr: d.Addr(), User: d.User, Password: d.Password, TLS: tlsCfg, TLSOptional: tlsOptional,
-		ServerID: o.serverID, NonBlocking: o.nonBlocking, AnnotateRows: true,
-		Logger: slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
+	cfg.ServerID, cfg.NonBlocking, cfg.AnnotateRows = o.serverID, o.nonBlocking, true
+	cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if cfg.ServerID == 0 {
 		// Far above ids people give real replicas: a collision would make
 		// the source end another replica's dump.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/dsn"
@@ -105,8 +106,9 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	}()
 
 	repCtx, stopRep := context.WithCancel(ctx)
-	defer stopRep()
-	addr, err := startStatusPage(repCtx, f.statusAddr, "demo", d.obs, 30*time.Second, slog.New(slog.DiscardHandler))
+	var page errgroup.Group
+	defer func() { stopRep(); _ = page.Wait() }()
+	addr, err := startStatusPage(repCtx, &page, f.statusAddr, "demo", d.obs, 30*time.Second, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

@@ -9,11 +9,15 @@ const (
 	exitOK     = 0 // success; verify: the servers are equal
 	exitDiffer = 1 // verify (and demo): differences found
 	exitFailed = 2 // an error, a bad flag, or an interruption that left no result
+	// exitTimeout: cutover, wait and pause gave up after their --timeout
+	// (cutover rolled back first).
+	exitTimeout = 3
 )
 
 // exitHelp documents the statuses in the root command's help.
 const exitHelp = `Exit status, for every command: 0 success (verify: equal), 1 differences
-found (verify), 2 error, bad usage, or interrupted before a result.
+found (verify), 2 error, bad usage, or interrupted before a result, 3 a
+--timeout ran out (cutover, after rolling back; wait; pause).
 replicate stopped by SIGINT/SIGTERM (in-flight work finished, position
 saved) and binlog dump ended by Ctrl-C exit 0: that is how they end.`
 

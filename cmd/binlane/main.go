@@ -60,6 +60,7 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newAnalyzeCmd(), newBinlogCmd(), newReplicateCmd(), newCopyCmd(), newStatusCmd(), newVerifyCmd(), newDemoCmd(), newManCmd())
+	root.AddCommand(newAnalyzeCmd(), newBinlogCmd(), newReplicateCmd(), newCopyCmd(), newStatusCmd(), newVerifyCmd(), newCutoverCmd(),
+		newWaitCmd(), newPauseCmd(), newResumeCmd(), newDemoCmd(), newManCmd())
 	return root
 }

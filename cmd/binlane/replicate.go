@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/copier"
@@ -228,8 +229,13 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		}
 		replicas = append(replicas, d)
 	}
+	// The helpers below run beside the stream in aux's goroutines, which
+	// end with it: none outlives the command.
+	auxCtx, stopAux := context.WithCancel(ctx)
+	var aux errgroup.Group
+	defer func() { stopAux(); _ = aux.Wait() }()
 	limits := copier.NewLimits(f.maxThreadsRunning, f.maxReplicaLag)
-	go reloadLimitsOnHUP(ctx, cmd, limits, log)
+	aux.Go(func() error { reloadLimitsOnHUP(auxCtx, cmd, limits, log); return nil })
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
 		if err != nil {
@@ -261,10 +267,10 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	// Bars on a terminal (text logs only: JSON logs are for machines).
 	if errOut, ok := cmd.ErrOrStderr().(*os.File); ok && f.copyMode == "auto" && f.logFormat == "text" && onTerminal(errOut) {
 		obs.CopyBars = true
-		go showCopyBars(ctx, obs, errOut)
+		aux.Go(func() error { showCopyBars(auxCtx, obs, errOut); return nil })
 	}
 	if f.metricsAddr != "" {
-		if _, err := startStatusPage(ctx, f.metricsAddr, f.stream, obs, f.healthMaxLag, log); err != nil {
+		if _, err := startStatusPage(auxCtx, &aux, f.metricsAddr, f.stream, obs, f.healthMaxLag, log); err != nil {
 			return err
 		}
 	}

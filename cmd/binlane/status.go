@@ -154,6 +154,9 @@ func printStream(w io.Writer, v streamView, now time.Time) {
 	if r := v.Recommendation; r != nil {
 		fmt.Fprintf(w, "  workers    %s recommended: %s\n", analyze.Workers(r.Workers), r.Reason)
 	}
+	if s.PauseAt != "" && s.State != position.StateCutOver {
+		fmt.Fprintf(w, "  pause      %s, asked by %s\n", s.PauseAt, s.PauseBy)
+	}
 	printCopy(w, v.Copy)
 	if s.Owner.Token != "" && s.State == position.StateRunning {
 		fmt.Fprintf(w, "  run by     %s\n", s.Owner)
@@ -165,7 +168,13 @@ func printStream(w io.Writer, v streamView, now time.Time) {
 		}
 		fmt.Fprintf(w, "  statement  %s %s\n", s.DDL.GTID, what)
 	}
-	if s.Message != "" {
+	switch {
+	case s.State == position.StateCutOver:
+		fmt.Fprintf(w, "  cut over   %s\n", strings.TrimPrefix(s.Message, "cut over "))
+	case s.State == position.StatePaused: // the message says where it holds: the pause line says why
+	case s.State == position.StateStopped && s.Message != "": // a reverse stream a cut-over prepared
+		fmt.Fprintf(w, "  note       %s\n", s.Message)
+	case s.Message != "":
 		fmt.Fprintf(w, "  last error %s\n", strings.ReplaceAll(s.Message, "\n", "\n             "))
 	}
 	if len(v.Deferred) > 0 {

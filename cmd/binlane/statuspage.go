@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/binlane/binlane/internal/analyze"
 	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/replicate"
@@ -12,10 +14,11 @@ import (
 )
 
 // startStatusPage serves /metrics, /status, /healthz and the HTML page on
-// addr while ctx lasts. The page recommends a worker count from the last
-// interval's worker times (analyze.RecommendLive).
-// It returns the address it listens on.
-func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Observer, maxLag time.Duration,
+// addr while ctx lasts, in a goroutine of g (the caller waits for it, after
+// ending ctx). The page recommends a worker count from the last interval's
+// worker times (analyze.RecommendLive). It returns the address it listens
+// on.
+func startStatusPage(ctx context.Context, g *errgroup.Group, addr, stream string, obs *replicate.Observer, maxLag time.Duration,
 	log *slog.Logger) (string, error) {
 	mh, err := metrics.Handler(metrics.NewCollector(stream, obs.Read))
 	if err != nil {
@@ -38,11 +41,13 @@ func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Ob
 	if err != nil {
 		return "", err
 	}
-	go func() {
+	g.Go(func() error {
+		// A failed status page does not stop the stream: it is logged.
 		if err := statuspage.Serve(ctx, ln, page, log); err != nil {
 			log.Error("status page stopped", "error", err)
 		}
-	}()
+		return nil
+	})
 	return ln.Addr().String(), nil
 }
 

@@ -337,11 +337,11 @@ func wireTLS(t *testing.T, ctx context.Context, addr string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, optional, err := d.WireTLS()
+	rc, err := d.ReplicaConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := wire.Dial(ctx, wire.Config{Addr: d.Addr(), User: d.User, Password: d.Password, TLS: tc, TLSOptional: optional})
+	c, err := wire.Dial(ctx, wire.Config{Addr: rc.Addr, User: rc.User, Password: rc.Password, TLS: rc.TLS, TLSOptional: rc.TLSOptional})
 	if err != nil {
 		t.Fatal(err)
 	}

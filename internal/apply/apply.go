@@ -29,9 +29,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
@@ -48,9 +47,9 @@ type Config struct {
 	// Owner is this run's token in binlane.streams.owner; position updates
 	// fail once another run took the stream over.
 	Owner string
-	// Target is the target's connection configuration; Flavor the target's
-	// server flavor (error codes differ).
-	Target  *mysql.Config
+	// Target is the target's address; Flavor the target's server flavor
+	// (error codes differ).
+	Target  dsn.DSN
 	Flavor  sqlerr.Flavor
 	Workers int
 	Mode    scheduler.Mode

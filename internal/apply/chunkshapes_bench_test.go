@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/sandbox"
 )
 
@@ -29,8 +30,8 @@ import (
 func BenchmarkChunkShapes(b *testing.B) {
 	s := sandbox.StartT(b, sandbox.Options{Role: sandbox.Target, Durable: true, Extra: []string{"innodb-buffer-pool-size=1G"}})
 	ctx := context.Background()
-	cfg, _ := mysql.ParseDSN(s.DSN(""))
-	pool, err := OpenPool(cfg, 2)
+	target, _ := dsn.Parse(s.URL())
+	pool, err := OpenPool(target, 2)
 	if err != nil {
 		b.Fatal(err)
 	}

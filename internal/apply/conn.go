@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/rowsql"
 )
 
@@ -24,16 +25,18 @@ import (
 // zeros in auto-increment columns.
 const sessionSQLMode = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
 
-// OpenPool opens the pool worker connections come from: multi-statement
-// round trips, affected rows counted as matched rows (so an UPDATE that
-// finds its row reports 1 even when nothing changes).
-func OpenPool(cfg *mysql.Config, conns int) (*sql.DB, error) {
-	c := cfg.Clone()
-	c.MultiStatements = true
-	c.ClientFoundRows = true
-	c.InterpolateParams = false
-	c.ParseTime = false
-	connector, err := mysql.NewConnector(c)
+// OpenPool opens the pool worker connections to the target come from:
+// every setting of the target's address (TLS included) as package dsn makes
+// it, plus multi-statement round trips and affected rows counted as matched
+// rows (so an UPDATE that finds its row reports 1 even when nothing
+// changes).
+func OpenPool(target dsn.DSN, conns int) (*sql.DB, error) {
+	connector, err := target.Connector("", func(c *mysql.Config) {
+		c.MultiStatements = true
+		c.ClientFoundRows = true
+		c.InterpolateParams = false
+		c.ParseTime = false
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
-
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/sandbox"
 )
 
@@ -19,10 +18,11 @@ func TestRollbackRestoresSession(t *testing.T) {
 	if _, err := dst.GrantBinlane(ctx, false, "app"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd = sandbox.TargetUser, sandbox.AccountPassword
-	cfg.Net, cfg.Addr = "tcp", dst.Addr()
-	db, err := OpenPool(cfg, 1)
+	target, err := dsn.Parse(dst.UserURL(sandbox.TargetUser, sandbox.AccountPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := OpenPool(target, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,10 +139,6 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	if err := position.TakeOver(ctx, meta, "test", testOwner); err != nil {
 		t.Fatal(err)
 	}
-	cfgDSN, err := d.DriverConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
 	colls, err := schema.LoadCollations(ctx, meta)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +148,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 		t.Fatal(err)
 	}
 	builder := plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: o.allowTriggers})
-	a := New(Config{Stream: "test", Owner: testOwner, Target: cfgDSN, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
+	a := New(Config{Stream: "test", Owner: testOwner, Target: d, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
 		MaxBatchBytes: o.maxBatchBytes,
 		Logger:        testLogger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
 	src := &skipSource{inner: newFileSource(t, p.src), skip: start}

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
-
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/sandbox"
 )
 
@@ -25,8 +24,8 @@ func BenchmarkStatementShapes(b *testing.B) {
 	s.ExecT(b, "CREATE DATABASE d", `CREATE TABLE d.t (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0,
 		c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1(k))`,
 		"INSERT INTO d.t SELECT seq, seq, REPEAT('x',120), REPEAT('p',60) FROM d.seq_1_to_100000")
-	cfg, _ := mysql.ParseDSN(s.DSN(""))
-	pool, err := OpenPool(cfg, 2)
+	target, _ := dsn.Parse(s.URL())
+	pool, err := OpenPool(target, 2)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -280,7 +280,7 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, j job) error {
 	done := false
 	defer func() {
 		if !done { // the chunk is not (all) there: let the stream go on
-			_ = ticket.Send(context.WithoutCancel(ctx), nil)
+			ticket.GiveUp()
 		}
 	}()
 	cols, types, err := columns(ctx, rd.conn, j.t)
@@ -351,7 +351,7 @@ func (c *Copier) place(ctx context.Context, rd *reader) (*Ticket, error) {
 		}
 		ok, err := ticket.SetPos(ctx, rd.pos)
 		if err != nil {
-			ticket.abandon()
+			ticket.GiveUp()
 			return nil, err
 		}
 		if ok {

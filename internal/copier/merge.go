@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/snapshot"
@@ -68,6 +69,10 @@ type Ticket struct {
 	pos      snapshot.Position
 	known    bool
 	done     <-chan struct{} // the merger's
+	// gone is closed when the reader gives the ticket up after SetPos (see
+	// GiveUp): the merger, reaching the ticket, places nothing (more).
+	gone   chan struct{}
+	giveUp sync.Once
 }
 
 // errChunkAbandoned ends a chunk sent in parts whose reader failed.
@@ -84,7 +89,8 @@ func NewMerger(start gtid.Set) *Merger {
 // Reserve takes a ticket. Call it before starting the snapshot, then
 // SetPos with the snapshot's position (or Cancel).
 func (m *Merger) Reserve(ctx context.Context) (*Ticket, error) {
-	t := &Ticket{posKnown: make(chan ticketPos, 1), placed: make(chan bool, 1), parts: make(chan *txn.Chunk), done: m.done}
+	t := &Ticket{posKnown: make(chan ticketPos, 1), placed: make(chan bool, 1), parts: make(chan *txn.Chunk), done: m.done,
+		gone: make(chan struct{})}
 	select {
 	case m.reserve <- t:
 		return t, nil
@@ -119,8 +125,15 @@ func (t *Ticket) SetPos(ctx context.Context, pos snapshot.Position) (bool, error
 }
 
 // Cancel gives a ticket up before its position is known (the snapshot
-// could not start). After SetPos, give up with Send(ctx, nil) instead.
+// could not start). After SetPos, give up with GiveUp instead.
 func (t *Ticket) Cancel() { t.posKnown <- ticketPos{cancelled: true} }
+
+// GiveUp gives up a ticket whose position was given (or whose SetPos was
+// interrupted, so that the merger may or may not have placed it): when the
+// stream gets to it, nothing (more) of its chunk is placed, and parts sent
+// already are rolled back. It never blocks, so the reader needs no
+// goroutine to wait for the merger. Calling it again does nothing.
+func (t *Ticket) GiveUp() { t.giveUp.Do(func() { close(t.gone) }) }
 
 // Send hands over a part of the ticket's chunk; it blocks until the stream
 // is at the ticket's position. The last part has More unset.
@@ -133,13 +146,6 @@ func (t *Ticket) Send(ctx context.Context, c *txn.Chunk) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// abandon gives a ticket up whose placement is unknown (SetPos was
-// interrupted): if the merger placed it, it gets nothing when it gets
-// there; if not, the send ends when the merger does.
-func (t *Ticket) abandon() {
-	go func() { _ = t.Send(context.Background(), nil) }()
 }
 
 func (m *Merger) drop(t *Ticket) {
@@ -335,6 +341,7 @@ func (m *Merger) emitTicket(ctx context.Context, out *txn.Pipe, t *Ticket) error
 		var c *txn.Chunk
 		select {
 		case c = <-t.parts:
+		case <-t.gone: // parts are sent synchronously: none is pending
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -50,6 +50,9 @@ func (r *mergeRig) next() string {
 	select {
 	case p := <-r.out.C():
 		r.out.Taken(&p)
+		if p.Abort != nil {
+			return "abort"
+		}
 		if p.Chunk != nil {
 			return "chunk " + p.Chunk.Table
 		}
@@ -186,5 +189,47 @@ func TestMergerPlacesCoordinates(t *testing.T) {
 		if got := r.next(); got != "nothing" {
 			t.Fatalf("emitted %s", got)
 		}
+	})
+}
+
+// TestMergerGivenUpTicket: a reader that gives its ticket up after SetPos
+// (a failed read, or a stop while SetPos waited) blocks nothing: the stream
+// goes past the ticket's place with nothing placed, and the parts of a
+// chunk sent in parts before it gave up are rolled back (an abort part).
+func TestMergerGivenUpTicket(t *testing.T) {
+	placed := func(r *mergeRig, pos snapshot.Position) *Ticket {
+		r.t.Helper()
+		tk, err := r.m.Reserve(r.ctx)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if ok, err := tk.SetPos(r.ctx, pos); !ok || err != nil {
+			r.t.Fatalf("placed %v, %v", ok, err)
+		}
+		return tk
+	}
+	t.Run("nothing sent", func(t *testing.T) {
+		r := newMergeRig(t)
+		r.tx(1, f1, 100, 200)
+		r.expect("T1")
+		tk := placed(r, at(f1, 300))
+		tk.GiveUp()
+		tk.GiveUp() // twice is harmless
+		r.tx(2, f1, 200, 300)
+		r.tx(3, f1, 300, 400)
+		r.expect("T2", "T3")
+	})
+	t.Run("a part sent", func(t *testing.T) {
+		r := newMergeRig(t)
+		r.tx(1, f1, 100, 200)
+		r.expect("T1")
+		tk := placed(r, at(f1, 200))
+		if err := tk.Send(r.ctx, &txn.Chunk{Table: "a", More: true}); err != nil {
+			t.Fatal(err)
+		}
+		tk.GiveUp()
+		r.expect("chunk a", "abort")
+		r.tx(2, f1, 200, 300)
+		r.expect("T2")
 	})
 }

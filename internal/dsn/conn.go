@@ -2,7 +2,6 @@ package dsn
 
 import (
 	"context"
-	"crypto/tls"
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/binlane/binlane/internal/replica"
 )
 
 // DriverConfig returns the go-sql-driver configuration of every SQL
@@ -58,15 +59,30 @@ func (d DSN) DriverConfig(db string) (*mysql.Config, error) {
 // made with DriverConfig. It does not connect; a connection that fails
 // because of TLS fails with a *TLSError naming d and its mode.
 func (d DSN) OpenDB(db string) (*sql.DB, error) {
+	c, err := d.Connector(db, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
+}
+
+// Connector returns what OpenDB opens its pool with. tune, when not nil,
+// adjusts the driver configuration first: a pool that needs the driver's
+// own options (the applier's multi-statement round trips) sets them there
+// and keeps everything else, TLS included, from d.
+func (d DSN) Connector(db string, tune func(*mysql.Config)) (driver.Connector, error) {
 	cfg, err := d.DriverConfig(db)
 	if err != nil {
 		return nil, err
+	}
+	if tune != nil {
+		tune(cfg)
 	}
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d, err)
 	}
-	return sql.OpenDB(&connector{Connector: c, d: d}), nil
+	return &connector{Connector: c, d: d}, nil
 }
 
 // connector names the server and the mode in TLS failures.
@@ -83,10 +99,16 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	return conn, nil
 }
 
-// WireTLS returns the TLS configuration of binlane's own replication
-// connection to d (package wire): nil when the mode is disabled, and
-// optional when plaintext is acceptable from a server that offers no TLS
-// (preferred). Errors from that connection go through AnnotateTLS.
-func (d DSN) WireTLS() (cfg *tls.Config, optional bool, err error) {
-	return d.tlsConfig()
+// ReplicaConfig returns the configuration of binlane's own replication
+// connection to d (package replica): the address, the account and the TLS
+// settings (none when the mode is disabled; plaintext accepted from a
+// server that offers no TLS in mode preferred). The caller adds what its
+// stream needs (server id, start, heartbeats); errors of that connection go
+// through AnnotateTLS.
+func (d DSN) ReplicaConfig() (replica.Config, error) {
+	tc, optional, err := d.tlsConfig()
+	if err != nil {
+		return replica.Config{}, err
+	}
+	return replica.Config{Addr: d.Addr(), User: d.User, Password: d.Password, TLS: tc, TLSOptional: optional}, nil
 }

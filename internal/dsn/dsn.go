@@ -4,7 +4,7 @@
 // user:pass@tcp(host:port)/db?opts, carries the TLS settings (ssl-mode and
 // certificates, from the address or from flags), and builds the
 // go-sql-driver configuration and pools (DriverConfig, OpenDB) and the TLS
-// configuration of the replication connection (WireTLS) from them, so that
+// configuration of the replication connection (ReplicaConfig) from them, so that
 // every connection to a server honours the same settings. Passwords may
 // also come from an environment variable or a file, so they never have to
 // appear in a process listing.

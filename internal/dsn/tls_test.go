@@ -117,7 +117,7 @@ func TestFlagsOverrideTheAddress(t *testing.T) {
 }
 
 // TestDriverConfigModes checks what each mode becomes in go-sql-driver's
-// configuration; WireTLS returns the same *tls.Config shape.
+// configuration; ReplicaConfig returns the same *tls.Config shape.
 func TestDriverConfigModes(t *testing.T) {
 	certs := newCerts(t, "127.0.0.1")
 	cases := []struct {
@@ -145,10 +145,11 @@ func TestDriverConfigModes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.mode, err)
 		}
-		wcfg, optional, err := d.WireTLS()
+		rc, err := d.ReplicaConfig()
 		if err != nil {
 			t.Fatalf("%s: %v", c.mode, err)
 		}
+		wcfg, optional := rc.TLS, rc.TLSOptional
 		if (cfg.TLS != nil) != c.tls || (wcfg != nil) != c.tls || cfg.AllowFallbackToPlaintext != c.fallback || optional != c.fallback {
 			t.Fatalf("%s: TLS %v/%v, fallback %v/%v", c.mode, cfg.TLS != nil, wcfg != nil, cfg.AllowFallbackToPlaintext, optional)
 		}
@@ -203,10 +204,11 @@ func TestVerifyModesHandshake(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, _, err := d.WireTLS()
+		rc, err := d.ReplicaConfig()
 		if err != nil {
 			t.Fatal(err)
 		}
+		cfg := rc.TLS
 		srvCfg := &tls.Config{Certificates: []tls.Certificate{pair}}
 		if c.requireCl {
 			srvCfg.ClientAuth, srvCfg.ClientCAs = tls.RequireAndVerifyClientCert, clientCAs
@@ -377,7 +379,7 @@ func TestNoSecretInErrors(t *testing.T) {
 			if err != nil && (!strings.Contains(err.Error(), "ssl-mode "+string(d.SSLMode())) || !strings.Contains(err.Error(), "h:1")) {
 				t.Errorf("%q: error does not name the address and the mode: %v", in, err)
 			}
-			_, _, err = d.WireTLS()
+			_, err = d.ReplicaConfig()
 			check(in, err)
 			_, err = d.OpenDB("")
 			check(in, err)

@@ -1,173 +1,144 @@
-// Package pause pairs a source snapshot with a target snapshot that sees
-// exactly the same source position, so that an online verify compares two
-// equal points in time while the source keeps writing and the stream keeps
-// running (the way Vitess VDiff does):
+// Package pause is how another process makes a running stream hold at a
+// transaction boundary, and the state machine both sides follow:
 //
-//  1. a consistent snapshot starts on the source session; its binlog
-//     position P is known (package snapshot);
-//  2. the running stream is asked to hold at P (position.RequestPause); it
-//     applies up to P exactly and records the state paused;
-//  3. a consistent snapshot starts on the target session, and the stream's
-//     row read in it must show P (the position commits with the rows, so
-//     the snapshot holds exactly the rows of P);
-//  4. the request is withdrawn: the stream goes on while both snapshots
-//     stay open for the comparison.
+//	requester (binlane pause,            stream's process (replicate)
+//	online verify, binlane cutover)
+//	─────────────────────────────        ─────────────────────────────────────
+//	writes a Request into the     ──►    a watcher sees it change: the attempt
+//	stream's row (pause_at/by)           drains and a new attempt Decides:
+//	                                       Run      no request (or ignored)
+//	                                       RunTo P  apply up to P exactly,
+//	                                                then Decide again
+//	                                       Hold     state paused, position
+//	                                                saved; wait for a change
+//	waits until the row shows it   ◄──    (Held reads the row)
+//	held, then does its work
+//	withdraws the request          ──►    the held attempt sees the change and
+//	                                      Decides again: Run
 //
-// A stream already past P (the binlog is written before the source's
-// storage engine commits, so it can be a transaction ahead of a snapshot)
-// holds where it is; the attempt is given up and made again with a new
-// source snapshot. The package writes only the pause request.
+// A Request is either Hold ("where you are": binlane pause) or At a source
+// position P (an online verify, a cut-over). Only the row carries it, so
+// it survives either process restarting: a stream started while a request
+// is in place holds before it applies anything. The position commits with
+// the rows (package apply), so a stream that holds at P has exactly the
+// rows of P on the target.
+//
+// The decisions (Decide, Held) are pure; the package's I/O is the
+// requester's side: WaitHeld, and Pairer, which pairs a source snapshot
+// with the target held at the same position for an online verify. The
+// package writes only pause requests.
 package pause
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
-	"log/slog"
-	"sync"
-	"time"
 
 	"github.com/binlane/binlane/internal/gtid"
-	"github.com/binlane/binlane/internal/position"
-	"github.com/binlane/binlane/internal/snapshot"
 )
 
-// Pairer pairs snapshots through one stream. Safe for concurrent use: pairs
-// are made one at a time.
-type Pairer struct {
-	Target *sql.DB // pause requests and the stream's row
-	Stream string
-	// Timeout bounds the wait for the stream to reach a position (its lag
-	// must be smaller); default 2 minutes.
-	Timeout time.Duration
-	// Tries bounds the attempts when the stream is past the snapshot;
-	// default 5.
-	Tries  int
-	Logger *slog.Logger
+// Kind is what a request asks.
+type Kind int
 
-	mu    sync.Mutex
-	cache snapshot.Cache
-	pairs int
+const (
+	// None: no request; the stream runs.
+	None Kind = iota
+	// Hold: hold where the stream is, at the end of what it applied.
+	Hold
+	// At: apply up to a source position exactly, and hold there.
+	At
+)
+
+// holdText is a Hold request in the stream's row (pause_at).
+const holdText = "hold"
+
+// Request is a pause request, as in the stream's row.
+type Request struct {
+	Kind Kind
+	At   gtid.Set // the position of an At request
+	By   string   // who asked (position.ByPause, ByVerify, ByCutover)
 }
 
-// Pairs returns how many pairs were made.
-func (p *Pairer) Pairs() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.pairs
+// HoldRequest asks the stream to hold where it is.
+func HoldRequest(by string) Request { return Request{Kind: Hold, By: by} }
+
+// AtRequest asks the stream to hold at pos.
+func AtRequest(pos gtid.Set, by string) Request { return Request{Kind: At, At: pos, By: by} }
+
+// Text is the request as the stream's row keeps it ("" for None).
+func (r Request) Text() string {
+	switch r.Kind {
+	case Hold:
+		return holdText
+	case At:
+		return r.At.String()
+	}
+	return ""
 }
 
-// errPassed: the stream was already past the source snapshot.
-type errPassed struct{ at, want gtid.Set }
-
-func (e errPassed) Error() string {
-	return fmt.Sprintf("the stream is at %s, past the source snapshot at %s", e.at, e.want)
+func (r Request) String() string {
+	switch r.Kind {
+	case Hold:
+		return "hold where it is (asked by " + r.By + ")"
+	case At:
+		return "hold at " + r.At.String() + " (asked by " + r.By + ")"
+	}
+	return "no pause request"
 }
 
-// Pair starts snapshots on src (a source session) and tgt (a target
-// session) that see the same source position, and returns it.
-func (p *Pairer) Pair(ctx context.Context, src, tgt *sql.Conn) (gtid.Set, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	tries := p.Tries
-	if tries <= 0 {
-		tries = 5
+// Parse reads a request from the stream's row.
+func Parse(text, by string) (Request, error) {
+	switch text {
+	case "":
+		return Request{}, nil
+	case holdText:
+		return HoldRequest(by), nil
 	}
-	for try := 1; ; try++ {
-		pos, err := p.pairOnce(ctx, src, tgt)
-		if _, passed := err.(errPassed); passed && try < tries {
-			p.log().Info("stream past the source snapshot; taking a new one", "try", try, "error", err)
-			continue
-		}
-		if err != nil {
-			return gtid.Set{}, err
-		}
-		p.pairs++
-		return pos, nil
+	pos, err := gtid.ParseSet(text)
+	if err != nil {
+		return Request{}, fmt.Errorf("pause request %q of %s is neither %q nor a GTID position: %w", text, by, holdText, err)
 	}
+	return AtRequest(pos, by), nil
 }
 
-// Start is Pair in the shape verify.Config.Pair takes; it logs each pair.
-func (p *Pairer) Start(ctx context.Context, src, tgt *sql.Conn) error {
-	pos, err := p.Pair(ctx, src, tgt)
-	if err == nil {
-		p.log().Info("snapshots paired", "stream", p.Stream, "position", pos.String())
-	}
-	return err
+// Action is what an attempt of the stream does about a request.
+type Action int
+
+const (
+	// Run: apply without a pause stop (the attempt's own stop position, if
+	// any, stays).
+	Run Action = iota
+	// RunTo: apply up to the request's position, then decide again.
+	RunTo
+	// HoldHere: record the state paused and wait until the request changes.
+	HoldHere
+)
+
+// Plan is an attempt's decision.
+type Plan struct {
+	Action Action
+	StopAt gtid.Set // RunTo's position
+	// Ignored says why a request does not stop the stream ("" when it
+	// does, or there is none).
+	Ignored string
 }
 
-func (p *Pairer) log() *slog.Logger {
-	if p.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return p.Logger
-}
-
-func (p *Pairer) pairOnce(ctx context.Context, src, tgt *sql.Conn) (pos gtid.Set, err error) {
-	if pos, err = snapshot.Start(ctx, src, &p.cache); err != nil {
-		return pos, fmt.Errorf("source: %w", err)
-	}
-	if err := position.RequestPause(ctx, p.Target, p.Stream, pos.String()); err != nil {
-		return pos, err
-	}
-	defer func() {
-		clear, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if cerr := position.ClearPause(clear, p.Target, p.Stream); cerr != nil && err == nil {
-			err = cerr
+// Decide is the stream's side of the state machine: what an attempt that
+// starts at applied does about req. A copying stream holds for a Hold (the
+// copy resumes from its checkpoints) but ignores an At request: the
+// position is only meaningful once every table is copied. A stream at or
+// past an At position holds where it is; the requester sees whether that
+// is exactly its position (Held).
+func Decide(req Request, applied gtid.Set, copying bool) Plan {
+	switch req.Kind {
+	case Hold:
+		return Plan{Action: HoldHere}
+	case At:
+		if copying {
+			return Plan{Action: Run, Ignored: "the copy must finish first"}
 		}
-	}()
-	if err := p.waitHeld(ctx, pos); err != nil {
-		return pos, err
-	}
-	if _, err := tgt.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
-		return pos, fmt.Errorf("target: start a consistent snapshot: %w", err)
-	}
-	var text string
-	if err := tgt.QueryRowContext(ctx, "SELECT COALESCE(gtid_pos, '') FROM "+position.Table+" WHERE name = ?", p.Stream).Scan(&text); err != nil {
-		return pos, fmt.Errorf("target: read stream %q in the snapshot: %w", p.Stream, err)
-	}
-	if at, err := gtid.ParseSet(text); err != nil || !at.Equal(pos) {
-		return pos, fmt.Errorf("target snapshot sees stream %q at %q, not %s: was it started by another process?", p.Stream, text, pos)
-	}
-	return pos, nil
-}
-
-// waitHeld waits until the stream holds at pos.
-func (p *Pairer) waitHeld(ctx context.Context, pos gtid.Set) error {
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = 2 * time.Minute
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		st, ok, err := position.Load(ctx, p.Target, p.Stream)
-		if err != nil {
-			return err
+		if applied.ContainsSet(req.At) {
+			return Plan{Action: HoldHere}
 		}
-		if !ok {
-			return fmt.Errorf("the target has no stream %q", p.Stream)
-		}
-		at, err := gtid.ParseSet(st.GTID)
-		if err != nil {
-			return fmt.Errorf("stream %q position %q: %w", p.Stream, st.GTID, err)
-		}
-		switch {
-		case st.State == position.StateStopped || st.State == position.StateError:
-			return fmt.Errorf("stream %q is %s: an online verify needs it running (binlane replicate); "+
-				"or stop the source's writes and verify without --online", p.Stream, st.State)
-		case st.State == position.StatePaused && st.PauseAt == pos.String() && at.Equal(pos):
-			return nil
-		case st.State == position.StatePaused && st.PauseAt == pos.String() && at.ContainsSet(pos):
-			return errPassed{at: at, want: pos}
-		case time.Now().After(deadline):
-			return fmt.Errorf("stream %q did not reach %s within %s (it is at %s): is it far behind, or still copying?",
-				p.Stream, pos, timeout, at)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+		return Plan{Action: RunTo, StopAt: req.At}
 	}
+	return Plan{Action: Run}
 }

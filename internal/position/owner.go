@@ -109,32 +109,27 @@ type Lock struct {
 }
 
 // lockName fits MySQL's 64-character limit on lock names.
-func lockName(stream string) string {
-	n := "binlane/" + stream
+func lockName(stream string) string { return prefixedLockName("binlane/", stream) }
+
+func prefixedLockName(prefix, stream string) string {
+	n := prefix + stream
 	if len(n) <= 64 {
 		return n
 	}
 	sum := sha256.Sum256([]byte(stream))
-	return "binlane/" + hex.EncodeToString(sum[:16])
+	return prefix + hex.EncodeToString(sum[:16])
 }
 
 // Acquire takes the stream's lock, or returns a *BusyError naming the
 // process that holds it.
 func Acquire(ctx context.Context, db *sql.DB, stream string) (*Lock, error) {
-	conn, err := db.Conn(ctx)
+	l, err := tryLock(ctx, db, lockName(stream))
 	if err != nil {
-		return nil, err
-	}
-	l := &Lock{conn: conn, name: lockName(stream)}
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", l.name).Scan(&got); err != nil {
-		conn.Close()
 		return nil, fmt.Errorf("lock stream %q: %w", stream, err)
 	}
-	if got.Int64 == 1 {
+	if l != nil {
 		return l, nil
 	}
-	conn.Close()
 	st, ok, err := Load(ctx, db, stream)
 	if err != nil {
 		return nil, err
@@ -143,6 +138,36 @@ func Acquire(ctx context.Context, db *sql.DB, stream string) (*Lock, error) {
 		st.Owner = Owner{Token: "?"}
 	}
 	return nil, &BusyError{Stream: stream, By: st.Owner}
+}
+
+// tryLock takes a named lock on a connection of its own; nil when another
+// connection holds it.
+func tryLock(ctx context.Context, db *sql.DB, name string) (*Lock, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", name).Scan(&got); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if got.Int64 != 1 {
+		conn.Close()
+		return nil, nil
+	}
+	return &Lock{conn: conn, name: name}, nil
+}
+
+// AcquireCutover takes the lock that only one cut-over of a stream holds
+// at a time (binlane cutover): nil, nil when another process holds it. A
+// cut-over's journal whose lock is free was left by a process that died.
+func AcquireCutover(ctx context.Context, db *sql.DB, stream string) (*Lock, error) {
+	l, err := tryLock(ctx, db, prefixedLockName("binlane-cutover/", stream))
+	if err != nil {
+		return nil, fmt.Errorf("lock the cut-over of stream %q: %w", stream, err)
+	}
+	return l, nil
 }
 
 // Check reports an error when the lock was lost (its connection broke).
@@ -167,4 +192,14 @@ func (l *Lock) Release() {
 	defer cancel()
 	_, _ = l.conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", l.name)
 	l.conn.Close()
+}
+
+// Running reports whether a process holds the stream's lock: a live
+// binlane runs it (see Lock). It needs no privilege.
+func Running(ctx context.Context, db *sql.DB, stream string) (bool, error) {
+	var holder sql.NullInt64
+	if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(stream)).Scan(&holder); err != nil {
+		return false, fmt.Errorf("is stream %q running: %w", stream, err)
+	}
+	return holder.Valid, nil
 }

@@ -38,9 +38,13 @@ const (
 	StateRunning = "running"
 	StateStopped = "stopped"
 	StateError   = "error"
-	// StatePaused: the stream holds at the position an online verify asked
-	// for (see pause.go).
+	// StatePaused: the stream holds where a pause request asked it to
+	// (see pause.go).
 	StatePaused = "paused"
+	// StateCutOver: the stream was cut over (binlane cutover, see
+	// cutover.go): its target took over from its source, and the stream
+	// must never apply anything again. No state is recorded over it.
+	StateCutOver = "cut over"
 )
 
 // DDL states: a statement that cannot roll back (DDL) is marked running
@@ -74,9 +78,10 @@ type State struct {
 	LagMillis  int64
 	Stats      string
 	ReportedAt time.Time
-	// PauseAt is the source position an online verify asked the stream to
-	// hold at ("" when none).
+	// PauseAt is the pause request (see pause.go; "" when none) and PauseBy
+	// who made it.
 	PauseAt string
+	PauseBy string
 }
 
 // DDLMark records a statement that cannot roll back while it runs.
@@ -98,6 +103,7 @@ var migrations = []struct{ column, def string }{
 	{"ddl_conn", "BIGINT NOT NULL DEFAULT 0"},
 	{"owner_since", "TIMESTAMP(6) NULL DEFAULT NULL"},
 	{"pause_at", "TEXT NOT NULL DEFAULT ''"},
+	{"pause_by", "VARCHAR(64) NOT NULL DEFAULT ''"},
 }
 
 // Ensure creates the schema and tables if they do not exist, and adds the
@@ -140,6 +146,7 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 		CopyDDL,
 		XADDL,
+		CutoverDDL,
 	}
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -188,7 +195,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 const columns = `name, source_id, flavor, COALESCE(gtid_pos, ''), binlog_file, binlog_pos, last_gtid,
 	COALESCE(UNIX_TIMESTAMP(source_ts), 0), applied_trx, state, message,
 	ddl_gtid, ddl_state, ddl_fingerprint, ddl_conn, owner, COALESCE(UNIX_TIMESTAMP(owner_since), 0),
-	UNIX_TIMESTAMP(updated_at), COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0), pause_at`
+	UNIX_TIMESTAMP(updated_at), COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0), pause_at, pause_by`
 
 func scan(row interface{ Scan(...any) error }) (State, error) {
 	var s State
@@ -196,7 +203,7 @@ func scan(row interface{ Scan(...any) error }) (State, error) {
 	var owner string
 	err := row.Scan(&s.Name, &s.SourceID, &s.Flavor, &s.GTID, &s.File, &s.Pos, &s.LastGTID, &srcTS, &s.Applied,
 		&s.State, &s.Message, &s.DDL.GTID, &s.DDL.State, &s.DDL.Fingerprint, &s.DDL.Conn, &owner, &since,
-		&upd, &s.LagMillis, &s.Stats, &rep, &s.PauseAt)
+		&upd, &s.LagMillis, &s.Stats, &rep, &s.PauseAt, &s.PauseBy)
 	s.SourceTS, s.ReportedAt, s.UpdatedAt = unix(srcTS), unix(rep), unix(upd)
 	s.Owner = ParseOwner(owner)
 	s.Owner.Since = unix(since)
@@ -282,14 +289,18 @@ func CheckOwner(ctx context.Context, db *sql.DB, name, owner string) error {
 }
 
 func checkOwner(ctx context.Context, db execer, name, owner string) error {
-	var cur string
+	var cur, state, msg string
 	var since float64
-	err := db.QueryRowContext(ctx, "SELECT owner, COALESCE(UNIX_TIMESTAMP(owner_since), 0) FROM "+Table+" WHERE name = ?", name).Scan(&cur, &since)
+	err := db.QueryRowContext(ctx, "SELECT owner, COALESCE(UNIX_TIMESTAMP(owner_since), 0), state, message FROM "+Table+" WHERE name = ?",
+		name).Scan(&cur, &since, &state, &msg)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("stream %q: no such stream", name)
 	}
 	if err != nil {
 		return err
+	}
+	if state == StateCutOver {
+		return &CutOverError{Stream: name, Message: msg}
 	}
 	if cur != owner {
 		o := ParseOwner(cur)
@@ -300,11 +311,13 @@ func checkOwner(ctx context.Context, db execer, name, owner string) error {
 }
 
 // SetState records the stream's state and message (a last error, or "").
+// The state of a stream that was cut over stays.
 func SetState(ctx context.Context, db *sql.DB, name, owner, state, message string) error {
 	if len(message) > 60000 {
 		message = message[:60000]
 	}
-	err := ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+" SET state = ?, message = ? WHERE name = ? AND owner = ?", state, message)
+	err := ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+" SET state = ?, message = ? WHERE state <> '"+StateCutOver+
+		"' AND name = ? AND owner = ?", state, message)
 	if err != nil {
 		return fmt.Errorf("record state of stream %q: %w", name, err)
 	}
@@ -321,7 +334,7 @@ func Report(ctx context.Context, db *sql.DB, name, owner string, lag time.Durati
 // marks it running.
 func RecordSource(ctx context.Context, db *sql.DB, name, owner, sourceID, flavor, start string) error {
 	err := ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+` SET gtid_pos = ?, source_id = ?, flavor = ?, state = ?, message = ''
-		WHERE name = ? AND owner = ?`, start, sourceID, flavor, StateRunning)
+		WHERE state <> '`+StateCutOver+`' AND name = ? AND owner = ?`, start, sourceID, flavor, StateRunning)
 	if err != nil {
 		return fmt.Errorf("record stream %q: %w", name, err)
 	}

@@ -31,6 +31,7 @@ type Observer struct {
 	// between is set from a failed attempt until the next one attaches;
 	// ended is the state Run ended in ("" while it runs).
 	between   bool
+	paused    bool // holding for a pause request
 	ended     string
 	lastErr   string // redacted
 	lastErrAt time.Time
@@ -43,6 +44,7 @@ const (
 	StateRunning    = "running"    // applying, behind the source or not known to be caught up
 	StateCaughtUp   = "caught up"  // running, nothing in flight, the source has nothing more
 	StateRestarting = "restarting" // an attempt failed; the next one is on its way
+	StatePaused     = "paused"     // holding for a pause request (binlane pause, online verify, cutover)
 	StateStopped    = "stopped"    // Run returned without an error
 	StateError      = "error"      // Run returned an error
 )
@@ -73,12 +75,15 @@ func (o *Observer) Status() Status {
 	o.mu.Lock()
 	a, asm, hb, cs := o.applier, o.asm, o.heartbeat, o.copyState
 	st := Status{LastError: o.lastErr, LastErrorAt: o.lastErrAt}
-	between, ended := o.between, o.ended
+	between, ended, paused := o.between, o.ended, o.paused
 	o.mu.Unlock()
 	if a == nil {
 		st.State = StateStarting
-		if ended != "" {
+		switch {
+		case ended != "":
 			st.State = ended
+		case paused:
+			st.State = StatePaused
 		}
 		return st
 	}
@@ -91,6 +96,8 @@ func (o *Observer) Status() Status {
 	switch {
 	case ended != "":
 		st.State = ended
+	case paused:
+		st.State = StatePaused
 	case between:
 		st.State = StateRestarting
 	case cs != nil && cs.Copying():
@@ -114,6 +121,14 @@ func (o *Observer) failed(err error, final bool) {
 	} else {
 		o.between = true
 	}
+}
+
+// setPaused records that the stream holds for a pause request (or no
+// longer does).
+func (o *Observer) setPaused(p bool) {
+	o.mu.Lock()
+	o.paused = p
+	o.mu.Unlock()
 }
 
 // stopped records that Run returned without an error.

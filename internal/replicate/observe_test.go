@@ -11,13 +11,19 @@ import (
 )
 
 // TestObserverStates follows an Observer through a stream's life: starting,
-// running, a failed attempt (restarting, with its error redacted), running
-// again with the error kept, and the two ends.
+// holding for a pause request, running, a failed attempt (restarting, with
+// its error redacted), running again with the error kept, held again, and
+// the two ends.
 func TestObserverStates(t *testing.T) {
 	o := &Observer{heartbeat: time.Second}
 	if st := o.Status(); st.State != StateStarting || st.Running() || st.Position != "" || st.LastError != "" {
 		t.Fatalf("before a run: %+v", st)
 	}
+	o.setPaused(true) // a stream started while a pause request is in place
+	if st := o.Status(); st.State != StatePaused || st.Running() {
+		t.Fatalf("held before its first attempt: %+v", st)
+	}
+	o.setPaused(false)
 	if _, ok := o.Read(); ok {
 		t.Fatal("a reading before a run")
 	}
@@ -41,6 +47,11 @@ func TestObserverStates(t *testing.T) {
 		t.Fatalf("after the restart: %+v", st)
 	}
 
+	o.setPaused(true)
+	if st := o.Status(); st.State != StatePaused || st.Running() || len(st.Snapshot.Workers) != 3 {
+		t.Fatalf("held: %+v", st)
+	}
+	o.setPaused(false)
 	o.stopped()
 	if st := o.Status(); st.State != StateStopped || st.Running() {
 		t.Fatalf("stopped: %+v", st)

@@ -6,11 +6,18 @@
 // target, the state row, graceful stop, retries); the work itself happens
 // in replica, txn and apply.
 //
-// Goroutines: Run starts a reader (replica.Stream feeding txn.Assembler)
-// and the applier, plus a watcher of the target's triggers and of the
-// stream lock. A stop (ctx cancelled) ends the reader first; the applier
-// then commits what it holds, in order, and returns. A failure of either
-// side ends both; the saved position is always the last commit.
+// Goroutines, each with an owner that waits for it: Run owns the status
+// reporter; each attempt (once) owns its watchers (the stream lock and the
+// target's triggers, pause requests, the end of a copy) in an errgroup it
+// waits for before it returns, and pipe owns the reader (replica.Stream
+// feeding txn.Assembler), the drain bound and the copy's merger and
+// readers. A stop (ctx cancelled, or a watcher's cause) ends the reader
+// first; the applier then commits what it holds, in order, and returns. A
+// failure of either side ends both; the saved position is always the last
+// commit.
+//
+// Pause requests (package pause) are decided at the start of each
+// attempt: run, run up to a position and stop there, or hold.
 package replicate
 
 import (
@@ -24,6 +31,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/dsn"
@@ -138,9 +146,9 @@ type run struct {
 	// started is set once an attempt got the stream going: from then on a
 	// lost connection is retried without bound.
 	started bool
-	// pausing is the pause request the current attempt saw ("" none);
-	// pauseStops says the attempt stops at it.
-	pausing    string
+	// pausing is the pause request the current attempt saw; pauseStops
+	// says the attempt stops at it.
+	pausing    position.PauseRequest
 	pauseStops bool
 }
 
@@ -179,6 +187,10 @@ func Run(ctx context.Context, cfg Config) error {
 		switch {
 		case ctx.Err() == nil && (errors.Is(err, errPauseChanged) || errors.Is(err, txn.ErrStopped) && r.pauseStops):
 			continue // hold at the pause position, or go on from it
+		case errors.Is(err, errCutOver):
+			r.log.Info("the stream was cut over (binlane cutover): its target took over; nothing more to replicate")
+			cfg.Observer.stopped()
+			return nil
 		case err == nil, errors.Is(err, txn.ErrStopped), errors.Is(err, errCopied), ctx.Err() != nil:
 			r.saveState(position.StateStopped, "")
 			cfg.Observer.stopped()
@@ -228,7 +240,8 @@ func (r *run) saveState(state, msg string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := position.SetState(ctx, r.meta, r.cfg.Stream, r.currentOwner(), state, msg); err != nil {
+	var cut *position.CutOverError
+	if err := position.SetState(ctx, r.meta, r.cfg.Stream, r.currentOwner(), state, msg); err != nil && !errors.As(err, &cut) {
 		r.log.Warn("could not record the stream's state", "state", state, "error", err)
 	}
 }
@@ -300,7 +313,7 @@ func (r *run) once(ctx context.Context) error {
 	}
 	defer tables.close()
 	acfg := cfg.Apply
-	acfg.Target, acfg.Flavor, acfg.Owner, acfg.RecoveredDDL, acfg.Source = tgt.driver, tgt.flavor, r.currentOwner(), st.DDL, tables
+	acfg.Target, acfg.Flavor, acfg.Owner, acfg.RecoveredDDL, acfg.Source = cfg.Target, tgt.flavor, r.currentOwner(), st.DDL, tables
 	if cr != nil {
 		acfg.Copy = cr.state
 		cr.begin(cfg, start, r.log)
@@ -312,10 +325,14 @@ func (r *run) once(ctx context.Context) error {
 	cfg.Observer.Attach(applier, asm)
 	r.log.Info("replicating", "from", start.String(), "workers", acfg.Workers, "mode", acfg.Mode.String(),
 		"source", cfg.Source.String(), "target", cfg.Target.String())
+	// The watchers stop the attempt gracefully, through stopWatch (the
+	// stream drains what it holds); the attempt joins them before it
+	// returns, so none outlives it.
 	watchCtx, stopWatch := context.WithCancelCause(ctx)
-	defer stopWatch(nil)
-	go r.watch(watchCtx, stopWatch)
-	go r.watchPause(watchCtx, stopWatch, r.pausing)
+	var watchers errgroup.Group
+	watchers.Go(func() error { r.watch(watchCtx, stopWatch); return nil })
+	pausing := r.pausing
+	watchers.Go(func() error { r.watchPause(watchCtx, stopWatch, pausing); return nil })
 	if cfg.Copy.ExitWhenDone {
 		// A stream whose copy was done before this run (killed before it
 		// could exit) ends once caught up, too.
@@ -324,13 +341,16 @@ func (r *run) once(ctx context.Context) error {
 			cr.readDone = make(chan struct{})
 			readDone = cr.readDone
 		}
-		go func() {
+		watchers.Go(func() error {
 			if err := r.waitCopied(watchCtx, cr, rcfg, readDone); err != nil {
 				stopWatch(err)
 			}
-		}()
+			return nil
+		})
 	}
 	err = pipe(watchCtx, *cfg, stopSource, asm, applier, start, cr)
+	stopWatch(nil) // a cause set by a watcher stays
+	_ = watchers.Wait()
 	if cause := context.Cause(watchCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause // the watcher stopped the run (after a graceful drain): that is the reason
 	}
@@ -345,6 +365,11 @@ func (r *run) takeOver(ctx context.Context) error {
 	}
 	if err := position.Create(ctx, r.meta, position.State{Name: r.cfg.Stream}); err != nil {
 		return err
+	}
+	if st, _, err := position.Load(ctx, r.meta, r.cfg.Stream); err != nil {
+		return err
+	} else if st.State == position.StateCutOver {
+		return &position.CutOverError{Stream: r.cfg.Stream, Message: st.Message}
 	}
 	if r.lock != nil && r.lock.Check(ctx) != nil {
 		r.lock.Release()
@@ -366,16 +391,19 @@ func (r *run) takeOver(ctx context.Context) error {
 }
 
 // pipe runs the assembler and the applier together (see the package doc
-// for the stop order).
+// for the stop order). It returns once every goroutine it started ended.
 func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *txn.Assembler, a *apply.Applier, start gtid.Set,
 	cr *copyRun) error {
 	p := txn.NewPipe(cfg.PipeBytes)
-	srcErr := make(chan error, 1)
-	go func() {
-		err := asm.Run(ctx, p)
+	// Each goroutine reports through its own variable, read after Wait:
+	// the order of the errors decides what the attempt returns.
+	var g errgroup.Group
+	var sErr error
+	g.Go(func() error {
+		sErr = asm.Run(ctx, p)
 		p.Close()
-		srcErr <- err
-	}()
+		return nil
+	})
 	applyCtx, cancelApply := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelApply()
 	in, copyErr := p, func() error { return nil }
@@ -384,26 +412,28 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 		in, copyErr, stopCopy = runCopy(ctx, applyCtx, cfg, cr, p, stopSource)
 		defer stopCopy()
 	}
-	go func() {
+	g.Go(func() error {
 		// A stop drains what is in flight, within a bound.
 		select {
 		case <-ctx.Done():
 		case <-applyCtx.Done():
-			return
+			return nil
 		}
 		select {
 		case <-time.After(cfg.DrainTimeout):
 			cancelApply()
 		case <-applyCtx.Done():
 		}
-	}()
+		return nil
+	})
 	applyErr := a.Run(applyCtx, in, apply.Start{GTID: start, FirstSeq: 1})
 	stopSource()
 	for part := range p.C() { // let the assembler finish after an apply failure
 		p.Taken(&part)
 	}
-	sErr := <-srcErr
 	cErr := copyErr()
+	cancelApply() // the drain bound's goroutine ends
+	_ = g.Wait()
 	switch {
 	case cErr != nil:
 		return cErr
@@ -422,13 +452,12 @@ func replicaConfig(cfg Config, log *slog.Logger) (replica.Config, error) {
 		h.Write([]byte(cfg.Stream))
 		id = 100000 + h.Sum32()%1000000000
 	}
-	tlsCfg, tlsOptional, err := cfg.Source.WireTLS()
+	rc, err := cfg.Source.ReplicaConfig()
 	if err != nil {
 		return replica.Config{}, fmt.Errorf("source: %w", err)
 	}
-	return replica.Config{Addr: cfg.Source.Addr(), User: cfg.Source.User, Password: cfg.Source.Password,
-		TLS: tlsCfg, TLSOptional: tlsOptional, ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, QueueBytes: cfg.QueueBytes,
-		Logger: log}, nil
+	rc.ServerID, rc.HeartbeatPeriod, rc.QueueBytes, rc.Logger = id, cfg.HeartbeatPeriod, cfg.QueueBytes, log
+	return rc, nil
 }
 
 // checkTLS connects to both servers once before anything is written to

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/schema"
@@ -17,7 +15,6 @@ import (
 
 // target is what a run learned about the target.
 type target struct {
-	driver     *mysql.Config
 	flavor     sqlerr.Flavor
 	collations schema.Collations
 	cache      *schema.Cache
@@ -29,11 +26,7 @@ type target struct {
 // triggers unless the user allowed them (they would fire a second time for
 // what the source's triggers already did).
 func inspectTarget(ctx context.Context, meta *sql.DB, cfg *Config) (*target, error) {
-	driver, err := cfg.Target.DriverConfig("")
-	if err != nil {
-		return nil, err
-	}
-	t := &target{driver: driver}
+	t := &target{}
 	var version string
 	if err := meta.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		return nil, fmt.Errorf("target %s: %w", cfg.Target, err)
@@ -42,6 +35,7 @@ func inspectTarget(ctx context.Context, meta *sql.DB, cfg *Config) (*target, err
 	if strings.Contains(strings.ToLower(version), "mariadb") {
 		t.flavor = sqlerr.MariaDB
 	}
+	var err error
 	if t.collations, err = schema.LoadCollations(ctx, meta); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,9 @@ import (
 const (
 	SourceUser = "binlane_src"
 	TargetUser = "binlane_dst"
+	// CutoverUser is the account of binlane cutover on either server (see
+	// CutoverGrants).
+	CutoverUser = "binlane_cut"
 	// AccountPassword is the password of both accounts (throwaway servers).
 	AccountPassword = "Bl4ne-sandbox"
 )
@@ -54,6 +57,38 @@ func TargetGrants(user string, dbs ...string) []string {
 // --binlog-applied=false.
 func TargetOptionalGrants(user string) []string {
 	return []string{"GRANT PROCESS, BINLOG ADMIN ON *.* TO " + user}
+}
+
+// CutoverGrants are what binlane cutover needs beyond the stream's grants.
+// The cut-over's account on each server holds both the source's and the
+// target's grants (the reverse stream and a cut-over back swap the roles)
+// and these: READ_ONLY ADMIN sets read_only on the source (--freeze
+// read-only) and on the target, and lets the reverse stream write into the
+// old source, which stays read-only (SUPER no longer includes it in
+// MariaDB 10.11); PROCESS shows the transactions in flight the freeze
+// waits for; EVENT (with the target grants' TRIGGER) reads the triggers
+// and events that move to the new primary and creates them there; SET USER
+// creates them with their DEFINER.
+func CutoverGrants(user string, dbs ...string) []string {
+	out := []string{"GRANT READ_ONLY ADMIN, PROCESS, SET USER ON *.* TO " + user}
+	for _, db := range dbs {
+		out = append(out, "GRANT EVENT ON "+quoteDB(db)+".* TO "+user)
+	}
+	return out
+}
+
+// GrantCutover creates binlane cutover's account (if it does not exist
+// yet) with the source's, the target's and the cut-over's grants on dbs,
+// and returns its address.
+func (s *Server) GrantCutover(ctx context.Context, dbs ...string) (string, error) {
+	acct := account(CutoverUser)
+	grants := append(SourceGrants(acct, dbs...), TargetGrants(acct, dbs...)...)
+	grants = append(grants, CutoverGrants(acct, dbs...)...)
+	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY '%s'", acct, AccountPassword)
+	if err := s.Exec(ctx, append([]string{"SET SESSION sql_log_bin = 0", create}, grants...)...); err != nil {
+		return "", err
+	}
+	return s.UserURL(CutoverUser, AccountPassword), nil
 }
 
 func quoteDB(db string) string { return "`" + strings.ReplaceAll(db, "`", "``") + "`" }

@@ -19,6 +19,7 @@ func TestReadmeGrants(t *testing.T) {
 	want = append(want, SourceGrants(acct, "shop")...)
 	want = append(want, TargetGrants(acct, "shop")...)
 	want = append(want, TargetOptionalGrants(acct)...)
+	want = append(want, CutoverGrants(acct, "shop")...)
 	for _, g := range want {
 		if !strings.Contains(readme, g+";") {
 			t.Errorf("README.md lacks %q", g+";")

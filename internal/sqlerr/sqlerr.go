@@ -71,6 +71,7 @@ const (
 	DupFKName                    = 1826 // ER_FK_DUP_NAME
 	ConnectionKilled             = 1927 // MariaDB ER_CONNECTION_KILLED
 	StatementTimeout             = 1969 // MariaDB ER_STATEMENT_TIMEOUT
+	ReadOnly                     = 1290 // ER_OPTION_PREVENTS_STATEMENT: the server runs with --read-only (or another option forbids it)
 	// Code4031 is ER_CLIENT_INTERACTION_TIMEOUT on MySQL 8.0.24+ (the
 	// server dropped an idle client) but ER_REFERENCED_TRG_DOES_NOT_EXIST
 	// on MariaDB (a trigger statement failed): never classify it without

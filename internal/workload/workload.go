@@ -53,8 +53,12 @@ type Config struct {
 	Savepoints bool
 	// Rate caps transactions per second across sessions (0: as fast as
 	// the source takes them).
-	Rate   int
-	Logger *slog.Logger
+	Rate int
+	// ReadOnlyOK: the server may refuse writes because it is read-only
+	// (a cut-over froze it), as an application would see it: such a
+	// transaction is counted as failed and the session goes on.
+	ReadOnlyOK bool
+	Logger     *slog.Logger
 }
 
 // Stats count what a run did.
@@ -231,6 +235,7 @@ func (s *session) loop(ctx context.Context, budget *atomic.Int64) error {
 				// transaction did not commit; carry on with a new session.
 				conn.Close()
 				conn = nil
+			case s.cfg.ReadOnlyOK && sqlerr.Is(err, sqlerr.ReadOnly):
 			case !expected(err):
 				return fmt.Errorf("session %d: %v: %w", s.id, stmts, err)
 			}

@@ -1,0 +1,186 @@
+package cutover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/binlane/binlane/internal/position"
+)
+
+// rollback undoes what the journal says this cut-over changed: the source
+// is made writable again if binlane froze it, and the stream goes on. It
+// runs to its end even after Ctrl-C.
+func (c *cut) rollback(ctx context.Context, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	c.res.RolledBack = true
+	c.log.Warn("rolling back", "reason", cause.Error())
+	j, ok, err := position.LoadCutover(ctx, c.tgt, c.cfg.Stream)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if ok && j.FrozeSource == FreezeReadOnly {
+		if err := setReadOnly(ctx, c.src, false, 10*time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("make the source writable again: %w", err))
+		} else {
+			c.log.Info("the source is writable again")
+		}
+	}
+	if _, err := position.ClearPause(ctx, c.tgt, c.cfg.Stream, position.ByCutover); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"state": position.CutoverRolledBack,
+		"message": cause.Error()}); err != nil {
+		return err
+	}
+	c.waitResumed(ctx)
+	return nil
+}
+
+// waitResumed waits a little for the stream to go on after a rollback, to
+// report it; a stream that does not is named, not an error (its process
+// may be restarting).
+func (c *cut) waitResumed(ctx context.Context) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		st, _, err := position.Load(ctx, c.tgt, c.cfg.Stream)
+		if err == nil && st.State != position.StatePaused {
+			c.log.Info("the stream goes on", "state", st.State, "position", st.GTID)
+			return
+		}
+		if sleep(ctx, 100*time.Millisecond) != nil {
+			return
+		}
+	}
+	c.res.Notes = append(c.res.Notes, "the stream still showed paused 5 s after the rollback: check binlane status")
+}
+
+// forward finishes a cut-over whose hand-over committed: the source's
+// triggers and events on the target, the target writable, the reverse
+// stream. Each step can be made again, so a run killed here is finished by
+// the next; Ctrl-C no longer stops it.
+func (c *cut) forward(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	began := time.Now()
+	j, ok, err := position.LoadCutover(ctx, c.tgt, c.cfg.Stream)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the cut-over's journal of stream %q is gone", c.cfg.Stream)
+	}
+	c.res.SourceGTID, c.res.TargetGTID = j.SourceGTID, j.TargetGTID
+	c.step("handed over")
+	if c.res.Verify == "" {
+		c.res.Verify, c.res.Verified = j.Verified, j.Verified == "equal"
+	}
+	objs, err := c.definitions(ctx)
+	if err != nil {
+		return c.forwardFailed(err)
+	}
+	if c.cfg.DeferredOut == "" {
+		have, err := existingObjects(ctx, c.tgt)
+		if err != nil {
+			return c.forwardFailed(fmt.Errorf("target: %w", err))
+		}
+		for _, o := range objs {
+			if have[o.key()] {
+				continue
+			}
+			if err := createObject(ctx, c.tgt, o); err != nil {
+				return c.forwardFailed(err)
+			}
+			c.res.Created = append(c.res.Created, o.key())
+		}
+	}
+	c.step("objects created")
+	if j.TargetReadOnly {
+		if err := setReadOnly(ctx, c.tgt, false, 10*time.Second); err != nil {
+			return c.forwardFailed(fmt.Errorf("make the target writable: %w", err))
+		}
+		c.log.Info("the target is writable")
+	}
+	if j.Reverse != "" {
+		for _, o := range objs {
+			if err := dropObject(ctx, c.src, o); err != nil {
+				return c.forwardFailed(err)
+			}
+			c.res.Dropped = append(c.res.Dropped, o.key())
+		}
+		msg := fmt.Sprintf("prepared by binlane cutover of stream %s at %s: starts at the target's position %s of the hand-over",
+			c.cfg.Stream, j.SourceGTID, j.TargetGTID)
+		if err := position.Prepare(ctx, c.src, j.Reverse, j.TargetGTID, msg); err != nil {
+			return c.forwardFailed(fmt.Errorf("source: prepare the reverse stream: %w", err))
+		}
+		c.res.ReverseStream = j.Reverse
+		c.res.ReverseCommand = ReverseCommand(c.cfg.Source, c.cfg.Target, j.Reverse, c.cfg.Rules)
+	}
+	if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"state": position.CutoverDone}); err != nil {
+		return c.forwardFailed(err)
+	}
+	c.res.Timings.HandOver += time.Since(began)
+	c.res.Timings.Frozen += time.Since(began)
+	c.waitStreamEnded(ctx)
+	return nil
+}
+
+// forwardFailed: the hand-over stands (the target is the primary); what
+// is left of it is made by the next run.
+func (c *cut) forwardFailed(err error) error {
+	return fmt.Errorf("the hand-over is done (stream %q is cut over at %s), but finishing it failed: %w; "+
+		"run binlane cutover again to finish it", c.cfg.Stream, c.res.SourceGTID, err)
+}
+
+// waitStreamEnded waits a little for the stream's process to end (it sees
+// the cut-over within a tenth of a second), to report it.
+func (c *cut) waitStreamEnded(ctx context.Context) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if running, err := position.Running(ctx, c.tgt, c.cfg.Stream); err != nil || !running {
+			return
+		}
+		if sleep(ctx, 100*time.Millisecond) != nil {
+			return
+		}
+	}
+	c.res.Notes = append(c.res.Notes, fmt.Sprintf("a binlane process still runs stream %q: it holds and applies nothing more; stop it", c.cfg.Stream))
+}
+
+// finishEarlier reports (and finishes) a cut-over an earlier run handed
+// over.
+func (c *cut) finishEarlier(ctx context.Context, j position.Cutover) error {
+	c.res.Finished = true
+	c.res.SourceGTID, c.res.TargetGTID, c.res.Verify, c.res.Verified = j.SourceGTID, j.TargetGTID, j.Verified, j.Verified == "equal"
+	if c.cfg.DryRun || c.cfg.RollbackOnly {
+		msg := fmt.Sprintf("stream %q was cut over at %s on %s: there is nothing to roll back (the way back is the reverse stream)",
+			c.cfg.Stream, j.SourceGTID, j.HandedOverAt.UTC().Format(time.RFC3339))
+		if j.State == position.CutoverHandedOver {
+			msg = fmt.Sprintf("stream %q was handed over at %s; a run without --dry-run finishes it", c.cfg.Stream, j.SourceGTID)
+		}
+		if c.cfg.RollbackOnly {
+			return errors.New(msg)
+		}
+		c.res.Notes = append(c.res.Notes, msg)
+		return nil
+	}
+	if j.State == position.CutoverDone {
+		c.res.Notes = append(c.res.Notes, fmt.Sprintf("stream %q was already cut over at %s on %s", c.cfg.Stream, j.SourceGTID,
+			j.HandedOverAt.UTC().Format(time.RFC3339)))
+		if j.Reverse != "" {
+			c.res.ReverseStream = j.Reverse
+			c.res.ReverseCommand = ReverseCommand(c.cfg.Source, c.cfg.Target, j.Reverse, c.cfg.Rules)
+		}
+		return nil
+	}
+	c.log.Warn("finishing the hand-over of an earlier run", "left_by", position.ParseOwner(j.Token).String())
+	if err := position.ClaimCutover(ctx, c.tgt, c.cfg.Stream, c.token); err != nil {
+		return err
+	}
+	return c.forward(ctx)
+}

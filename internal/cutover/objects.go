@@ -1,0 +1,261 @@
+package cutover
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+
+	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/redact"
+	"github.com/binlane/binlane/internal/schema"
+)
+
+// Triggers and events live on the primary only: a replica must not run
+// them (the source's trigger effects are in its binlog as rows; its events
+// write on the source, and those writes come through the stream). So the
+// stream never runs trigger or event DDL (it keeps it in binlane.deferred),
+// and the copy creates tables without triggers. At the hand-over the
+// target gets the source's triggers and events as they are at P — what
+// replaying the kept statements would give, and also those that existed
+// before the copy began, which the stream never saw — and, with --reverse,
+// the source, now a replica, loses them (they would run a second time for
+// the rows the reverse stream writes; the reverse stream refuses a target
+// table with triggers).
+
+type objectKind string
+
+const (
+	kindTrigger objectKind = "TRIGGER"
+	kindEvent   objectKind = "EVENT"
+)
+
+// object is a trigger or an event.
+type object struct {
+	kind         objectKind
+	schema, name string
+	table        string // a trigger's table
+	definer      string // user@host
+	// The definition, read at the hand-over (SHOW CREATE): the statement
+	// and the session it runs in.
+	create, sqlMode, charset, collation, timeZone string
+}
+
+func (o object) key() string { return string(o.kind) + " " + o.qualified() }
+
+func (o object) qualified() string {
+	return schema.QuoteName(o.schema) + "." + schema.QuoteName(o.name)
+}
+
+func (f *facts) count(k objectKind) int {
+	n := 0
+	for _, o := range f.objects {
+		if o.kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// listObjects lists the triggers of the selected tables (in the order they
+// fire) and the events of the databases that hold selected tables.
+// information_schema shows them only to an account with TRIGGER and EVENT
+// on them (see the preflight).
+func listObjects(ctx context.Context, db *sql.DB, rules filter.Rules) ([]object, error) {
+	var out []object
+	rows, err := db.QueryContext(ctx, `SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_TABLE, DEFINER FROM information_schema.TRIGGERS
+		ORDER BY EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_TIMING, EVENT_MANIPULATION, ACTION_ORDER`)
+	if err != nil {
+		return nil, fmt.Errorf("list triggers: %w", err)
+	}
+	for rows.Next() {
+		o := object{kind: kindTrigger}
+		if err := rows.Scan(&o.schema, &o.name, &o.table, &o.definer); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if rules.Match(o.schema, o.table) {
+			out = append(out, o)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	schemas, err := selectedSchemas(ctx, db, rules)
+	if err != nil {
+		return nil, err
+	}
+	rows, err = db.QueryContext(ctx, "SELECT EVENT_SCHEMA, EVENT_NAME, DEFINER FROM information_schema.EVENTS ORDER BY EVENT_SCHEMA, EVENT_NAME")
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		o := object{kind: kindEvent}
+		if err := rows.Scan(&o.schema, &o.name, &o.definer); err != nil {
+			return nil, err
+		}
+		if schemas[o.schema] {
+			out = append(out, o)
+		}
+	}
+	return out, rows.Err()
+}
+
+// selectedSchemas are the databases that hold selected tables.
+func selectedSchemas(ctx context.Context, db *sql.DB, rules filter.Rules) (map[string]bool, error) {
+	rows, err := db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'")
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var sc, t string
+		if err := rows.Scan(&sc, &t); err != nil {
+			return nil, err
+		}
+		if rules.Match(sc, t) {
+			out[sc] = true
+		}
+	}
+	return out, rows.Err()
+}
+
+// define reads an object's definition (SHOW CREATE TRIGGER / EVENT).
+func define(ctx context.Context, db *sql.DB, o *object) error {
+	rows, err := db.QueryContext(ctx, "SHOW CREATE "+string(o.kind)+" "+o.qualified())
+	if err != nil {
+		return fmt.Errorf("read %s %s: %w", strings.ToLower(string(o.kind)), o.qualified(), err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if !rows.Next() {
+		return fmt.Errorf("read %s %s: it is gone", strings.ToLower(string(o.kind)), o.qualified())
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return err
+	}
+	for i, c := range cols {
+		switch strings.ToLower(c) {
+		case "sql original statement", "create event":
+			o.create = vals[i].String
+		case "sql_mode":
+			o.sqlMode = vals[i].String
+		case "character_set_client":
+			o.charset = vals[i].String
+		case "collation_connection":
+			o.collation = vals[i].String
+		case "time_zone":
+			o.timeZone = vals[i].String
+		}
+	}
+	if o.create == "" {
+		return fmt.Errorf("read %s %s: no definition (does the account have the %s privilege on %s?)", strings.ToLower(string(o.kind)),
+			o.qualified(), o.kind, schema.QuoteName(o.schema))
+	}
+	return rows.Err()
+}
+
+// session is the statements that set up a connection to run o's
+// definition as the source did.
+func (o object) session() []string {
+	out := []string{"USE " + schema.QuoteName(o.schema),
+		fmt.Sprintf("SET SESSION sql_mode = '%s', character_set_client = %s, collation_connection = %s", o.sqlMode, o.charset, o.collation)}
+	if o.timeZone != "" {
+		out = append(out, fmt.Sprintf("SET SESSION time_zone = '%s'", o.timeZone))
+	}
+	return out
+}
+
+// createObject runs o's definition on db, in a session of its own (thrown
+// away after: its settings are o's).
+func createObject(ctx context.Context, db *sql.DB, o object) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	defer conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // drops the connection
+	for _, q := range append(o.session(), o.create) {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create %s %s on the target: %w", strings.ToLower(string(o.kind)), o.qualified(), err)
+		}
+	}
+	return nil
+}
+
+// dropObject drops o on db, if it is there.
+func dropObject(ctx context.Context, db *sql.DB, o object) error {
+	if _, err := db.ExecContext(ctx, "DROP "+string(o.kind)+" IF EXISTS "+o.qualified()); err != nil {
+		return fmt.Errorf("drop %s %s on the source: %w", strings.ToLower(string(o.kind)), o.qualified(), err)
+	}
+	return nil
+}
+
+// existingObjects lists the triggers and events db has (object keys).
+func existingObjects(ctx context.Context, db *sql.DB) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, q := range []struct {
+		kind objectKind
+		sql  string
+	}{
+		{kindTrigger, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME FROM information_schema.TRIGGERS"},
+		{kindEvent, "SELECT EVENT_SCHEMA, EVENT_NAME FROM information_schema.EVENTS"},
+	} {
+		rows, err := db.QueryContext(ctx, q.sql)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			o := object{kind: q.kind}
+			if err := rows.Scan(&o.schema, &o.name); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[o.key()] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// script is the objects' definitions as a file for the mysql client, and
+// the statements the stream kept (binlane.deferred) for reference.
+func script(header string, objs []object, kept []position.Deferred) string {
+	var b strings.Builder
+	for _, l := range strings.Split(header, "\n") {
+		b.WriteString("-- " + l + "\n")
+	}
+	b.WriteString("DELIMITER ;;\n")
+	for _, o := range objs {
+		fmt.Fprintf(&b, "\n-- %s %s (definer %s)\n", strings.ToLower(string(o.kind)), o.qualified(), o.definer)
+		for _, q := range append(o.session(), o.create) {
+			b.WriteString(q + ";;\n")
+		}
+	}
+	b.WriteString("DELIMITER ;\n")
+	if len(kept) > 0 {
+		b.WriteString("\n-- The trigger and event statements the stream kept instead of running (binlane.deferred), for\n" +
+			"-- reference: the definitions above are their result as the source has it at the cut-over.\n")
+		for _, d := range kept {
+			fmt.Fprintf(&b, "-- %s (%s, in %s): %s\n", d.GTID, d.Reason, d.Schema,
+				strings.ReplaceAll(redact.Statement(d.Statement), "\n", "\n--   "))
+		}
+	}
+	return b.String()
+}
