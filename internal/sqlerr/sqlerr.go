@@ -34,6 +34,7 @@ const (
 	DupColumn             = 1060 // ER_DUP_FIELDNAME
 	DupKeyName            = 1061 // ER_DUP_KEYNAME
 	DupEntry              = 1062 // ER_DUP_ENTRY
+	ParseError            = 1064 // ER_PARSE_ERROR
 	KeyColumnDoesNotExist = 1072 // ER_KEY_COLUMN_DOES_NOT_EXITS
 	CantDropField         = 1091 // ER_CANT_DROP_FIELD_OR_KEY
 	TableAccessDenied     = 1142 // ER_TABLEACCESS_DENIED_ERROR
