@@ -42,6 +42,7 @@ func withConfig(cmd *cobra.Command, cmdLineOnly ...string) *cobra.Command {
 func loadOptions(cmd *cobra.Command, cmdLineOnly []string) error {
 	fl := cmd.Flags()
 	syncAliases(fl)
+	recordCommandLine(cmd)
 	err := config.Load(fl, config.Options{ConfigFlag: "config", EnvPrefix: "BINLANE_", Known: knownOption,
 		CommandLineOnly: cmdLineOnly})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
+	"github.com/binlane/binlane/internal/throttle"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -26,6 +27,7 @@ type Observer struct {
 	applier   *apply.Applier
 	asm       *txn.Assembler
 	heartbeat time.Duration // the heartbeat period asked of the source
+	throttle  *throttle.Throttle
 	copier    *copier.Copier
 	copyState *copier.State
 	// between is set from a failed attempt until the next one attaches;
@@ -34,6 +36,7 @@ type Observer struct {
 	ended     string
 	lastErr   string // redacted
 	lastErrAt time.Time
+	restarts  int
 }
 
 // States of a stream as the Observer sees it.
@@ -57,6 +60,11 @@ type Status struct {
 	// Snapshot is the current attempt's counters (zero before the first).
 	Snapshot apply.Snapshot
 	Copy     []CopyProgress
+	// Throttled says why binlane holds its work back now ("" when it
+	// does not).
+	Throttled string
+	// Restarts counts the attempts that failed and were retried.
+	Restarts int
 	// LastError is the last error that failed an attempt or ended the
 	// stream, with secrets redacted; it stays after a successful restart.
 	LastError   string
@@ -72,7 +80,7 @@ func (s Status) Running() bool {
 func (o *Observer) Status() Status {
 	o.mu.Lock()
 	a, asm, hb, cs := o.applier, o.asm, o.heartbeat, o.copyState
-	st := Status{LastError: o.lastErr, LastErrorAt: o.lastErrAt}
+	st := Status{LastError: o.lastErr, LastErrorAt: o.lastErrAt, Restarts: o.restarts, Throttled: o.throttle.Reason()}
 	between, ended := o.between, o.ended
 	o.mu.Unlock()
 	if a == nil {
@@ -113,6 +121,7 @@ func (o *Observer) failed(err error, final bool) {
 		o.ended = StateError
 	} else {
 		o.between = true
+		o.restarts++
 	}
 }
 
@@ -150,7 +159,9 @@ func (o *Observer) Copy() []CopyProgress {
 		return nil
 	}
 	var out []CopyProgress
-	why := c.Throttled()
+	o.mu.Lock()
+	why := o.throttle.Reason()
+	o.mu.Unlock()
 	for _, p := range c.Tables() {
 		cp := CopyProgress{Table: p.Table, Rows: p.Rows.Load(), Estimate: p.Estimate, Done: p.Done.Load(), OnePass: p.OnePass}
 		if !cp.Done {
