@@ -62,7 +62,7 @@ unless --schema names a server to read definitions from.
 
 Exit status: 0 the report was printed, 2 error or bad options.
 
-`+configHelp+` Here --server-id is read from the command line only (a
+` + configHelp + ` Here --server-id is read from the command line only (a
 stream's server id would clash with the running stream).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

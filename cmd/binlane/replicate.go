@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/binlane/binlane/internal/apply"
-		"github.com/binlane/binlane/internal/dsn"
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/scheduler"

@@ -42,11 +42,11 @@ type CopyConfig struct {
 
 // copyRun is the copy of one attempt.
 type copyRun struct {
-	src      *sql.DB
-	state    *copier.State
-	tables   []*copier.Table
-	copier   *copier.Copier
-	merger   *copier.Merger
+	src    *sql.DB
+	state  *copier.State
+	tables []*copier.Table
+	copier *copier.Copier
+	merger *copier.Merger
 	// readDone is closed when every chunk is read (binlane copy waits for
 	// it before it looks for the end).
 	readDone chan struct{}
