@@ -35,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if err != nil {
+	if err != nil && !errors.Is(err, errReported) {
 		// The last line of defence: no secret in what binlane prints, even
 		// from an error that embeds a statement or an address.
 		msg := redact.Text(err.Error())

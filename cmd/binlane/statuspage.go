@@ -9,13 +9,14 @@ import (
 	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/statuspage"
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
-// startStatusPage serves /metrics, /status, /healthz and the HTML page on
-// addr while ctx lasts. The page recommends a worker count from the last
+// startStatusPage serves /metrics, /status, /healthz, /readyz, /history
+// and the HTML page on addr while ctx lasts, and samples the history. The page recommends a worker count from the last
 // interval's worker times (analyze.RecommendLive).
 // It returns the address it listens on.
-func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Observer, maxLag time.Duration,
+func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Observer, readyMaxLag time.Duration,
 	log *slog.Logger) (string, error) {
 	mh, err := metrics.Handler(metrics.NewCollector(stream, obs.Read))
 	if err != nil {
@@ -30,7 +31,7 @@ func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Ob
 		r := recommend(iv)
 		return r.Workers, r.Reason
 	}
-	page, err = statuspage.New(statuspage.Config{Stream: stream, Read: obs.Status, Metrics: mh, Recommend: recommend, HealthMaxLag: maxLag})
+	page, err = statuspage.New(statuspage.Config{Stream: stream, Read: obs.Status, Metrics: mh, Recommend: recommend, ReadyMaxLag: readyMaxLag})
 	if err != nil {
 		return "", err
 	}
@@ -38,6 +39,7 @@ func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Ob
 	if err != nil {
 		return "", err
 	}
+	go page.Run(ctx)
 	go func() {
 		if err := statuspage.Serve(ctx, ln, page, log); err != nil {
 			log.Error("status page stopped", "error", err)
@@ -49,6 +51,6 @@ func startStatusPage(ctx context.Context, addr, stream string, obs *replicate.Ob
 // recommend judges a worker count from what the workers did over an
 // interval: the status page (last 10 s), binlane status and the demo
 // (the attempt so far).
-func recommend(iv statuspage.Interval) analyze.Recommendation {
+func recommend(iv streamstatus.Interval) analyze.Recommendation {
 	return analyze.RecommendLive(iv.Workers, iv.Busy, iv.DependencyWait, iv.CommitWait, iv.Commit, iv.Elapsed)
 }

@@ -168,3 +168,14 @@ func (l *Lock) Release() {
 	_, _ = l.conn.ExecContext(ctx, "DO RELEASE_LOCK(?)", l.name)
 	l.conn.Close()
 }
+
+// Held reports whether a live process holds the stream's lock: a stream
+// whose row says running but whose lock nobody holds was left by a process
+// that died.
+func Held(ctx context.Context, db *sql.DB, stream string) (bool, error) {
+	var held bool
+	if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) IS NOT NULL", lockName(stream)).Scan(&held); err != nil {
+		return false, fmt.Errorf("stream %q lock: %w", stream, err)
+	}
+	return held, nil
+}

@@ -44,7 +44,7 @@ const (
 	StateStarting   = "starting"   // no attempt has attached yet
 	StateCopying    = "copying"    // running, tables still being copied
 	StateRunning    = "running"    // applying, behind the source or not known to be caught up
-	StateCaughtUp   = "caught up"  // running, nothing in flight, the source has nothing more
+	StateCaughtUp   = "caught_up"  // running, nothing in flight, the source has nothing more
 	StateRestarting = "restarting" // an attempt failed; the next one is on its way
 	StateStopped    = "stopped"    // Run returned without an error
 	StateError      = "error"      // Run returned an error
@@ -288,12 +288,23 @@ func (o *Observer) report(ctx context.Context, db *sql.DB, stream string, owner 
 	}
 }
 
+// Report is what the running process writes into its stream's row every
+// few seconds (binlane.streams.stats) for `binlane status`: its applier's
+// counters and its own view of the stream.
+type Report struct {
+	apply.Snapshot
+	State    string `json:"state"`
+	Held     string `json:"held,omitempty"`
+	Restarts int    `json:"restarts"`
+}
+
 func (o *Observer) writeReport(ctx context.Context, db *sql.DB, stream, owner string, log *slog.Logger) {
 	r, ok := o.Read()
 	if !ok || owner == "" {
 		return
 	}
-	b, err := json.Marshal(r.Snapshot)
+	st := o.Status()
+	b, err := json.Marshal(Report{Snapshot: r.Snapshot, State: st.State, Held: st.Throttled, Restarts: st.Restarts})
 	if err != nil {
 		return
 	}
