@@ -216,17 +216,15 @@ func (o *Observer) Attach(a *apply.Applier, asm *txn.Assembler) {
 	o.mu.Unlock()
 }
 
-// Read returns the current reading; false before the first run started.
+// Read returns the current reading for metrics; false before the first
+// run started (the reading then has the state only).
 func (o *Observer) Read() (metrics.Reading, bool) {
-	o.mu.Lock()
-	a, asm, hb := o.applier, o.asm, o.heartbeat
-	o.mu.Unlock()
-	if a == nil {
-		return metrics.Reading{}, false
+	st := o.Status()
+	r := metrics.Reading{State: st.State, Restarts: st.Restarts, Held: st.Throttled != "", Snapshot: st.Snapshot, Lag: st.Lag}
+	for _, c := range st.Copy {
+		r.Copy = append(r.Copy, metrics.CopyTable{Table: c.Table, Rows: c.Rows, Estimate: c.Estimate, Done: c.Done})
 	}
-	snap := a.Stats().Snapshot()
-	lastEvent, lastHeartbeat, eventTS := asm.Liveness()
-	return metrics.Reading{Snapshot: snap, Lag: lag(snap, lastEvent, lastHeartbeat, eventTS, hb, time.Now())}, true
+	return r, !st.Snapshot.At.IsZero()
 }
 
 // lag is how far the target is behind the source, in source commit time:

@@ -41,7 +41,11 @@ func (f *fakeStream) set(st replicate.Status) {
 
 func (f *fakeStream) reading() (metrics.Reading, bool) {
 	st := f.read()
-	return metrics.Reading{Snapshot: st.Snapshot, Lag: st.Lag}, !st.Snapshot.At.IsZero()
+	r := metrics.Reading{Snapshot: st.Snapshot, Lag: st.Lag, State: st.State, Restarts: st.Restarts, Held: st.Throttled != ""}
+	for _, c := range st.Copy {
+		r.Copy = append(r.Copy, metrics.CopyTable{Table: c.Table, Rows: c.Rows, Estimate: c.Estimate, Done: c.Done})
+	}
+	return r, !st.Snapshot.At.IsZero()
 }
 
 var t0 = time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
@@ -281,7 +285,9 @@ func TestHistory(t *testing.T) {
 // TestMetrics: binlane's collector and the standard ones.
 func TestMetrics(t *testing.T) {
 	f := &fakeStream{}
-	f.set(replicate.Status{State: replicate.StateRunning, Snapshot: snap(10 * time.Second), Lag: time.Second})
+	f.set(replicate.Status{State: replicate.StateCopying, Snapshot: snap(10 * time.Second), Lag: time.Second, Restarts: 2,
+		Throttled: "source Threads_running 9 > 8", Copy: []replicate.CopyProgress{{Table: "app.a", Rows: 10, Estimate: 5, Done: true},
+			{Table: "app.b", Rows: 7, Estimate: 100}}})
 	_, srv := newTestPage(t, f, nil)
 	code, body, _ := get(t, srv.URL+"/metrics")
 	if code != http.StatusOK {
@@ -289,7 +295,11 @@ func TestMetrics(t *testing.T) {
 	}
 	for _, re := range []string{`(?m)^go_goroutines \d+`, `(?m)^go_build_info\{`, `(?m)^process_cpu_seconds_total `,
 		`(?m)^process_resident_memory_bytes `, `(?m)^process_open_fds `, `(?m)^binlane_committed_transactions_total\{stream="m"\} 2000$`,
-		`(?m)^binlane_lag_seconds\{stream="m"\} 1$`, `(?m)^binlane_worker_busy_seconds_total\{stream="m",worker="0"\} 5$`} {
+		`(?m)^binlane_lag_seconds\{stream="m"\} 1$`, `(?m)^binlane_worker_busy_seconds_total\{stream="m",worker="0"\} 5$`,
+		`(?m)^binlane_stream_state\{state="copying",stream="m"\} 1$`, `(?m)^binlane_stream_state\{state="running",stream="m"\} 0$`,
+		`(?m)^binlane_restarts_total\{stream="m"\} 2$`, `(?m)^binlane_held\{stream="m"\} 1$`,
+		`(?m)^binlane_copy_rows_total\{stream="m",table="app.b"\} 7$`, `(?m)^binlane_copy_rows_estimated\{stream="m",table="app.a"\} 10$`,
+		`(?m)^binlane_copy_tables\{state="done",stream="m"\} 1$`, `(?m)^binlane_copy_tables\{state="copying",stream="m"\} 1$`} {
 		if !regexp.MustCompile(re).MatchString(body) {
 			t.Errorf("no %s in /metrics", re)
 		}
