@@ -74,4 +74,3 @@ func (iv Interval) rate(n uint64) float64 {
 	}
 	return float64(n) / iv.Elapsed.Seconds()
 }
-
