@@ -18,9 +18,6 @@ import (
 	"github.com/binlane/binlane/internal/redact"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -52,7 +49,7 @@ func newRootCmd() *cobra.Command {
 		Use:           "binlane",
 		Short:         "Replicate a MySQL or MariaDB database into another server, in parallel, exactly once",
 		Long:          "Replicate a MySQL or MariaDB database into another server, in parallel, exactly once.\n\n" + exitHelp,
-		Version:       version,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
