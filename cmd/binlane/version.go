@@ -2,8 +2,14 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"runtime/debug"
+	"strings"
 )
+
+// pseudoVersion is the version Go makes up for an untagged commit
+// (v0.0.0-20261125180521-a2859cdf32b4): the commit says it better.
+var pseudoVersion = regexp.MustCompile(`-(0\.)?\d{14}-[0-9a-f]{12}$`)
 
 // version is set at build time with -ldflags "-X main.version=..." (make
 // build does, from git describe); otherwise the build info says it.
@@ -24,8 +30,8 @@ func describeBuild(ldVersion string, bi *debug.BuildInfo) string {
 	if bi == nil {
 		return v
 	}
-	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version // go install module@version
+	if mv := strings.TrimSuffix(bi.Main.Version, "+dirty"); v == "dev" && mv != "" && mv != "(devel)" && !pseudoVersion.MatchString(mv) {
+		v = mv // a tagged release: go install module@version, or a build at a tag
 	}
 	var rev, at string
 	modified := false

@@ -20,6 +20,10 @@ func TestDescribeBuild(t *testing.T) {
 	if got := describeBuild("dev", bi); got != "v1.2.0, built with go1.26.8" {
 		t.Errorf("go install: %q", got)
 	}
+	bi.Main.Version = "v0.0.0-20261125180521-a2859cdf32b4+dirty"
+	if got := describeBuild("dev", bi); got != "dev, built with go1.26.8" {
+		t.Errorf("untagged: %q", got)
+	}
 	if got := describeBuild("v1.3.0", nil); got != "v1.3.0" {
 		t.Errorf("no build info: %q", got)
 	}
