@@ -56,7 +56,8 @@ func decide(maxThreads int, maxLag time.Duration, m measures) string {
 	return ""
 }
 
-// threadsRunning reads the source's Threads_running.
+// threadsRunning reads the source's Threads_running, less the session
+// reading it (which always runs then).
 func threadsRunning(ctx context.Context, db *sql.DB) (int, error) {
 	if db == nil {
 		return 0, errors.New("no connection to the source")
@@ -64,7 +65,7 @@ func threadsRunning(ctx context.Context, db *sql.DB) (int, error) {
 	var name string
 	var running int
 	err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Threads_running'").Scan(&name, &running)
-	return running, err
+	return max(running-1, 0), err
 }
 
 // lagProbe reads one replica's lag; it learns the replica's flavor (and

@@ -73,6 +73,7 @@ func TestThrottleFailsClosed(t *testing.T) {
 	}
 	busy := tgt.OpenT(t, "")
 	go busy.ExecContext(ctx, "SELECT SLEEP(30)")
+	go busy.ExecContext(ctx, "SELECT SLEEP(30)")
 	th2 := New(Config{Source: tgt.OpenT(t, ""), Limits: NewLimits(1, 0)})
 	if why := waitReason(t, ctx, th2, func(r string) bool { return r != "" }); !strings.Contains(why, "source Threads_running") {
 		t.Errorf("busy source: %q", why)
