@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
@@ -11,15 +12,22 @@ import (
 // (v0.0.0-20261125180521-a2859cdf32b4): the commit says it better.
 var pseudoVersion = regexp.MustCompile(`-(0\.)?\d{14}-[0-9a-f]{12}$`)
 
-// version is set at build time with -ldflags "-X main.version=..." (make
-// build does, from git describe); otherwise the build info says it.
-var version = "dev"
+// version and commit are set at build time with -ldflags "-X
+// main.version=... -X main.commit=..." (make build does: the tag, and the
+// commit for builds where go cannot stamp it, such as from a git
+// worktree); otherwise the build info says them.
+var version, commit = "dev", ""
 
 // versionString is what --version prints: the version, and the commit the
 // binary was built from (go build stamps it from git), "+modified" when
 // the work tree had changes.
 func versionString() string {
 	bi, _ := debug.ReadBuildInfo()
+	if bi != nil && commit != "" && !slices.ContainsFunc(bi.Settings, func(s debug.BuildSetting) bool { return s.Key == "vcs.revision" }) {
+		rev, modified := strings.CutSuffix(commit, "+modified")
+		bi.Settings = append(bi.Settings, debug.BuildSetting{Key: "vcs.revision", Value: rev},
+			debug.BuildSetting{Key: "vcs.modified", Value: fmt.Sprint(modified)})
+	}
 	return describeBuild(version, bi)
 }
 
