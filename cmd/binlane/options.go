@@ -48,7 +48,10 @@ func loadOptions(cmd *cobra.Command, cmdLineOnly []string) error {
 	if err != nil {
 		return err
 	}
-	syncAliases(fl)
+	for _, old := range syncAliases(fl) {
+		// On stderr: stdout may be JSON a script reads.
+		fmt.Fprintf(cmd.ErrOrStderr(), "binlane: --%s is deprecated: use --%s\n", old, fl.Lookup(old).Annotations[aliasOf][0])
+	}
 	_, err = commandLogger(cmd)
 	return err
 }
@@ -91,22 +94,27 @@ func commandLogger(cmd *cobra.Command) (*slog.Logger, error) {
 const aliasOf = "binlane-alias-of"
 
 // deprecatedAlias makes --old another name of --name: it sets the same
-// value, help leaves it out, and using it prints a notice. Old names stay
-// so that scripts and config files keep working.
+// value, help leaves it out, and using it prints a notice on stderr (not
+// pflag's, which cobra prints on stdout). Old names stay so that scripts
+// and config files keep working.
 func deprecatedAlias(fl *pflag.FlagSet, old, name string) {
 	f := fl.Lookup(name)
-	fl.AddFlag(&pflag.Flag{Name: old, Usage: f.Usage, Value: f.Value, DefValue: f.DefValue, NoOptDefVal: f.NoOptDefVal,
-		Deprecated: "use --" + name + " instead", Hidden: true, Annotations: map[string][]string{aliasOf: {name}}})
+	fl.AddFlag(&pflag.Flag{Name: old, Usage: f.Usage + " (deprecated: use --" + name + ")", Value: f.Value, DefValue: f.DefValue,
+		NoOptDefVal: f.NoOptDefVal, Hidden: true, Annotations: map[string][]string{aliasOf: {name}}})
 }
 
 // syncAliases marks an option given by its old name as given, so that the
-// file or the environment never overrides the command line's value.
-func syncAliases(fl *pflag.FlagSet) {
+// file or the environment never overrides the command line's value, and
+// returns the old names used.
+func syncAliases(fl *pflag.FlagSet) []string {
+	var used []string
 	fl.VisitAll(func(f *pflag.Flag) {
 		if to := f.Annotations[aliasOf]; len(to) == 1 && f.Changed {
 			fl.Lookup(to[0]).Changed = true
+			used = append(used, f.Name)
 		}
 	})
+	return used
 }
 
 // byteSize is a size option: a number of bytes, or one with a unit as the
