@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/binlane/binlane/internal/sandbox"
 )
@@ -85,6 +87,21 @@ json: false
 	if out := cmd(0, "verify", "--config", conf, "--target", "mysql://localhost/?socket="+dst.Socket(),
 		"--source", "@unix("+src.Socket()+")/"); !strings.Contains(out, "equal") {
 		t.Errorf("verify:\n%s", out)
+	}
+	// verify is held back by the same limits as the copy and the applier:
+	// an unreachable replica holds it (fails closed) until it is stopped.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var vout syncBuffer
+	v := newVerifyCmd()
+	v.SilenceUsage, v.SilenceErrors = true, true
+	v.SetOut(&vout)
+	v.SetErr(&vout)
+	v.SetArgs([]string{"--config", conf, "--max-replica-lag", "5s", "--target-replica", "mysql://watch@127.0.0.1:1/"})
+	if err := v.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "interrupted") ||
+		!strings.Contains(vout.String(), `msg="work held back" reason="replica mysql://watch:***@127.0.0.1:1/: lag unreadable (limit 5s)`) ||
+		strings.Contains(vout.String(), "status=equal") {
+		t.Errorf("verify under an unreadable limit: %v\n%s", err, vout.String())
 	}
 	// Without the option file, [client]'s user would be refused; an
 	// explicit password file wins over the environment's password.
