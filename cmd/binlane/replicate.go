@@ -152,7 +152,7 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	sizeVar(fl, &f.queueBytes, "queue-bytes", 32<<20, "binlog events read ahead of the applier, in bytes")
 	sizeVar(fl, &f.maxMemory, "max-memory", 384<<20, "soft limit of the process's heap (the garbage collector works harder near it; 0: none)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "",
-		"serve the status page (/), /status, /healthz, /readyz and Prometheus /metrics on this address (e.g. 127.0.0.1:9797)")
+		"serve the status page (/), /status, /history, /healthz, /readyz and Prometheus /metrics on this address (e.g. 127.0.0.1:9797)")
 	fl.DurationVar(&f.readyMaxLag, "ready-max-lag", 30*time.Second, "/readyz fails once the stream lags this much behind the source")
 	deprecatedAlias(fl, "health-max-lag", "ready-max-lag")
 	fl.DurationVar(&f.statusInterval, "status-interval", time.Minute,
