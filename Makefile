@@ -2,18 +2,38 @@
 #   make demo   the whole job on throwaway servers: copy a live database into an
 #               empty target, replicate, status page, analyze, online verify
 #   make test   the whole test suite (unit, integration, race detector)
+# and one installs it: make install (PREFIX=/usr/local, DESTDIR for packages).
 
 GO        ?= go
 PKGS      ?= ./...
 TESTFLAGS ?= -race -timeout 60m
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+MANDIR    ?= $(PREFIX)/share/man
+# The version is the tag at HEAD (else dev); the commit goes in too, for
+# builds where go cannot stamp it (a git worktree). --version shows both.
+VERSION   ?= $(shell git describe --tags --exact-match 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build deps bench-deps demo test test-short bench bench-copy man fuzz vet fmt clean
+.PHONY: all build install uninstall deps bench-deps demo test test-short bench bench-copy man fuzz vet fmt clean
 
 all: build
 
 build:
-	$(GO) build -o bin/binlane ./cmd/binlane
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/binlane ./cmd/binlane
+
+# install puts the binary and the man pages (docs/man, see make man) under
+# PREFIX; DESTDIR stages them for a package. An example systemd unit and a
+# Grafana dashboard are in docs/ops/.
+install: build
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 bin/binlane $(DESTDIR)$(BINDIR)/binlane
+	install -m 0644 docs/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/binlane $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard docs/man/*.1)))
 
 # deps installs what is missing: the MariaDB server (tests and the demo
 # start their own throwaway instances from its binaries), sysbench for the

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"text/tabwriter"
@@ -36,12 +35,13 @@ type analyzeFlags struct {
 	maxBatch, cores            int
 	durable, json              bool
 	serverID                   uint32
+	logLevel, logFormat        string
 }
 
 func newAnalyzeCmd() *cobra.Command {
 	var f analyzeFlags
 	cmd := &cobra.Command{
-		Use:   "analyze (--source DSN [--from-gtid A] [--to-gtid B] | --file BINLOG [BINLOG...])",
+		Use:   "analyze (--source DSN [--start-gtid A] [--stop-at-gtid B] | --file BINLOG [BINLOG...])",
 		Short: "Predict how a binlog would replicate: dependencies, critical path, speedup per worker count",
 		Long: `Read a range of a source's binlog (streamed as a replica, or from files) and
 predict how binlane would apply it, without touching any target: transactions,
@@ -53,20 +53,28 @@ workers, simulated with the real scheduler in writeset and in commit-order
 mode under a cost model calibrated on binlane's benchmark; and a recommended
 worker count.
 
---source streams from --from-gtid (default: the oldest binlog the source has)
-to --to-gtid (default: the end of its binlog) and reads the tables'
+--source streams from --start-gtid (default: the oldest binlog the source
+has) to --stop-at-gtid (default: the end of its binlog) and reads the tables'
 definitions (unique and foreign keys, collations) from the source, as the
 applier reads the target's. --file reads binlog files without a server; the
 keys are then the primary keys the binlog carries (binlog_row_metadata=FULL)
 unless --schema names a server to read definitions from.
 
-Exit status: 0 the report was printed, 2 error or bad options.`,
+Exit status: 0 the report was printed, 2 error or bad options.
+
+` + configHelp + ` Here --server-id is read from the command line only (a
+stream's server id would clash with the running stream).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && len(f.files) == 0 {
 				return fmt.Errorf("unexpected arguments %q (binlog files follow --file)", args)
 			}
 			f.files = append(f.files, args...)
+			if !cmd.Flags().Changed("log-level") {
+				_ = cmd.Flags().Set("log-level", "warn") // the report is the output
+			}
+			f.logLevel, _ = cmd.Flags().GetString("log-level")
+			f.logFormat, _ = cmd.Flags().GetString("log-format")
 			return runAnalyze(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
@@ -76,18 +84,23 @@ Exit status: 0 the report was printed, 2 error or bad options.`,
 	addTLSFlags(fl, "source-", "source", &f.tls)
 	fl.StringSliceVar(&f.files, "file", nil, "read these binlog files (in order) instead of a server; more may follow as arguments")
 	fl.StringVar(&f.schemaFrom, "schema", "", "with --file: server to read table definitions from (SELECT on the databases)")
-	fl.StringVar(&f.fromGTID, "from-gtid", "", "start after this GTID position (default: the oldest binlog; with --file: the files' start)")
-	fl.StringVar(&f.toGTID, "to-gtid", "", "stop after the transaction that reaches this GTID position (default: the end)")
+	fl.StringVar(&f.fromGTID, "start-gtid", "", "start after this GTID position (default: the oldest binlog; with --file: the files' start)")
+	deprecatedAlias(fl, "from-gtid", "start-gtid")
+	fl.StringVar(&f.toGTID, "stop-at-gtid", "", "stop after the transaction that reaches this GTID position (default: the end)")
+	deprecatedAlias(fl, "to-gtid", "stop-at-gtid")
 	fl.StringSliceVar(&f.databases, "databases", nil, "databases to analyse (comma-separated, wildcards allowed)")
 	fl.StringSliceVar(&f.tables, "tables", nil, "tables to analyse, as db.table")
 	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables to leave out")
-	fl.IntSliceVar(&f.workers, "workers", analyze.DefaultWorkers, "worker counts to simulate")
+	fl.IntSliceVar(&f.workers, "simulate-threads", analyze.DefaultWorkers, "thread counts (replicate's --threads) to simulate")
+	deprecatedAlias(fl, "workers", "simulate-threads")
 	fl.IntVar(&f.maxBatch, "max-batch", defaultMaxBatch, "source transactions merged into one target transaction, as replicate's --max-batch")
 	fl.IntVar(&f.cores, "cores", 0, "cores the target (and binlane) can use; 0: one per worker")
 	fl.BoolVar(&f.durable, "target-durable", true, "model a durable target (innodb_flush_log_at_trx_commit=1, sync_binlog=1)")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.Uint32Var(&f.serverID, "server-id", 0, "replica server id to register with (default: random, above 2^30)")
-	return cmd
+	// A config file's workers is replicate's thread count, and its
+	// server-id the running stream's.
+	return withConfig(cmd, "server-id", "workers")
 }
 
 func runAnalyze(ctx context.Context, out, errOut io.Writer, f analyzeFlags) error {
@@ -103,17 +116,23 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, f analyzeFlags) erro
 	}
 	var from, to gtid.Set
 	if from, err = gtid.ParseSet(f.fromGTID); err != nil {
-		return fmt.Errorf("--from-gtid: %w", err)
+		return fmt.Errorf("--start-gtid: %w", err)
 	}
 	if to, err = gtid.ParseSet(f.toGTID); err != nil {
-		return fmt.Errorf("--to-gtid: %w", err)
+		return fmt.Errorf("--stop-at-gtid: %w", err)
 	}
 	for _, w := range f.workers {
 		if w < 1 {
-			return fmt.Errorf("--workers: %d is not a worker count", w)
+			return fmt.Errorf("--simulate-threads: %d is not a thread count", w)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if f.logLevel == "" {
+		f.logLevel, f.logFormat = "warn", "text"
+	}
+	log, err := newLogger(errOut, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
 
 	var src txn.Source
 	schemaAddr, schemaPassEnv, schemaPassFile := f.schemaFrom, "", ""

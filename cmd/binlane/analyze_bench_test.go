@@ -71,8 +71,8 @@ func TestAnalyzeBenchBacklogs(t *testing.T) {
 	var table strings.Builder
 	fmt.Fprintf(&table, "| scenario | | w1 | w2 | w4 | w8 | w16 |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, sc := range scenarios {
-		args := []string{"--source", srcURL, "--from-gtid", sc.from, "--to-gtid", sc.to, "--cores", "2",
-			"--workers", "1,2,4,8,16", "--json", "--target-durable=" + strconv.FormatBool(sc.durable)}
+		args := []string{"--source", srcURL, "--start-gtid", sc.from, "--stop-at-gtid", sc.to, "--cores", "2",
+			"--simulate-threads", "1,2,4,8,16", "--json", "--target-durable=" + strconv.FormatBool(sc.durable)}
 		out, err := runAnalyzeCmd(t, args...)
 		if err != nil {
 			t.Fatal(err)

@@ -100,12 +100,12 @@ func TestAnalyze(t *testing.T) {
 	}
 
 	t.Run("source", func(t *testing.T) {
-		out, err := runAnalyzeCmd(t, "--source", srcURL, "--from-gtid", start, "--to-gtid", end, "--databases", "app", "--json")
+		out, err := runAnalyzeCmd(t, "--source", srcURL, "--start-gtid", start, "--stop-at-gtid", end, "--databases", "app", "--json")
 		if err != nil {
 			t.Fatal(err)
 		}
 		check(t, parse(t, out), true)
-		out, err = runAnalyzeCmd(t, "--source", srcURL, "--from-gtid", start, "--to-gtid", end, "--databases", "app")
+		out, err = runAnalyzeCmd(t, "--source", srcURL, "--start-gtid", start, "--stop-at-gtid", end, "--databases", "app")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestAnalyze(t *testing.T) {
 		src.ExecT(t, "FLUSH BINARY LOGS")
 		files, _ := filepath.Glob(filepath.Join(src.Dir, "data", "binlog.[0-9]*"))
 		sort.Strings(files)
-		args := append([]string{"--from-gtid", start, "--to-gtid", end, "--databases", "app", "--json", "--file"}, files...)
+		args := append([]string{"--start-gtid", start, "--stop-at-gtid", end, "--databases", "app", "--json", "--file"}, files...)
 		out, err := runAnalyzeCmd(t, args...)
 		if err != nil {
 			t.Fatal(err)
@@ -148,8 +148,8 @@ func TestAnalyze(t *testing.T) {
 		if _, err := runAnalyzeCmd(t, "--file", "/nonexistent/binlog.000001"); err == nil {
 			t.Error("a missing file is not an error")
 		}
-		if code := run([]string{"analyze", "--source", srcURL, "--to-gtid", "not-a-gtid"}, &bytes.Buffer{}, &bytes.Buffer{}); code != exitFailed {
-			t.Errorf("bad --to-gtid: exit %d", code)
+		if code := run([]string{"analyze", "--source", srcURL, "--stop-at-gtid", "not-a-gtid"}, &bytes.Buffer{}, &bytes.Buffer{}); code != exitFailed {
+			t.Errorf("bad --stop-at-gtid: exit %d", code)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,7 @@ type dumpOptions struct {
 	rawStatements                     bool
 	fromGTIDSet                       bool // --from-gtid was given, possibly empty
 	tls                               tlsFlags
+	log                               *slog.Logger
 }
 
 func newBinlogDumpCmd() *cobra.Command {
@@ -51,7 +53,14 @@ func newBinlogDumpCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.fromGTIDSet = cmd.Flags().Changed("from-gtid")
-			err := runDump(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			if !cmd.Flags().Changed("log-level") {
+				_ = cmd.Flags().Set("log-level", "warn") // the events are the output
+			}
+			var err error
+			if o.log, err = commandLogger(cmd); err != nil {
+				return err
+			}
+			err = runDump(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			if err != nil && cmd.Context().Err() != nil {
 				return nil // Ctrl-C is how a dump ends, even while it connects
 			}
@@ -60,9 +69,13 @@ func newBinlogDumpCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.source, "source", "", "source server: mysql://user[:pass]@host:port/ or user:pass@tcp(host:port)/")
-	f.StringVar(&o.passwordEnv, "password-env", "", "environment variable holding the source password")
-	f.StringVar(&o.passwordFile, "password-file", "", "file whose first line is the source password")
-	addTLSFlags(f, "", "source", &o.tls)
+	addPasswordFlags(f, "source", &o.passwordEnv, &o.passwordFile)
+	deprecatedAlias(f, "password-env", "source-password-env")
+	deprecatedAlias(f, "password-file", "source-password-file")
+	addTLSFlags(f, "source-", "source", &o.tls)
+	for _, name := range []string{"ssl-mode", "ssl-ca", "ssl-cert", "ssl-key"} {
+		deprecatedAlias(f, name, "source-"+name)
+	}
 	f.StringVar(&o.file, "file", "", "read this binlog file instead of a server")
 	f.StringVar(&o.fromGTID, "from-gtid", "", "start after this GTID position (MariaDB D-S-N,… or a MySQL GTID set)")
 	f.StringVar(&o.fromFile, "from-file", "", "start in this binlog file")
@@ -71,7 +84,8 @@ func newBinlogDumpCmd() *cobra.Command {
 	f.BoolVar(&o.json, "json", false, "print one JSON object per event")
 	f.BoolVar(&o.nonBlocking, "non-blocking", false, "stop at the end of the source's binlog instead of waiting")
 	f.BoolVar(&o.rawStatements, "raw-statements", false, "print statements as logged, passwords included (by default they are hidden)")
-	return cmd
+	// A stream's server-id would clash with the running stream.
+	return withConfig(cmd, "server-id")
 }
 
 func runDump(ctx context.Context, out, errOut io.Writer, o dumpOptions) error {
@@ -150,7 +164,7 @@ func dumpConfig(ctx context.Context, d dsn.DSN, o dumpOptions, errOut io.Writer)
 		return replica.Config{}, err
 	}
 	cfg.ServerID, cfg.NonBlocking, cfg.AnnotateRows = o.serverID, o.nonBlocking, true
-	cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Logger = cmp.Or(o.log, slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if cfg.ServerID == 0 {
 		// Far above ids people give real replicas: a collision would make
 		// the source end another replica's dump.

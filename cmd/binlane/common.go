@@ -7,34 +7,35 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/binlane/binlane/internal/config"
 	"github.com/binlane/binlane/internal/dsn"
 )
 
 // resolveServer parses a server address given for role ("source",
-// "target"), fills in its password from the environment or a file, and
-// applies the TLS flags, which win over the address's parameters.
+// "target", "target-replica"), and completes it as the MySQL clients do
+// (dsn.ResolveAddr): what the address leaves out from the option files,
+// the password from a file or the environment, the TLS flags winning over
+// the address's parameters.
 func resolveServer(role, addr, passEnv, passFile string, tf tlsFlags) (dsn.DSN, error) {
 	if addr == "" {
 		return dsn.DSN{}, fmt.Errorf("--%s is required", role)
 	}
-	d, err := dsn.Parse(addr)
-	if err != nil {
-		return dsn.DSN{}, fmt.Errorf("--%s: %w", role, err)
-	}
-	if err := d.ResolvePassword(passEnv, passFile); err != nil {
-		return dsn.DSN{}, fmt.Errorf("--%s: %w", role, err)
-	}
 	over := dsn.TLSOptions{CA: tf.ca, Cert: tf.cert, Key: tf.key}
 	if tf.mode != "" {
+		var err error
 		if over.Mode, err = dsn.ParseSSLMode(tf.mode); err != nil {
 			return dsn.DSN{}, fmt.Errorf("--%sssl-mode: %w", tf.prefix, err)
 		}
 	}
-	d.TLS.Override(over)
+	r := dsn.Resolve{Role: strings.TrimSuffix(role, "-replica"), PasswordEnv: passEnv, PasswordFile: passFile, TLS: over}
+	if tf.files != nil {
+		r.Files = *tf.files
+	}
+	d, err := dsn.ResolveAddr(addr, r)
+	if err != nil {
+		return dsn.DSN{}, fmt.Errorf("--%s: %w", role, err)
+	}
 	return d, nil
 }
 
@@ -49,22 +50,53 @@ func serverError(role string, d dsn.DSN, err error) error {
 }
 
 // tlsFlags are a server's --PREFIX-ssl-* flags; the ones given override
-// what the address says.
+// what the address says. files are the command's option-file flags,
+// shared by its servers.
 type tlsFlags struct {
-	prefix              string // "source-", "target-", or "" for binlog dump
+	prefix              string // "source-", "target-"
 	mode, ca, cert, key string
+	files               *dsn.OptionFiles
 }
 
 // addTLSFlags adds --PREFIXssl-mode, -ssl-ca, -ssl-cert and -ssl-key for
-// the server called role.
+// the server called role, and the command's option-file flags
+// (--defaults-file, --defaults-extra-file, --no-defaults) if it has none
+// yet: every command that connects somewhere reads option files.
 func addTLSFlags(fl *pflag.FlagSet, prefix, role string, t *tlsFlags) {
 	t.prefix = prefix
+	t.files = addOptionFileFlags(fl)
 	fl.StringVar(&t.mode, prefix+"ssl-mode", "",
 		"TLS for the "+role+": disabled, preferred, required, verify-ca or verify-identity "+
 			"(default: the address's ssl-mode or tls, else preferred, or verify-ca when a CA is given)")
 	fl.StringVar(&t.ca, prefix+"ssl-ca", "", "PEM file of the CA(s) the "+role+"'s certificate is checked against (default: the system's)")
 	fl.StringVar(&t.cert, prefix+"ssl-cert", "", "PEM client certificate for the "+role+" (accounts that REQUIRE X509)")
 	fl.StringVar(&t.key, prefix+"ssl-key", "", "PEM private key of --"+prefix+"ssl-cert")
+}
+
+// optionFileFlag is a flag of the option files: it keeps the struct the
+// command's servers share.
+type optionFileFlag struct {
+	pflag.Value
+	files *dsn.OptionFiles
+}
+
+// addOptionFileFlags adds the flags naming MySQL option files, once per
+// command, and returns what they set.
+func addOptionFileFlags(fl *pflag.FlagSet) *dsn.OptionFiles {
+	if f := fl.Lookup("defaults-file"); f != nil {
+		return f.Value.(optionFileFlag).files
+	}
+	files := &dsn.OptionFiles{}
+	scratch := pflag.NewFlagSet("", pflag.ContinueOnError)
+	scratch.StringVar(&files.File, "defaults-file", "", "read this MySQL option file instead of /etc/my.cnf, /etc/mysql/my.cnf and ~/.my.cnf "+
+		"(groups [client], [client-server], [client-mariadb], [binlane], [binlane-source], [binlane-target])")
+	scratch.StringVar(&files.Extra, "defaults-extra-file", "", "read this MySQL option file after the others")
+	scratch.BoolVar(&files.NoDefaults, "no-defaults", false, "read no MySQL option file")
+	scratch.VisitAll(func(f *pflag.Flag) {
+		f.Value = optionFileFlag{Value: f.Value, files: files}
+		fl.AddFlag(f)
+	})
+	return files
 }
 
 // newLogger builds the command's logger: text or JSON on stderr.
@@ -82,26 +114,6 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
-
-// withConfig lets every option of cmd also come from a YAML file named by
-// --config and from BINLANE_* environment variables (BINLANE_MAX_BATCH for
-// --max-batch), merged by internal/config: command line > environment >
-// file > defaults. They are read before RunE, in PreRunE.
-func withConfig(cmd *cobra.Command) *cobra.Command {
-	cmd.Flags().String("config", "", "YAML file of options, one \"name: value\" per line (also $BINLANE_CONFIG)")
-	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
-		return config.Load(cmd.Flags(), config.Options{ConfigFlag: "config", EnvPrefix: "BINLANE_"})
-	}
-	return cmd
-}
-
-// configHelp ends the help of commands that use withConfig.
-const configHelp = `Every option can also come from a YAML file given with --config (or
-$BINLANE_CONFIG), one "name: value" per line, lists as [a, b] or "a, b",
-comments after #; and from environment variables BINLANE_NAME
-(BINLANE_MAX_BATCH for --max-batch). The command line wins over the
-environment, which wins over the file. Unknown names and values a flag
-cannot take are errors that name the file and line.`
 
 // addPasswordFlags adds --ROLE-password-env and --ROLE-password-file.
 func addPasswordFlags(fl *pflag.FlagSet, role string, env, file *string) {

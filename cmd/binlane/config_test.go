@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -164,15 +165,15 @@ func TestReplicateFlagValidation(t *testing.T) {
 		{"no target", []string{"--source", src}, "--target is required"},
 		{"bad source address", []string{"--source", "mysql://root@host:notaport/", "--target", dst}, "--source: "},
 		{"bad parallel mode", []string{"--source", src, "--target", dst, "--parallel-mode", "fast"}, `--parallel-mode "fast": want writeset, commit-order or serial`},
-		{"zero workers", []string{"--source", src, "--target", dst, "--workers", "0"}, "--workers and --max-batch must be at least 1"},
-		{"zero batch", []string{"--source", src, "--target", dst, "--max-batch", "0"}, "--workers and --max-batch must be at least 1"},
+		{"zero threads", []string{"--source", src, "--target", dst, "--threads", "0"}, "--threads and --max-batch must be at least 1"},
+		{"zero batch", []string{"--source", src, "--target", dst, "--max-batch", "0"}, "--threads and --max-batch must be at least 1"},
 		{"bad log level", []string{"--source", src, "--target", dst, "--log-level", "loud"}, "--log-level: "},
 		{"bad log format", []string{"--source", src, "--target", dst, "--log-format", "xml"}, `--log-format "xml": want text or json`},
 		{"password file missing", []string{"--source", src, "--target", dst, "--source-password-file", "/nonexistent/pw"}, "--source: "},
 		{"unknown flag", []string{"--source", src, "--target", dst, "--wokers", "2"}, "unknown flag: --wokers"},
 		{"positional argument", []string{"--source", src, "--target", dst, "extra"}, "unknown command"},
 		{"config file value", []string{"--config", file}, `--parallel-mode "fastest"`},
-		{"config file overridden", []string{"--config", file, "--parallel-mode", "serial", "--workers", "-1"}, "--workers and --max-batch"},
+		{"config file overridden", []string{"--config", file, "--parallel-mode", "serial", "--workers", "-1"}, "--threads and --max-batch"},
 		{"config file unknown key", []string{"--config", configFile(t, "sources: x\n")}, `unknown option "sources"`},
 	}
 	for _, c := range cases {
@@ -184,5 +185,76 @@ func TestReplicateFlagValidation(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q\noutput: %s", err, c.want, out)
 			}
 		})
+	}
+}
+
+// TestOptionsShared: the same option names across commands, old names as
+// aliases that still work (and lose to the command line as the new ones
+// do), sizes with units and durations with a bare number of seconds.
+func TestOptionsShared(t *testing.T) {
+	file := configFile(t, "workers: 6\ncopy-workers: 3\nmax-memory: 512MiB\nlock-wait-timeout: 50\nqueue-bytes: 64M\n")
+	cmd := newReplicateCmd()
+	cmd.SetErr(io.Discard)
+	if err := cmd.ParseFlags([]string{"--config", file, "--workers", "2", "--window-bytes", "1GiB", "--health-max-lag", "1m"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.PreRunE(cmd, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"threads": "2", "copy-threads": "3", "max-memory": "512MiB", "lock-wait-timeout": "50s",
+		"queue-bytes": "64MiB", "window-bytes": "1GiB", "ready-max-lag": "1m0s", "max-batch-bytes": "4MiB"} {
+		if got := cmd.Flags().Lookup(name).Value.String(); got != want {
+			t.Errorf("--%s = %s, want %s", name, got, want)
+		}
+	}
+	for _, c := range []struct{ file, want string }{
+		{"max-memory: lots\n", "binlane.conf:1: max-memory: want a size such as 512MiB"},
+		{"lock-wait-timeout: soon\n", "binlane.conf:1: lock-wait-timeout: want a duration"},
+	} {
+		cmd := newReplicateCmd()
+		if err := cmd.ParseFlags([]string{"--config", configFile(t, c.file)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.PreRunE(cmd, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.file, err, c.want)
+		}
+	}
+	for in, want := range map[string]int64{"4194304": 4 << 20, "64K": 64 << 10, "64 KiB": 64 << 10, "2g": 2 << 30, "1TB": 1 << 40, "0": 0} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1.5M", "12Q", "99999999T"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) accepted", in)
+		}
+	}
+	// Every command that names a server has the same options for it.
+	root := newRootCmd()
+	for _, name := range []string{"replicate", "copy", "verify", "status", "analyze", "binlog dump"} {
+		c, _, err := root.Find(strings.Fields(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, opt := range []string{"config", "log-level", "log-format", "defaults-file", "defaults-extra-file", "no-defaults"} {
+			if c.Flags().Lookup(opt) == nil {
+				t.Errorf("%s has no --%s", name, opt)
+			}
+		}
+	}
+	for _, name := range []string{"replicate", "copy", "verify"} {
+		c, _, _ := root.Find([]string{name})
+		for _, opt := range []string{"threads", "max-threads-running", "max-replica-lag", "target-replica", "heartbeat-table",
+			"source-password-file", "target-password-file", "source-ssl-mode", "target-ssl-mode"} {
+			if c.Flags().Lookup(opt) == nil {
+				t.Errorf("%s has no --%s", name, opt)
+			}
+		}
+	}
+	a, _, _ := root.Find([]string{"analyze"})
+	for _, opt := range []string{"start-gtid", "stop-at-gtid", "source-password-file", "source-ssl-mode"} {
+		if a.Flags().Lookup(opt) == nil {
+			t.Errorf("analyze has no --%s", opt)
+		}
 	}
 }

@@ -31,7 +31,6 @@ type cutoverFlags struct {
 	reverseStream              string
 	deferredOut                string
 	dryRun, json, rollback     bool
-	logLevel, logFormat        string
 }
 
 func newCutoverCmd() *cobra.Command {
@@ -95,7 +94,8 @@ unless it says otherwise), 3 --timeout reached (rolled back).
 	fl.StringVar(&f.freeze, "freeze", cutover.FreezeReadOnly, "read-only: binlane makes the source read-only; none: the application stops writing")
 	fl.DurationVar(&f.quiet, "quiet-for", 2*time.Second, "--freeze none: how long the source's position must not move")
 	fl.BoolVar(&f.noVerify, "no-verify", false, "hand over without comparing the tables at the final position")
-	fl.IntVar(&f.parallel, "parallel", verify.DefaultParallel, "verify: chunks compared at once")
+	fl.IntVar(&f.parallel, "threads", verify.DefaultParallel, "verify: chunks compared at once")
+	deprecatedAlias(fl, "parallel", "threads")
 	fl.IntVar(&f.chunkRows, "chunk-rows", verify.DefaultChunkRows, "verify: source rows per checksummed chunk")
 	fl.BoolVar(&f.reverse, "reverse", false, "prepare the reverse stream, target to source, starting at the hand-over")
 	fl.StringVar(&f.reverseStream, "reverse-stream", "", "name of the reverse stream (default: the stream's name + \"-reverse\", "+
@@ -104,13 +104,11 @@ unless it says otherwise), 3 --timeout reached (rolled back).
 	fl.BoolVar(&f.dryRun, "dry-run", false, "check everything and print the steps; change nothing")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.BoolVar(&f.rollback, "rollback", false, "only roll back an unfinished cut-over (left by a killed process)")
-	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	return cmd
 }
 
 func runCutover(cmd *cobra.Command, f cutoverFlags) error {
-	log, err := newLogger(cmd.ErrOrStderr(), f.logLevel, f.logFormat)
+	log, err := commandLogger(cmd)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/replicate"
-	"github.com/binlane/binlane/internal/statuspage"
+	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -75,7 +75,7 @@ func (d *demo) summary(began time.Time, rep *verify.Report) {
 	for _, t := range tables {
 		rows += t.Rows
 	}
-	r := recommend(statuspage.Since(d.final))
+	r := recommend(streamstatus.Since(d.final))
 	elapsed := time.Since(began)
 	verdict := "equal"
 	if !rep.Equal() {

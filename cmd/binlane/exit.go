@@ -31,6 +31,13 @@ type codedError struct {
 func (e *codedError) Error() string { return e.err.Error() }
 func (e *codedError) Unwrap() error { return e.err }
 
+// errReported is an outcome the command printed itself (status --check):
+// the exit status says it, no "binlane: ..." line follows.
+var errReported = errors.New("reported")
+
+// exitQuietly ends the command with status code and prints nothing more.
+func exitQuietly(code int) error { return &codedError{code: code, err: errReported} }
+
 // withExitCode gives err the exit status code.
 func withExitCode(code int, err error) error { return &codedError{code: code, err: err} }
 

@@ -18,9 +18,6 @@ import (
 	"github.com/binlane/binlane/internal/redact"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -35,7 +32,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if err != nil {
+	if err != nil && !errors.Is(err, errReported) {
 		// The last line of defence: no secret in what binlane prints, even
 		// from an error that embeds a statement or an address.
 		msg := redact.Text(err.Error())
@@ -52,7 +49,7 @@ func newRootCmd() *cobra.Command {
 		Use:           "binlane",
 		Short:         "Replicate a MySQL or MariaDB database into another server, in parallel, exactly once",
 		Long:          "Replicate a MySQL or MariaDB database into another server, in parallel, exactly once.\n\n" + exitHelp,
-		Version:       version,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 type copyBars struct {
 	obs     *replicate.Observer
 	out     io.Writer
+	sink    *logSink
 	p       *mpb.Progress
 	tables  map[string]*mpb.Bar
 	overall *mpb.Bar
@@ -32,9 +35,38 @@ type copyBars struct {
 // onTerminal reports whether f is a terminal (bars make sense there).
 func onTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
-// showCopyBars draws bars until ctx ends or the copy is done.
-func showCopyBars(ctx context.Context, obs *replicate.Observer, out io.Writer) {
-	b := &copyBars{obs: obs, out: out, tables: map[string]*mpb.Bar{}}
+// logSink is the logger's output: the terminal, or while bars are drawn
+// the bars' writer, which prints each line above them instead of through
+// them.
+type logSink struct {
+	mu   sync.Mutex
+	w    io.Writer
+	bars *mpb.Progress
+}
+
+func (s *logSink) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	bars := s.bars
+	s.mu.Unlock()
+	if bars != nil {
+		if n, err := bars.Write(b); !errors.Is(err, mpb.ErrDone) {
+			return n, err
+		}
+	}
+	return s.w.Write(b)
+}
+
+// attach sends log lines to p (nil: to the terminal again).
+func (s *logSink) attach(p *mpb.Progress) {
+	s.mu.Lock()
+	s.bars = p
+	s.mu.Unlock()
+}
+
+// showCopyBars draws bars until ctx ends or the copy is done; meanwhile
+// sink's log lines go through them.
+func showCopyBars(ctx context.Context, obs *replicate.Observer, out io.Writer, sink *logSink) {
+	b := &copyBars{obs: obs, out: out, sink: sink, tables: map[string]*mpb.Bar{}}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	defer b.stop()
@@ -60,6 +92,7 @@ func (b *copyBars) update() bool {
 	b.throttled.Store(&sum.Throttled)
 	if b.p == nil {
 		b.p = mpb.New(mpb.WithOutput(b.out), mpb.WithWidth(40), mpb.WithRefreshRate(250*time.Millisecond))
+		b.sink.attach(b.p)
 		b.overall = b.addBar("all tables", sum.Estimate, decor.Any(func(decor.Statistics) string {
 			if why := *b.throttled.Load(); why != "" {
 				return "waiting: " + why
@@ -107,4 +140,5 @@ func (b *copyBars) stop() {
 	}
 	b.overall.Abort(false)
 	b.p.Wait()
+	b.sink.attach(nil)
 }

@@ -33,6 +33,11 @@ func TestReloadLimits(t *testing.T) {
 			if err := cmd.ParseFlags(c.args); err != nil {
 				t.Fatal(err)
 			}
+			// As at start: the file's limits are read, and count as given
+			// (Changed), yet a reload reads them from the file again.
+			if err := cmd.PreRunE(cmd, nil); err != nil {
+				t.Fatal(err)
+			}
 			write("source: mysql://a@127.0.0.1:1/\nmax-threads-running: 40\nmax-replica-lag: 20s\n")
 			threads, lag, err := reloadLimits(cmd)
 			if err != nil {

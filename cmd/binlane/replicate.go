@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlane/binlane/internal/apply"
-	"github.com/binlane/binlane/internal/copier"
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/replicate"
@@ -33,7 +32,7 @@ type replicateFlags struct {
 	databases, tables, exclude []string
 	stream                     string
 	startGTID, stopAtGTID      string
-	workers                    int
+	threads                    int
 	mode                       string
 	maxBatch, maxBatchBytes    int
 	window                     int
@@ -41,21 +40,19 @@ type replicateFlags struct {
 	serverID                   uint32
 	heartbeat                  time.Duration
 	maxTxnBytes                int
-	lockWaitTimeout            int
+	lockWaitTimeout            time.Duration
 	drainTimeout               time.Duration
 	allowTriggers              bool
 	windowBytes, queueBytes    int
 	maxMemory                  int
 	metricsAddr                string
-	healthMaxLag               time.Duration
-	logLevel, logFormat        string
+	readyMaxLag                time.Duration
+	statusInterval             time.Duration
 	cpuProfile, memProfile     string
 	copyMode                   string
-	copyWorkers                int
+	copyThreads                int
 	chunkTime                  time.Duration
-	maxThreadsRunning          int
-	maxReplicaLag              time.Duration
-	targetReplicas             []string
+	limits                     limitFlags
 	exitWhenCopied             bool
 }
 
@@ -88,9 +85,8 @@ saved), 2 any error that stopped the stream, or bad options.
 			return runReplicate(cmd.Context(), cmd, f)
 		},
 	}
-	withConfig(cmd)
 	addStreamFlags(cmd, &f)
-	return cmd
+	return withConfig(cmd)
 }
 
 // newCopyCmd is replicate that ends once the copy is done and caught up.
@@ -121,14 +117,13 @@ position saved), 2 any error.
 			return runReplicate(cmd.Context(), cmd, f)
 		},
 	}
-	withConfig(cmd)
 	addStreamFlags(cmd, &f)
-	return cmd
+	return withConfig(cmd)
 }
 
 func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.source, "source", "", "source server address (mysql://user@host:port/ or user@tcp(host:port)/)")
+	fl.StringVar(&f.source, "source", "", "source server address (mysql://user@host:port/, user@tcp(host:port)/ or user@unix(/path/to.sock)/)")
 	fl.StringVar(&f.target, "target", "", "target server address")
 	addPasswordFlags(fl, "source", &f.sourcePassEnv, &f.sourcePassF)
 	addPasswordFlags(fl, "target", &f.targetPassEnv, &f.targetPassF)
@@ -140,37 +135,38 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.StringVar(&f.stream, "stream", "default", "name of the stream (its state lives in binlane.streams on the target)")
 	fl.StringVar(&f.startGTID, "start-gtid", "", "start after this GTID position instead of the saved one")
 	fl.StringVar(&f.stopAtGTID, "stop-at-gtid", "", "stop right after the transaction that reaches this GTID position")
-	fl.IntVar(&f.workers, "workers", defaultWorkers, "target connections applying transactions at once (1: serial)")
+	fl.IntVar(&f.threads, "threads", defaultWorkers, "target connections applying transactions at once (1: serial)")
+	deprecatedAlias(fl, "workers", "threads")
 	fl.StringVar(&f.mode, "parallel-mode", "writeset", "how independent transactions are found: writeset, commit-order or serial")
 	fl.IntVar(&f.maxBatch, "max-batch", defaultMaxBatch, "source transactions merged into one target transaction (1: no merging)")
-	fl.IntVar(&f.maxBatchBytes, "max-batch-bytes", 4<<20, "bound on the size of a merged target transaction")
-	fl.IntVar(&f.window, "window", 0, "transactions in flight at most (0: derived from workers and batch)")
+	sizeVar(fl, &f.maxBatchBytes, "max-batch-bytes", 4<<20, "bound on the size of a merged target transaction")
+	fl.IntVar(&f.window, "window", 0, "transactions in flight at most (0: derived from threads and batch)")
 	fl.BoolVar(&f.binlogApplied, "binlog-applied", true, "let the target binlog what binlane applies (false needs SUPER/BINLOG ADMIN)")
 	fl.Uint32Var(&f.serverID, "server-id", 0, "server_id binlane uses as a replica of the source (0: derived from the stream name)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", 5*time.Second, "heartbeat period asked of the source; three missed ones mean a dead connection")
-	fl.IntVar(&f.maxTxnBytes, "max-txn-bytes", 64<<20, "transactions larger than this are streamed, not held in memory")
-	fl.IntVar(&f.lockWaitTimeout, "lock-wait-timeout", 20, "innodb_lock_wait_timeout of binlane's target sessions (seconds)")
+	sizeVar(fl, &f.maxTxnBytes, "max-txn-bytes", 64<<20, "transactions larger than this are streamed, not held in memory")
+	secondsVar(fl, &f.lockWaitTimeout, "lock-wait-timeout", 20*time.Second, "innodb_lock_wait_timeout of binlane's target sessions (whole seconds)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "on stop, how long to wait for transactions in flight")
 	fl.BoolVar(&f.allowTriggers, "allow-target-triggers", false,
 		"replicate into tables that have triggers on the target (they fire for every replicated row: only for triggers that may run twice)")
-	fl.IntVar(&f.windowBytes, "window-bytes", 128<<20, "bytes of transactions in flight at most (memory bound of the applier)")
-	fl.IntVar(&f.queueBytes, "queue-bytes", 32<<20, "bytes of binlog events read ahead of the applier")
-	fl.IntVar(&f.maxMemory, "max-memory", 384<<20, "soft limit of the process's heap in bytes (the garbage collector works harder near it; 0: none)")
+	sizeVar(fl, &f.windowBytes, "window-bytes", 128<<20, "transactions in flight at most, in bytes (memory bound of the applier)")
+	sizeVar(fl, &f.queueBytes, "queue-bytes", 32<<20, "binlog events read ahead of the applier, in bytes")
+	sizeVar(fl, &f.maxMemory, "max-memory", 384<<20, "soft limit of the process's heap (the garbage collector works harder near it; 0: none)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "",
-		"serve the status page (/), /status, /healthz and Prometheus /metrics on this address (e.g. 127.0.0.1:9797)")
-	fl.DurationVar(&f.healthMaxLag, "health-max-lag", 30*time.Second, "/healthz fails once the stream lags this much behind the source")
-	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.StringVar(&f.logFormat, "log-format", "text", "text or json")
+		"serve the status page (/), /status, /history, /healthz, /readyz and Prometheus /metrics on this address (e.g. 127.0.0.1:9797)")
+	fl.DurationVar(&f.readyMaxLag, "ready-max-lag", 30*time.Second, "/readyz fails once the stream lags this much behind the source")
+	deprecatedAlias(fl, "health-max-lag", "ready-max-lag")
+	fl.DurationVar(&f.statusInterval, "status-interval", time.Minute,
+		"once copied, log a status line (state, position, lag, transactions/s) this often (0: never)")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the run to this file")
 	_ = fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go allocation profile at exit to this file")
 	_ = fl.MarkHidden("mem-profile")
 	fl.StringVar(&f.copyMode, "copy", "auto", "auto: copy the tables first when the stream has no position and no --start-gtid; never: assume the target is in sync")
-	fl.IntVar(&f.copyWorkers, "copy-workers", 4, "source connections reading chunks at once during the copy")
+	fl.IntVar(&f.copyThreads, "copy-threads", 4, "source connections reading chunks at once during the copy")
+	deprecatedAlias(fl, "copy-workers", "copy-threads")
 	fl.DurationVar(&f.chunkTime, "chunk-time", 500*time.Millisecond, "time a copied chunk should take; chunk sizes adapt to it")
-	fl.IntVar(&f.maxThreadsRunning, "max-threads-running", 0, "hold the copy back while the source's Threads_running is above this (0: no limit; reloaded on SIGHUP)")
-	fl.DurationVar(&f.maxReplicaLag, "max-replica-lag", 0, "hold the copy back while a --target-replica lags more than this (0: no limit; reloaded on SIGHUP)")
-	fl.StringSliceVar(&f.targetReplicas, "target-replica", nil, "a replica of the target, watched for --max-replica-lag (repeatable; the target's password and TLS options apply)")
+	addLimitFlags(fl, &f.limits, "the copy and the applier")
 }
 
 func parseMode(s string) (scheduler.Mode, error) {
@@ -186,7 +182,14 @@ func parseMode(s string) (scheduler.Mode, error) {
 }
 
 func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) error {
-	log, err := newLogger(cmd.ErrOrStderr(), f.logLevel, f.logFormat)
+	// On a terminal the copy draws bars (text logs only: JSON logs are for
+	// machines), and log lines go through the bars' writer, above them.
+	errOut, _ := cmd.ErrOrStderr().(*os.File)
+	logFormat, _ := cmd.Flags().GetString("log-format")
+	bars := errOut != nil && f.copyMode == "auto" && logFormat == "text" && onTerminal(errOut)
+	sink := &logSink{w: cmd.ErrOrStderr()}
+	cmd.SetErr(sink)
+	log, err := commandLogger(cmd)
 	if err != nil {
 		return err
 	}
@@ -206,55 +209,40 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	if err != nil {
 		return err
 	}
-	if f.workers < 1 || f.maxBatch < 1 {
-		return fmt.Errorf("--workers and --max-batch must be at least 1")
-	}
-	if f.copyMode != "auto" && f.copyMode != "never" {
+	switch {
+	case f.threads < 1 || f.maxBatch < 1:
+		return fmt.Errorf("--threads and --max-batch must be at least 1")
+	case f.copyMode != "auto" && f.copyMode != "never":
 		return fmt.Errorf("--copy %q: want auto or never", f.copyMode)
-	}
-	if f.exitWhenCopied && f.copyMode != "auto" {
+	case f.exitWhenCopied && f.copyMode != "auto":
 		return fmt.Errorf("binlane copy needs --copy=auto")
+	case f.copyThreads < 1:
+		return fmt.Errorf("--copy-threads must be at least 1")
+	case f.readyMaxLag <= 0:
+		return fmt.Errorf("--ready-max-lag must be positive")
+	case f.lockWaitTimeout < time.Second || f.lockWaitTimeout%time.Second != 0:
+		return fmt.Errorf("--lock-wait-timeout %s: want whole seconds, at least 1s", f.lockWaitTimeout)
+	case f.statusInterval < 0:
+		return fmt.Errorf("--status-interval must not be negative")
 	}
-	if f.copyWorkers < 1 {
-		return fmt.Errorf("--copy-workers must be at least 1")
+	th, closeThrottle, err := newThrottle(cmd, f.limits, src, func(addr string) (dsn.DSN, error) {
+		return resolveServer("target-replica", addr, f.targetPassEnv, f.targetPassF, f.targetTLS)
+	}, log)
+	if err != nil {
+		return err
 	}
-	if f.healthMaxLag <= 0 {
-		return fmt.Errorf("--health-max-lag must be positive")
-	}
-	var replicas []dsn.DSN
-	for _, r := range f.targetReplicas {
-		d, err := resolveServer("target-replica", r, f.targetPassEnv, f.targetPassF, f.targetTLS)
-		if err != nil {
-			return err
-		}
-		replicas = append(replicas, d)
-	}
+	defer closeThrottle()
 	// The helpers below run beside the stream in aux's goroutines, which
 	// end with it: none outlives the command.
 	auxCtx, stopAux := context.WithCancel(ctx)
 	var aux errgroup.Group
 	defer func() { stopAux(); _ = aux.Wait() }()
-	limits := copier.NewLimits(f.maxThreadsRunning, f.maxReplicaLag)
-	aux.Go(func() error { reloadLimitsOnHUP(auxCtx, cmd, limits, log); return nil })
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	aux.Go(func() error { reloadLimitsOnHUP(auxCtx, cmd, th.Limits(), log); return nil })
+	stopProfiles, err := startProfiles(f.cpuProfile, f.memProfile)
+	if err != nil {
+		return err
 	}
-	if f.memProfile != "" {
-		defer func() {
-			if pf, err := os.Create(f.memProfile); err == nil {
-				pprof.Lookup("allocs").WriteTo(pf, 0)
-				pf.Close()
-			}
-		}()
-	}
+	defer stopProfiles()
 	// Memory is bounded by the queues (bytes), not by the GC: trading a
 	// larger heap for fewer collections leaves more CPU to the target,
 	// which shares the machine more often than not. The soft limit keeps
@@ -264,24 +252,56 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		debug.SetMemoryLimit(int64(f.maxMemory))
 	}
 	obs := &replicate.Observer{}
-	// Bars on a terminal (text logs only: JSON logs are for machines).
-	if errOut, ok := cmd.ErrOrStderr().(*os.File); ok && f.copyMode == "auto" && f.logFormat == "text" && onTerminal(errOut) {
+	if bars {
 		obs.CopyBars = true
-		aux.Go(func() error { showCopyBars(auxCtx, obs, errOut); return nil })
+		aux.Go(func() error { showCopyBars(auxCtx, obs, errOut, sink); return nil })
 	}
 	if f.metricsAddr != "" {
-		if _, err := startStatusPage(auxCtx, &aux, f.metricsAddr, f.stream, obs, f.healthMaxLag, log); err != nil {
+		if _, err := startStatusPage(auxCtx, &aux, f.metricsAddr, f.stream, obs, f.readyMaxLag, log); err != nil {
 			return err
 		}
+	}
+	if f.statusInterval > 0 {
+		aux.Go(func() error { logStatus(auxCtx, obs, f.statusInterval, log); return nil })
 	}
 	return replicate.Run(ctx, replicate.Config{
 		Source: src, Target: tgt, Stream: f.stream, Rules: rules,
 		StartGTID: f.startGTID, StopAtGTID: f.stopAtGTID, ServerID: f.serverID,
 		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, QueueBytes: f.queueBytes, DrainTimeout: f.drainTimeout,
-		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs,
-		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyWorkers, ChunkTime: f.chunkTime,
-			Limits: limits, Replicas: replicas, ExitWhenDone: f.exitWhenCopied},
-		Apply: apply.Config{Workers: f.workers, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
-			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: f.lockWaitTimeout},
+		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs, Throttle: th,
+		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyThreads, ChunkTime: f.chunkTime, ExitWhenDone: f.exitWhenCopied},
+		Apply: apply.Config{Workers: f.threads, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
+			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: int(f.lockWaitTimeout / time.Second)},
 	})
+}
+
+// startProfiles starts the hidden profiling options' profiles; stop
+// writes them.
+func startProfiles(cpu, mem string) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if cpu != "" {
+		pf, err := os.Create(cpu)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			pf.Close()
+			return nil, err
+		}
+		stops = append(stops, func() { pprof.StopCPUProfile(); pf.Close() })
+	}
+	if mem != "" {
+		stops = append(stops, func() {
+			if pf, err := os.Create(mem); err == nil {
+				pprof.Lookup("allocs").WriteTo(pf, 0)
+				pf.Close()
+			}
+		})
+	}
+	return stop, nil
 }

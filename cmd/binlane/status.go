@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +18,7 @@ import (
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
-	"github.com/binlane/binlane/internal/statuspage"
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
 type statusFlags struct {
@@ -24,78 +26,109 @@ type statusFlags struct {
 	tls                       tlsFlags
 	stream                    string
 	json, raw                 bool
+	check                     bool
+	maxLag, warnLag           time.Duration
 }
 
 func newStatusCmd() *cobra.Command {
 	var f statusFlags
 	cmd := &cobra.Command{
-		Use:   "status --target DSN [--stream NAME]",
-		Short: "Show a stream's saved position, state, last error, lag and worker load",
+		Use:   "status --target DSN [--stream NAME] [--json | --check [--max-lag D]]",
+		Short: "Show a stream's saved position, state, last error, lag and worker load; check it for monitoring",
 		Long: `Read the streams binlane keeps in the target (binlane.streams): the position
 applied up to, the state and last error, and — for a running stream, reported
-every few seconds — the lag and how busy each worker is. Busy close to 100%
-on every worker means more workers may help; much time waiting for the
-commit turn means they would not.
+every few seconds — the lag, what holds it back, and how busy each applier
+thread is. Busy close to 100% on every thread means more threads may help;
+much time waiting for the commit turn means they would not. A stream whose
+row says running but that no binlane process holds any more (killed) is
+shown as such.
 
-Exit status: 0 shown, 2 error (including an unknown --stream).
+--json prints the status documents (one per stream) in the schema the
+status page's /status serves (docs/status-json.md).
+
+--check is a monitoring plugin (Nagios, Icinga, Sensu, Zabbix): one line
+and the plugins' exit status, 0 OK, 1 WARNING (stopped, paused, restarting,
+lag at --warn-lag, no report for a minute), 2 CRITICAL (error, no process
+runs a running stream, lag at --max-lag), 3 UNKNOWN (the target cannot be
+read, no such stream, or the lag is not known while a lag limit is set).
+With several streams the worst one counts.
+
+Exit status without --check: 0 shown, 2 error (including an unknown --stream).
 
 ` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := resolveServer("target", f.target, f.passEnv, f.passFile, f.tls)
+			if f.check {
+				return runCheck(cmd, f)
+			}
+			docs, err := readStatus(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
-			db, err := d.OpenDB("")
-			if err != nil {
-				return fmt.Errorf("--target: %w", err)
-			}
-			defer db.Close()
-			streams, err := position.List(cmd.Context(), db)
-			if err != nil {
-				return serverError("target", d, err)
-			}
-			if f.stream != "" {
-				streams = filterStreams(streams, f.stream)
-				if len(streams) == 0 {
-					return fmt.Errorf("target %s has no stream %q", d, f.stream)
-				}
-			}
-			views := make([]streamView, len(streams))
-			for i, s := range streams {
-				deferred, err := position.ListDeferred(cmd.Context(), db, s.Name)
-				if err != nil {
-					return fmt.Errorf("target %s: %w", d, err)
-				}
-				copied, err := position.LoadCopy(cmd.Context(), db, s.Name)
-				if err != nil {
-					return fmt.Errorf("target %s: %w", d, err)
-				}
-				views[i] = newStreamView(s, deferred, copied, f.raw)
-			}
+			out := cmd.OutOrStdout()
 			if f.json {
-				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(views)
+				return enc.Encode(docs)
 			}
-			if len(streams) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no streams on this target")
+			if len(docs) == 0 {
+				fmt.Fprintln(out, "no streams on this target")
 			}
-			for _, v := range views {
-				printStream(cmd.OutOrStdout(), v, time.Now())
+			for _, d := range docs {
+				printStream(out, d, time.Now())
 			}
 			return nil
 		},
 	}
-	withConfig(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "target server address")
 	addPasswordFlags(fl, "target", &f.passEnv, &f.passFile)
 	addTLSFlags(fl, "target-", "target", &f.tls)
 	fl.StringVar(&f.stream, "stream", "", "show only this stream")
-	fl.BoolVar(&f.json, "json", false, "print JSON")
+	fl.BoolVar(&f.json, "json", false, "print the status documents as JSON")
 	fl.BoolVar(&f.raw, "raw-statements", false, "show kept statements as the source wrote them, passwords included")
-	return cmd
+	fl.BoolVar(&f.check, "check", false, "check the stream(s) for monitoring: one line, exit status 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN")
+	fl.DurationVar(&f.maxLag, "max-lag", 0, "with --check: CRITICAL once a stream lags this much (0: no limit)")
+	fl.DurationVar(&f.warnLag, "warn-lag", 0, "with --check: WARNING once a stream lags this much (0: no limit)")
+	return withConfig(cmd)
+}
+
+// readStatus reads the status documents of the target's streams (of
+// --stream only, when given), secrets redacted.
+func readStatus(ctx context.Context, f statusFlags) ([]streamstatus.Stream, error) {
+	d, err := resolveServer("target", f.target, f.passEnv, f.passFile, f.tls)
+	if err != nil {
+		return nil, err
+	}
+	db, err := d.OpenDB("")
+	if err != nil {
+		return nil, fmt.Errorf("--target: %w", err)
+	}
+	defer db.Close()
+	streams, err := position.List(ctx, db)
+	if err != nil {
+		return nil, serverError("target", d, err)
+	}
+	if f.stream != "" {
+		streams = filterStreams(streams, f.stream)
+		if len(streams) == 0 {
+			return nil, fmt.Errorf("target %s has no stream %q", d, f.stream)
+		}
+	}
+	docs := make([]streamstatus.Stream, len(streams))
+	for i, s := range streams {
+		stored := streamstatus.Stored{Row: s}
+		if stored.Deferred, err = position.ListDeferred(ctx, db, s.Name); err == nil {
+			if stored.Copy, err = position.LoadCopy(ctx, db, s.Name); err == nil {
+				stored.Alive, err = position.Running(ctx, db, s.Name)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", d, err)
+		}
+		docs[i] = newStreamDoc(stored, f.raw)
+	}
+	return docs, nil
 }
 
 func filterStreams(all []position.State, name string) []position.State {
@@ -107,88 +140,137 @@ func filterStreams(all []position.State, name string) []position.State {
 	return nil
 }
 
-// streamView is what status shows of a stream: its row, with every text
-// that may hold a secret redacted, and the statements kept for cut-over.
-type streamView struct {
-	position.State
-	Deferred []position.Deferred `json:"deferred,omitempty"`
-	// Copy is the copy's progress per table (while and after it runs).
-	Copy []position.CopyTable `json:"copy,omitempty"`
-	// Recommendation is a worker count judged from the last report.
-	Recommendation *analyze.Recommendation `json:"recommendation,omitempty"`
-}
-
-func newStreamView(s position.State, deferred []position.Deferred, copied []position.CopyTable, raw bool) streamView {
-	s.Message = redact.Text(s.Message)
-	for i := range deferred {
+// newStreamDoc is a stream's status document with every text that may
+// hold a secret redacted, and a thread count judged from its last report.
+func newStreamDoc(s streamstatus.Stored, raw bool) streamstatus.Stream {
+	s.Row.Message = redact.Text(s.Row.Message)
+	for i := range s.Deferred {
 		if !raw {
-			deferred[i].Statement = redact.Statement(deferred[i].Statement)
+			s.Deferred[i].Statement = redact.Statement(s.Deferred[i].Statement)
 		}
 	}
-	v := streamView{State: s, Deferred: deferred, Copy: copied}
+	d := streamstatus.FromStored(s)
 	var snap apply.Snapshot
-	if s.Stats != "" && json.Unmarshal([]byte(s.Stats), &snap) == nil && len(snap.Workers) > 0 {
-		r := recommend(statuspage.Since(snap))
-		v.Recommendation = &r
+	if s.Row.Stats != "" && json.Unmarshal([]byte(s.Row.Stats), &snap) == nil && len(snap.Workers) > 0 {
+		r := recommend(streamstatus.Since(snap))
+		d.Recommendation = &streamstatus.Recommendation{Threads: r.Workers, Reason: r.Reason}
 	}
-	return v
+	return d
 }
 
-func printStream(w io.Writer, v streamView, now time.Time) {
-	s := v.State
-	fmt.Fprintf(w, "stream %s: %s (source %s, %s)\n", s.Name, s.State, s.SourceID, s.Flavor)
-	fmt.Fprintf(w, "  position   %s\n", s.GTID)
-	if s.File != "" {
-		fmt.Fprintf(w, "  source at  %s:%d, last transaction %s\n", s.File, s.Pos, s.LastGTID)
+// runCheck is status --check: one line a monitoring system shows, with
+// the lag of each stream as performance data, and the plugins' exit
+// status.
+func runCheck(cmd *cobra.Command, f statusFlags) error {
+	out := cmd.OutOrStdout()
+	docs, err := readStatus(cmd.Context(), f)
+	if err != nil {
+		fmt.Fprintf(out, "BINLANE UNKNOWN - %s\n", redact.Text(err.Error()))
+		return exitQuietly(streamstatus.Unknown)
 	}
-	fmt.Fprintf(w, "  applied    %d transactions", s.Applied)
-	if !s.SourceTS.IsZero() {
-		fmt.Fprintf(w, "; the last one committed on the source at %s", s.SourceTS.UTC().Format(time.RFC3339))
+	if len(docs) == 0 {
+		fmt.Fprintln(out, "BINLANE UNKNOWN - no streams on this target")
+		return exitQuietly(streamstatus.Unknown)
 	}
-	fmt.Fprintln(w)
-	if s.State == position.StateRunning && !s.ReportedAt.IsZero() {
-		age := now.Sub(s.ReportedAt).Round(time.Second)
-		fmt.Fprintf(w, "  lag        %s (reported %s ago)\n", time.Duration(s.LagMillis)*time.Millisecond, age)
-		printWorkers(w, s.Stats)
+	limits := streamstatus.CheckLimits{MaxLag: f.maxLag, WarnLag: f.warnLag, Now: time.Now()}
+	worst := streamstatus.OK
+	var lines, perf []string
+	for _, d := range docs {
+		code, why := streamstatus.Check(d, limits)
+		worst = streamstatus.Worst(worst, code)
+		lines = append(lines, why)
+		if d.LagSeconds != nil {
+			perf = append(perf, fmt.Sprintf("'lag_%s'=%.3fs;%s;%s", d.Stream, *d.LagSeconds, perfLimit(f.warnLag), perfLimit(f.maxLag)))
+		}
 	}
-	if r := v.Recommendation; r != nil {
-		fmt.Fprintf(w, "  workers    %s recommended: %s\n", analyze.Workers(r.Workers), r.Reason)
+	line := "BINLANE " + streamstatus.CodeName(worst) + " - " + strings.Join(lines, "; ")
+	if len(perf) > 0 {
+		line += " | " + strings.Join(perf, " ")
 	}
-	if s.PauseAt != "" && s.State != position.StateCutOver {
-		fmt.Fprintf(w, "  pause      %s, asked by %s\n", s.PauseAt, s.PauseBy)
+	fmt.Fprintln(out, line)
+	if worst == streamstatus.OK {
+		return nil
 	}
-	printCopy(w, v.Copy)
-	if s.Owner.Token != "" && s.State == position.StateRunning {
-		fmt.Fprintf(w, "  run by     %s\n", s.Owner)
+	return exitQuietly(worst)
+}
+
+func perfLimit(d time.Duration) string {
+	if d <= 0 {
+		return ""
 	}
-	if s.DDL.GTID != "" {
+	return fmt.Sprintf("%g", d.Seconds())
+}
+
+func printStream(w io.Writer, d streamstatus.Stream, now time.Time) {
+	src := streamstatus.Source{}
+	if d.Source != nil {
+		src = *d.Source
+	}
+	fmt.Fprintf(w, "stream %s: %s (source %s, %s)\n", d.Stream, d.State, src.ID, src.Flavor)
+	running := d.State != streamstatus.StateStopped && d.State != streamstatus.StateError && d.State != streamstatus.StatePaused
+	if running && !d.Alive {
+		fmt.Fprintln(w, "  process    none: no binlane process holds the stream (it was killed, or lost the target); start it again")
+	}
+	fmt.Fprintf(w, "  position   %s\n", d.Position)
+	if t := d.LastTransaction; t != nil {
+		if t.BinlogFile != "" {
+			fmt.Fprintf(w, "  source at  %s:%d, last transaction %s\n", t.BinlogFile, t.BinlogPos, t.GTID)
+		}
+	}
+	if d.AppliedTransactions != nil {
+		fmt.Fprintf(w, "  applied    %d transactions", *d.AppliedTransactions)
+		if t := d.LastTransaction; t != nil && t.SourceCommit != nil {
+			fmt.Fprintf(w, "; the last one committed on the source at %s", t.SourceCommit.Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
+	}
+	if d.LagSeconds != nil && d.ReportedAt != nil {
+		lag := time.Duration(*d.LagSeconds * float64(time.Second)).Round(time.Millisecond)
+		fmt.Fprintf(w, "  lag        %s (reported %s ago)\n", lag, now.Sub(*d.ReportedAt).Round(time.Second))
+	}
+	if d.Held != "" {
+		fmt.Fprintf(w, "  held back  %s\n", d.Held)
+	}
+	if d.Alive && d.Run != nil {
+		printWorkers(w, d.Run)
+	}
+	if r := d.Recommendation; r != nil {
+		fmt.Fprintf(w, "  threads    %s recommended: %s\n", analyze.Workers(r.Threads), r.Reason)
+	}
+	if d.Pause != nil {
+		fmt.Fprintf(w, "  pause      %s, asked by %s\n", cmp.Or(d.Pause.At, "where it stands"), d.Pause.By)
+	}
+	printCopy(w, d.Copy)
+	if d.RunBy != "" && d.Alive {
+		fmt.Fprintf(w, "  run by     %s\n", d.RunBy)
+	}
+	if st := d.Statement; st != nil {
 		what := "running (or interrupted: the next run checks whether it applied)"
-		if s.DDL.State == position.DDLFailed {
+		if st.State == position.DDLFailed {
 			what = "failed: it was not applied and runs again at the next start"
 		}
-		fmt.Fprintf(w, "  statement  %s %s\n", s.DDL.GTID, what)
+		fmt.Fprintf(w, "  statement  %s %s\n", st.GTID, what)
 	}
 	switch {
-	case s.State == position.StateCutOver:
-		fmt.Fprintf(w, "  cut over   %s\n", strings.TrimPrefix(s.Message, "cut over "))
-	case s.State == position.StatePaused: // the message says where it holds: the pause line says why
-	case s.State == position.StateStopped && s.Message != "": // a reverse stream a cut-over prepared
-		fmt.Fprintf(w, "  note       %s\n", s.Message)
-	case s.Message != "":
-		fmt.Fprintf(w, "  last error %s\n", strings.ReplaceAll(s.Message, "\n", "\n             "))
+	case d.State == streamstatus.StateCutOver:
+		fmt.Fprintf(w, "  cut over   %s\n", strings.TrimPrefix(d.Note, "cut over "))
+	case d.Note != "" && d.State != streamstatus.StatePaused: // a reverse stream a cut-over prepared
+		fmt.Fprintf(w, "  note       %s\n", d.Note)
+	case d.LastError != nil:
+		fmt.Fprintf(w, "  last error %s\n", strings.ReplaceAll(d.LastError.Message, "\n", "\n             "))
 	}
-	if len(v.Deferred) > 0 {
+	if len(d.Deferred) > 0 {
 		fmt.Fprintf(w, "  kept for cut-over (%d statements binlane did not run on the target; apply them when it stops being a replica):\n",
-			len(v.Deferred))
-		for _, d := range v.Deferred {
-			fmt.Fprintf(w, "    %s %s: %s\n", d.GTID, d.Reason, abbreviate(d.Statement, 300))
+			len(d.Deferred))
+		for _, df := range d.Deferred {
+			fmt.Fprintf(w, "    %s %s: %s\n", df.GTID, df.Reason, abbreviate(df.Statement, 300))
 		}
 	}
 }
 
 // printCopy shows the copy's progress per table, as committed on the
 // target with the rows.
-func printCopy(w io.Writer, tables []position.CopyTable) {
+func printCopy(w io.Writer, tables []streamstatus.CopyTable) {
 	if len(tables) == 0 {
 		return
 	}
@@ -196,7 +278,7 @@ func printCopy(w io.Writer, tables []position.CopyTable) {
 	done := 0
 	for _, t := range tables {
 		rows, est = rows+t.Rows, est+t.Estimate
-		if t.State == position.CopyDone {
+		if t.Done {
 			done++
 		}
 	}
@@ -206,11 +288,14 @@ func printCopy(w io.Writer, tables []position.CopyTable) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, t := range tables {
-		note := ""
+		note, state := "", position.CopyCopying
 		if t.OnePass != "" {
 			note = "one pass: " + t.OnePass
 		}
-		fmt.Fprintf(tw, "    %s.%s\t%s\t%d / ~%d rows\t%s\n", t.Schema, t.Table, t.State, t.Rows, t.Estimate, note)
+		if t.Done {
+			state = position.CopyDone
+		}
+		fmt.Fprintf(tw, "    %s\t%s\t%d / ~%d rows\t%s\n", t.Table, state, t.Rows, t.Estimate, note)
 	}
 	tw.Flush()
 }
@@ -231,39 +316,34 @@ var aloneReasons = map[string]string{
 	plan.SerializeUniqueNotInSource: "transactions on tables with a target unique key over a column the source lacks",
 }
 
-// printWorkers shows each worker's share of time busy, waiting for its
+// printWorkers shows each thread's share of time busy, waiting for its
 // commit turn and committing, since the process started.
-func printWorkers(w io.Writer, stats string) {
-	var snap apply.Snapshot
-	if stats == "" || json.Unmarshal([]byte(stats), &snap) != nil {
+func printWorkers(w io.Writer, r *streamstatus.Run) {
+	if r.IntervalSeconds <= 0 {
 		return
 	}
-	wall := snap.At.Sub(snap.Started)
-	if wall <= 0 {
-		return
-	}
-	pct := func(d time.Duration) string { return fmt.Sprintf("%.0f%%", 100*d.Seconds()/wall.Seconds()) }
+	pct := func(share float64) string { return fmt.Sprintf("%.0f%%", 100*share) }
 	fmt.Fprintf(w, "  queue      %d in flight, %d waiting; %d later transactions rolled back for an earlier one\n",
-		snap.InFlight, snap.Pending, snap.LockWaitKills)
+		r.InFlight, r.Pending, r.LockWaitRollbacks)
 	// Right-aligned cells get their padding on the left: that indents the
 	// first column like the other labels.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "worker\ttxns\tbatches\trows\tbusy\tcommit wait\tcommitting\tretries\t")
-	for i, ws := range snap.Workers {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t\n", i, ws.Txns, ws.Batches, ws.Rows, pct(ws.Busy),
+	fmt.Fprintln(tw, "thread\ttxns\tbatches\trows\tbusy\tcommit wait\tcommitting\tretries\t")
+	for _, ws := range r.Workers {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t\n", ws.Worker, ws.Transactions, ws.Batches, ws.Rows, pct(ws.Busy),
 			pct(ws.CommitWait), pct(ws.Commit), ws.Retries)
 	}
 	tw.Flush()
-	reasons := make([]string, 0, len(snap.Serialized))
-	for r := range snap.Serialized {
-		reasons = append(reasons, r)
+	reasons := make([]string, 0, len(r.RanAlone))
+	for reason := range r.RanAlone {
+		reasons = append(reasons, reason)
 	}
 	sort.Strings(reasons)
-	for _, r := range reasons {
-		text, ok := aloneReasons[r]
+	for _, reason := range reasons {
+		text, ok := aloneReasons[reason]
 		if !ok {
-			text = r
+			text = reason
 		}
-		fmt.Fprintf(w, "  ran alone  %d x %s\n", snap.Serialized[r], text)
+		fmt.Fprintf(w, "  ran alone  %d x %s\n", r.RanAlone[reason], text)
 	}
 }

@@ -19,7 +19,9 @@ import (
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -46,7 +48,7 @@ func TestPrintStream(t *testing.T) {
 			{Txns: 900, Batches: 100, Rows: 2000, Busy: 80 * time.Second, CommitWait: 10 * time.Second, Commit: 5 * time.Second, Retries: 2},
 			{Txns: 100, Batches: 10, Rows: 150, Busy: 25 * time.Second},
 		}, Serialized: map[string]uint64{"statement (DDL)": 4}}
-	stats, err := json.Marshal(snap)
+	stats, err := json.Marshal(replicate.Report{Snapshot: snap, State: "caught_up", Held: "replica r1 is 12s behind (> 10s)"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,14 +57,15 @@ func TestPrintStream(t *testing.T) {
 		State: position.StateRunning, LagMillis: 1500, Stats: string(stats), ReportedAt: now.Add(-2 * time.Second),
 		Message: "earlier: lost\nthe connection"}
 	var b strings.Builder
-	printStream(&b, streamView{State: s}, now)
-	want := `stream main: running (source abc-uuid, mariadb)
+	printStream(&b, streamstatus.FromStored(streamstatus.Stored{Row: s, Alive: true}), now)
+	want := `stream main: caught_up (source abc-uuid, mariadb)
   position   0-1-1000
   source at  binlog.000007:4242, last transaction 0-1-1000
   applied    1000 transactions; the last one committed on the source at 2026-05-04T12:00:00Z
   lag        1.5s (reported 2s ago)
+  held back  replica r1 is 12s behind (> 10s)
   queue      12 in flight, 5 waiting; 3 later transactions rolled back for an earlier one
-  worker  txns  batches  rows  busy  commit wait  committing  retries
+  thread  txns  batches  rows  busy  commit wait  committing  retries
        0   900      100  2000   80%          10%          5%        2
        1   100       10   150   25%           0%          0%        0
   ran alone  4 x statement (DDL)
@@ -73,28 +76,35 @@ func TestPrintStream(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 
-	// The view adds a recommendation from the report, and the copy.
-	v := newStreamView(s, nil, []position.CopyTable{
+	// The document adds a recommendation from the report, and the copy.
+	d := newStreamDoc(streamstatus.Stored{Row: s, Alive: true, Copy: []position.CopyTable{
 		{Schema: "app", Table: "a", State: position.CopyDone, Rows: 1000, Estimate: 990},
 		{Schema: "app", Table: "b", State: position.CopyCopying, Rows: 20, Estimate: 500, OnePass: "no usable key"},
-	}, false)
-	if v.Recommendation == nil || v.Recommendation.Workers < 1 || v.Recommendation.Reason == "" {
-		t.Fatalf("no recommendation from the report: %+v", v.Recommendation)
+	}}, false)
+	if d.Recommendation == nil || d.Recommendation.Threads < 1 || d.Recommendation.Reason == "" {
+		t.Fatalf("no recommendation from the report: %+v", d.Recommendation)
 	}
 	b.Reset()
-	printStream(&b, v, now)
-	for _, part := range []string{"workers    ", "recommended: ", "copy       1 of 2 tables done, 1020 rows copied (about 1490 estimated)",
+	printStream(&b, d, now)
+	for _, part := range []string{"threads    ", "recommended: ", "copy       1 of 2 tables done, 1020 rows copied (about 1490 estimated)",
 		"app.b  copying  20 / ~500 rows", "one pass: no usable key"} {
 		if !strings.Contains(b.String(), part) {
 			t.Errorf("status lacks %q:\n%s", part, b.String())
 		}
 	}
 
-	// A stopped stream shows no lag or workers, even with an old report.
+	// A stream whose process is gone says so, and shows no lag.
+	b.Reset()
+	printStream(&b, streamstatus.FromStored(streamstatus.Stored{Row: s}), now)
+	if !strings.Contains(b.String(), "stream main: running (") || !strings.Contains(b.String(), "no binlane process holds the stream") ||
+		strings.Contains(b.String(), "lag") {
+		t.Errorf("stream without its process:\n%s", b.String())
+	}
+	// A stopped stream shows no lag or threads, even with an old report.
 	s.State = position.StateStopped
 	b.Reset()
-	printStream(&b, streamView{State: s}, now)
-	if strings.Contains(b.String(), "lag") || strings.Contains(b.String(), "worker") {
+	printStream(&b, streamstatus.FromStored(streamstatus.Stored{Row: s}), now)
+	if strings.Contains(b.String(), "lag") || strings.Contains(b.String(), "thread") {
 		t.Errorf("stopped stream:\n%s", b.String())
 	}
 }
@@ -160,7 +170,7 @@ func TestReplicateStatusMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	logs, done, stop := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "m", "--start-gtid", start,
-		"--databases", "app", "--workers", "2", "--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0")
+		"--databases", "app", "--threads", "2", "--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0")
 	defer stop()
 	addrRE := regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
 	var addr string
@@ -226,18 +236,44 @@ func TestReplicateStatusMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, re := range []string{`(?m)^stream m: running \(source \S+, mariadb\)$`, `(?m)^  position   0-1-\d+$`,
+	for _, re := range []string{`(?m)^stream m: (running|caught_up) \(source \S+, mariadb\)$`, `(?m)^  position   0-1-\d+$`,
 		`(?m)^  source at  binlog\.\d+:\d+, last transaction 0-1-\d+$`, `(?m)^  applied    \d+ transactions; the last one committed on the source at `,
-		`(?m)^  lag        \S+ \(reported \S+ ago\)$`, `(?m)^  worker  txns  batches  rows  busy  commit wait  committing  retries$`,
+		`(?m)^  lag        \S+ \(reported \S+ ago\)$`, `(?m)^  thread  txns  batches  rows  busy  commit wait  committing  retries$`,
 		`(?m)^ +0 +\d+ +\d+ +\d+ +\d+% +\d+% +\d+% +\d+$`, `(?m)^ +1 +\d+ +\d+ +\d+ +\d+% +\d+% +\d+% +\d+$`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("status lacks %s:\n%s", re, out)
 		}
 	}
 
+	// status --check against the stream in each state: running now.
+	check := func(want int, wantLine string, args ...string) {
+		t.Helper()
+		out, err := runStatusCmd(t, append([]string{"--target", dstURL, "--check"}, args...)...)
+		if code := exitCode(err); code != want || !regexp.MustCompile(wantLine).MatchString(out) {
+			t.Errorf("status --check %v: exit %d %q, want %d and %s", args, code, out, want, wantLine)
+		}
+	}
+	check(0, `^BINLANE OK - stream m is (running|caught_up), lag \S+ \| 'lag_m'=[\d.]+s;;60\n$`, "--stream", "m", "--max-lag", "1m")
+
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("replicate: %v", err)
+	}
+	check(1, `^BINLANE WARNING - stream m is stopped \(position saved; nothing replicates\)\n$`)
+	check(3, `^BINLANE UNKNOWN - target \S+ has no stream "absent"\n$`, "--stream", "absent")
+	// A row that says running, whose process is gone (killed).
+	last, _, _ := position.Load(ctx, dstDB, "m")
+	if err := position.SetState(ctx, dstDB, "m", last.Owner.Token, position.StateRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	check(2, `^BINLANE CRITICAL - stream m is running, but no binlane process runs it \(last report \S+ ago\)\n$`)
+	if err := position.SetState(ctx, dstDB, "m", last.Owner.Token, position.StateStopped, ""); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"status", "--target", "mysql://nobody@127.0.0.1:1/", "--check"}, &stdout, &stderr); code != 3 ||
+		!strings.HasPrefix(stdout.String(), "BINLANE UNKNOWN - ") || stderr.Len() != 0 {
+		t.Errorf("unreachable target: exit %d %q %q", code, stdout.String(), stderr.String())
 	}
 	rules, err := filter.New([]string{"app"}, nil, nil)
 	if err != nil {
@@ -264,14 +300,16 @@ func TestReplicateStatusMetrics(t *testing.T) {
 	if err := position.SetState(ctx, dstDB, "m", st.Owner.Token, position.StateError, "transaction 0-1-9: boom\nsecond line"); err != nil {
 		t.Fatal(err)
 	}
+	check(2, `^BINLANE CRITICAL - stream m is in error: transaction 0-1-9: boom\nsecond line\n$`, "--stream", "m")
 	out, _ = runStatusCmd(t, "--target", dstURL, "--stream", "m")
 	if !strings.HasPrefix(out, "stream m: error (") || !strings.HasSuffix(out, "  last error transaction 0-1-9: boom\n             second line\n") {
 		t.Errorf("failed stream:\n%s", out)
 	}
 	out, err = runStatusCmd(t, "--target", dstURL, "--json")
-	var states []position.State
-	if err != nil || json.Unmarshal([]byte(out), &states) != nil || len(states) != 1 || states[0].Name != "m" ||
-		states[0].State != position.StateError || states[0].Message != "transaction 0-1-9: boom\nsecond line" || states[0].Applied < 62 {
+	var docs []streamstatus.Stream
+	if err != nil || json.Unmarshal([]byte(out), &docs) != nil || len(docs) != 1 || docs[0].Stream != "m" ||
+		docs[0].State != "error" || docs[0].LastError == nil || docs[0].LastError.Message != "transaction 0-1-9: boom\nsecond line" ||
+		*docs[0].AppliedTransactions < 62 || docs[0].Run == nil || docs[0].Alive {
 		t.Errorf("--json: %v\n%s", err, out)
 	}
 	if _, err := runStatusCmd(t, "--target", dstURL, "--stream", "absent"); err == nil || !strings.Contains(err.Error(), `has no stream "absent"`) {

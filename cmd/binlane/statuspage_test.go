@@ -15,7 +15,7 @@ import (
 
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/sandbox"
-	"github.com/binlane/binlane/internal/statuspage"
+	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -73,8 +73,8 @@ func TestStatusPage(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	logs, done, stop := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "page", "--databases", "app", "--workers", "3",
-		"--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0", "--health-max-lag", "20s")
+	logs, done, stop := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "page", "--databases", "app", "--threads", "3",
+		"--heartbeat", "500ms", "--metrics-addr", "127.0.0.1:0", "--ready-max-lag", "20s")
 	defer stop()
 	running := func() {
 		select {
@@ -93,41 +93,43 @@ func TestStatusPage(t *testing.T) {
 		return addr != ""
 	})
 	base := "http://" + addr
-	status := func() (statuspage.Status, bool) {
+	status := func() (streamstatus.Stream, bool) {
 		running()
 		code, body := httpGet(t, base+"/status")
-		var st statuspage.Status
+		var st streamstatus.Stream
 		return st, code == http.StatusOK && json.Unmarshal([]byte(body), &st) == nil
 	}
 	// The copy first: updates made after it go through the stream.
 	waitFor(t, 60*time.Second, "the copy done on /status", func() bool {
 		st, ok := status()
-		return ok && st.State == "caught up" && len(st.Copy) == 1 && st.Copy[0].Done
+		return ok && st.State == "caught_up" && len(st.Copy) == 1 && st.Copy[0].Done
 	})
 
 	for i := 1; i <= 50; i++ {
 		src.ExecT(t, fmt.Sprintf("UPDATE app.t SET v = v + 1 WHERE id BETWEEN %d AND %d", i*10, i*10+50))
 	}
 	want := sourcePos(t, srcDB)
-	var st statuspage.Status
+	var st streamstatus.Stream
 	waitFor(t, 90*time.Second, "a caught-up stream on /status", func() bool {
 		var ok bool
 		st, ok = status()
-		return ok && st.State == "caught up" && st.Position == want
+		return ok && st.State == "caught_up" && st.Position == want
 	})
 	var rows uint64
-	for _, w := range st.Workers {
+	for _, w := range st.Run.Workers {
 		rows += w.Rows
 	}
-	if st.Stream != "page" || !st.Running || len(st.Workers) != 3 || st.Committed < 50 || rows < 50*51 || st.Started == nil || st.LastError != nil ||
-		st.Recommendation == nil || !st.Health.OK || st.Health.MaxLagSeconds != 20 {
+	if st.Stream != "page" || !st.Alive || len(st.Run.Workers) != 3 || st.Run.Committed < 50 || rows < 50*51 || st.LastError != nil ||
+		st.Recommendation == nil || !st.Health.Live.OK || !st.Health.Ready.OK || st.Health.ReadyMaxLagSeconds != 20 {
 		t.Errorf("/status: %+v", st)
 	}
 	if len(st.Copy) != 1 || st.Copy[0].Table != "app.t" || !st.Copy[0].Done || st.Copy[0].Rows != 2000 {
 		t.Errorf("/status copy: %+v", st.Copy)
 	}
-	if code, body := httpGet(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
-		t.Errorf("/healthz: %d %q", code, body)
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if code, body := httpGet(t, base+probe); code != http.StatusOK || body != "ok\n" {
+			t.Errorf("%s: %d %q", probe, code, body)
+		}
 	}
 	_, metricsText := httpGet(t, base+"/metrics")
 	for _, re := range []string{`(?m)^go_goroutines \d+`, `(?m)^go_build_info\{`, `(?m)^process_resident_memory_bytes `,
@@ -138,9 +140,9 @@ func TestStatusPage(t *testing.T) {
 	}
 
 	dom := dumpDOM(t, base+"/")
-	for _, s := range []string{`<span id="state" class="badge caught-up">caught up</span>`, `<dd id="position">` + want + `</dd>`,
-		`<tr class="worker" data-worker="0"><td>worker 0</td>`, `<tr class="worker" data-worker="2">`,
-		`<tr class="copy-table"><td>app.t</td><td>2,000</td>`, `<dd id="recommendation">`, ` — workers `, `<pre id="last-error">—</pre>`,
+	for _, s := range []string{`<span id="state" class="badge caught_up">caught_up</span>`, `<dd id="position">` + want + `</dd>`,
+		`<tr class="worker" data-worker="0"><td>thread 0</td>`, `<tr class="worker" data-worker="2">`,
+		`<tr class="copy-table"><td>app.t</td><td>2,000</td>`, `<dd id="recommendation">`, ` — `, `<pre id="last-error">—</pre>`,
 		`<span id="stream">page</span>`} {
 		if !strings.Contains(dom, s) {
 			t.Errorf("the page lacks %s", s)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -22,12 +21,13 @@ type verifyFlags struct {
 	targetPassEnv, targetPassF string
 	sourceTLS, targetTLS       tlsFlags
 	databases, tables, exclude []string
-	chunkRows, parallel        int
+	chunkRows, threads         int
 	maxDiffs                   int
 	json, verbose              bool
 	online                     bool
 	stream                     string
 	resumeFile                 string
+	limits                     limitFlags
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -65,39 +65,47 @@ them), 2 error, a table that could not be compared, or interrupted
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, f) },
 	}
-	withConfig(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.source, "source", "", "source server address (required: here, in --config or in $BINLANE_SOURCE)")
 	fl.StringVar(&f.target, "target", "", "target server address (required: here, in --config or in $BINLANE_TARGET)")
-	fl.StringVar(&f.sourcePassEnv, "source-password-env", "BINLANE_SOURCE_PASSWORD", "environment variable holding the source password")
-	fl.StringVar(&f.sourcePassF, "source-password-file", "", "file whose first line is the source password")
-	fl.StringVar(&f.targetPassEnv, "target-password-env", "BINLANE_TARGET_PASSWORD", "environment variable holding the target password")
-	fl.StringVar(&f.targetPassF, "target-password-file", "", "file whose first line is the target password")
+	addPasswordFlags(fl, "source", &f.sourcePassEnv, &f.sourcePassF)
+	addPasswordFlags(fl, "target", &f.targetPassEnv, &f.targetPassF)
 	addTLSFlags(fl, "source-", "source", &f.sourceTLS)
 	addTLSFlags(fl, "target-", "target", &f.targetTLS)
 	fl.StringSliceVar(&f.databases, "databases", nil, "databases to compare (comma-separated, wildcards allowed)")
 	fl.StringSliceVar(&f.tables, "tables", nil, "tables to compare, as db.table (comma-separated, wildcards allowed)")
 	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables to skip")
 	fl.IntVar(&f.chunkRows, "chunk-rows", verify.DefaultChunkRows, "source rows per checksummed chunk")
-	fl.IntVar(&f.parallel, "parallel", verify.DefaultParallel, "chunks compared at once")
+	fl.IntVar(&f.threads, "threads", verify.DefaultParallel, "chunks compared at once (a session on each server per chunk)")
+	deprecatedAlias(fl, "parallel", "threads")
 	fl.IntVar(&f.maxDiffs, "max-diffs", verify.DefaultMaxDiffs, "differing rows listed per table")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every chunk")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every chunk (--log-level debug)")
 	fl.BoolVar(&f.online, "online", false, "compare while the source takes writes, pausing --stream at each snapshot's position")
 	fl.StringVar(&f.stream, "stream", "default", "the stream to pause (with --online)")
 	fl.StringVar(&f.resumeFile, "resume-file", "", "record the tables found equal in this file, and leave out those it lists (run again after an interruption)")
+	addLimitFlags(fl, &f.limits, "the comparison")
 	// --source and --target may come from the file or the environment:
 	// cobra's required-flag check runs before them, so openServer checks.
-	return cmd
+	return withConfig(cmd)
 }
 
 func runVerify(cmd *cobra.Command, f verifyFlags) error {
-	src, err := openServer(cmd.Context(), "source", f.source, f.sourcePassEnv, f.sourcePassF, f.sourceTLS, f.parallel)
+	if f.verbose {
+		if err := cmd.Flags().Set("log-level", "debug"); err != nil {
+			return err
+		}
+	}
+	log, err := commandLogger(cmd)
+	if err != nil {
+		return err
+	}
+	src, err := openServer(cmd.Context(), "source", f.source, f.sourcePassEnv, f.sourcePassF, f.sourceTLS, f.threads)
 	if err != nil {
 		return err
 	}
 	defer src.db.Close()
-	tgt, err := openServer(cmd.Context(), "target", f.target, f.targetPassEnv, f.targetPassF, f.targetTLS, f.parallel)
+	tgt, err := openServer(cmd.Context(), "target", f.target, f.targetPassEnv, f.targetPassF, f.targetTLS, f.threads)
 	if err != nil {
 		return err
 	}
@@ -109,13 +117,21 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	if err != nil {
 		return err
 	}
-	level := slog.LevelInfo
-	if f.verbose {
-		level = slog.LevelDebug
+	th, closeThrottle, err := newThrottle(cmd, f.limits, src.dsn, func(addr string) (dsn.DSN, error) {
+		return resolveServer("target-replica", addr, f.targetPassEnv, f.targetPassF, f.targetTLS)
+	}, log)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	defer closeThrottle()
+	ctx, stopHUP := context.WithCancel(cmd.Context())
+	defer stopHUP()
+	go reloadLimitsOnHUP(ctx, cmd, th.Limits(), log)
 	vcfg := verify.Config{Source: src.db, Target: tgt.db, Rules: rules,
-		ChunkRows: f.chunkRows, Parallel: f.parallel, MaxDiffs: f.maxDiffs, Logger: log}
+		ChunkRows: f.chunkRows, Parallel: f.threads, MaxDiffs: f.maxDiffs, Logger: log}
+	if th != nil {
+		vcfg.Hold = th.Wait
+	}
 	if f.online {
 		// Pause requests go through a pool of their own: the comparison's
 		// pool may be all taken by sessions waiting for a pair.

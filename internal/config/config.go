@@ -1,12 +1,15 @@
 // Package config gives a command's options three more sources besides its
 // command line: a YAML file (--config FILE) and BINLANE_* environment
 // variables, merged by koanf with the precedence command line >
-// environment > file > the flags' defaults. Every key is one of the
-// command's long flags, so any command can use it.
+// environment > file > the flags' defaults. Every key is a long flag of
+// some command, so one file serves every command of a stream: a key the
+// command at hand does not have is ignored when another command has it
+// (Options.Known).
 //
-// A supervisor must be able to rely on the result: a key that is no flag,
-// a value the flag cannot take, or a line in the old "name = value" format
-// is an error naming the file and line (or the variable), never ignored.
+// A supervisor must be able to rely on the result: a key that no command
+// has, a value the flag cannot take, or a line in the old "name = value"
+// format is an error naming the file and line (or the variable), never
+// ignored.
 // Environment variables that name no flag are ignored: BINLANE_* also
 // holds passwords (BINLANE_SOURCE_PASSWORD) and test settings.
 //
@@ -43,6 +46,11 @@ type Options struct {
 	// CommandLineOnly lists flags that neither the file nor the
 	// environment may set; help and version always are.
 	CommandLineOnly []string
+	// Known reports whether some other command has an option name: one
+	// file serves every command, so a key this command lacks is ignored
+	// when another command reads it, and is an error only when no command
+	// knows it. nil: only this command's flags are known.
+	Known func(name string) bool
 }
 
 // Load sets every flag of fs that the command line did not give from the
@@ -112,6 +120,9 @@ type loader struct {
 func (l *loader) settable(name string) bool {
 	return name != "help" && name != "version" && name != l.o.ConfigFlag && !slices.Contains(l.o.CommandLineOnly, name)
 }
+
+// known reports whether some command of the program has option name.
+func (l *loader) known(name string) bool { return l.o.Known != nil && l.o.Known(name) }
 
 func (l *loader) envName(key string) string {
 	return l.o.EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
@@ -276,8 +287,11 @@ func setList(fl *pflag.Flag, items []string) error {
 }
 
 // scratch returns a fresh value of fl's type, or nil for a type it does
-// not know.
+// not know. A value type of the program's own gives one by a Fresh method.
 func scratch(fl *pflag.Flag) pflag.Value {
+	if c, ok := fl.Value.(interface{ Fresh() pflag.Value }); ok {
+		return c.Fresh() // a value type of the command's own (sizes)
+	}
 	fs := pflag.NewFlagSet("scratch", pflag.ContinueOnError)
 	switch fl.Value.Type() {
 	case "string":

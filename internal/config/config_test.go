@@ -177,3 +177,45 @@ func TestLoadMissingFile(t *testing.T) {
 		t.Fatalf("no sources: %v", err)
 	}
 }
+
+// TestLoadKnownElsewhere: one file serves every command. A key another
+// command has is ignored (a command-line-only option of this command too),
+// while a key no command has is still an error with its line.
+func TestLoadKnownElsewhere(t *testing.T) {
+	known := func(name string) bool { return name == "max-lag" || name == "secret-only" || name == "copy-threads" }
+	cases := []struct {
+		file, wantErr string
+		want          map[string]string
+	}{
+		{file: "workers: 3\nmax-lag: 10s\nsecret-only: x\n", want: map[string]string{"workers": "3", "secret-only": ""}},
+		{file: "max-lag: 10s\nmax-lagg: 3\n", wantErr: `binlane.yaml:2: unknown option "max-lagg"`},
+		{file: "copy_threads: 3\n", wantErr: `binlane.yaml:1: unknown option "copy_threads" (did you mean "copy-threads"?)`},
+		{file: "config: x.yaml\n", wantErr: `binlane.yaml:1: unknown option "config"`},
+	}
+	for _, c := range cases {
+		fs := testFlags()
+		path := filepath.Join(t.TempDir(), "binlane.yaml")
+		if err := os.WriteFile(path, []byte(c.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Parse([]string{"--config", path}); err != nil {
+			t.Fatal(err)
+		}
+		err := Load(fs, Options{ConfigFlag: "config", Environ: func() []string { return nil }, Known: known,
+			CommandLineOnly: []string{"secret-only"}})
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%q: error %v, want %q", c.file, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", c.file, err)
+		}
+		for name, want := range c.want {
+			if got := fs.Lookup(name).Value.String(); got != want {
+				t.Errorf("%q: --%s = %q, want %q", c.file, name, got, want)
+			}
+		}
+	}
+}

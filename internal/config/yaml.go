@@ -57,6 +57,9 @@ func (p *yamlParser) Unmarshal(b []byte) (map[string]any, error) {
 		name := kn.Value
 		fl := p.l.fs.Lookup(name)
 		if kn.Kind != yaml.ScalarNode || fl == nil || !p.l.settable(name) {
+			if kn.Kind == yaml.ScalarNode && name != p.l.o.ConfigFlag && p.l.known(name) {
+				continue // another command's option: the same file serves it
+			}
 			return nil, p.unknown(kn)
 		}
 		v, err := p.value(fl.Name, vn)
@@ -113,7 +116,7 @@ func (p *yamlParser) unknown(kn *yaml.Node) error {
 		return fmt.Errorf("%s:%d: want an option name", p.path, kn.Line)
 	case name == p.l.o.ConfigFlag:
 		return fmt.Errorf("%s:%d: unknown option %q: a config file cannot name another", p.path, kn.Line, name)
-	case alt != name && p.l.fs.Lookup(alt) != nil && p.l.settable(alt):
+	case alt != name && (p.l.fs.Lookup(alt) != nil && p.l.settable(alt) || p.l.known(alt)):
 		return fmt.Errorf("%s:%d: unknown option %q (did you mean %q?)", p.path, kn.Line, name, alt)
 	}
 	return fmt.Errorf("%s:%d: unknown option %q", p.path, kn.Line, name)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/binlane/binlane/internal/snapshot"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/throttle"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -46,8 +47,10 @@ type Config struct {
 	ChunkTime        time.Duration
 	MinRows, MaxRows int
 	MaxChunkBytes    int
-	Throttle         *Throttle
-	Logger           *slog.Logger
+	// Throttle holds each chunk back while binlane's limits say so (nil:
+	// never).
+	Throttle *throttle.Throttle
+	Logger   *slog.Logger
 	// AfterRead, when set, is called after a chunk's rows are read in its
 	// snapshot and before the chunk goes into the stream: tests write to
 	// the source there, forcing the race the design must survive (a change

@@ -25,7 +25,7 @@ func (d DSN) DriverConfig(db string) (*mysql.Config, error) {
 	}
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd = d.User, d.Password
-	cfg.Net, cfg.Addr = "tcp", d.Addr()
+	cfg.Net, cfg.Addr = d.Network(), d.Addr()
 	cfg.DBName = db
 	cfg.Timeout = 10 * time.Second
 	cfg.TLS = tc

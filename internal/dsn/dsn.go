@@ -1,13 +1,15 @@
 // Package dsn owns the mapping from a server address given on the command
 // line to every connection binlane makes to that server: it parses both
 // mysql://user:pass@host:port/db?opts URLs and the go-sql-driver form
-// user:pass@tcp(host:port)/db?opts, carries the TLS settings (ssl-mode and
-// certificates, from the address or from flags), and builds the
-// go-sql-driver configuration and pools (DriverConfig, OpenDB) and the TLS
-// configuration of the replication connection (ReplicaConfig) from them, so that
-// every connection to a server honours the same settings. Passwords may
-// also come from an environment variable or a file, so they never have to
-// appear in a process listing.
+// user:pass@tcp(host:port)/db?opts (or unix(/path/to.sock) and ?socket=
+// for a local server's Unix socket), completes them from MySQL option
+// files as the MySQL clients do (Resolve), carries the TLS settings
+// (ssl-mode and certificates, from the address or from flags), and builds
+// the go-sql-driver configuration and pools (DriverConfig, OpenDB) and the
+// TLS configuration of the replication connection (ReplicaConfig) from them, so
+// that every connection to a server honours the same settings. Passwords
+// may also come from an environment variable, a file or an option file,
+// so they never have to appear in a process listing.
 //
 // The package must never connect by itself (it only builds what callers
 // connect with), never put a password in an error or a String, and never
@@ -20,7 +22,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -34,7 +35,10 @@ type DSN struct {
 	Password string
 	Host     string
 	Port     int
-	DB       string
+	// Socket is the path of a local server's Unix socket; connections go
+	// there instead of Host and Port.
+	Socket string
+	DB     string
 	// Params are the address's other parameters: charset and collation,
 	// and session variables (set on every SQL connection). The TLS
 	// parameters are in TLS, never here.
@@ -45,14 +49,48 @@ type DSN struct {
 // Parse reads either form. A missing port defaults to 3306, a missing host
 // to 127.0.0.1. Errors show the address with its password hidden.
 func Parse(s string) (DSN, error) {
+	d, err := parse(s)
+	if err != nil {
+		return DSN{}, err
+	}
+	d.fillDefaults()
+	return d, nil
+}
+
+// parse reads either form, leaving out what the address does not say
+// (Host "", Port 0) for option files to complete.
+func parse(s string) (DSN, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return DSN{}, fmt.Errorf("empty server address")
 	}
+	var d DSN
+	var err error
 	if strings.HasPrefix(s, "mysql://") || strings.HasPrefix(s, "mariadb://") {
-		return parseURL(s)
+		d, err = parseURL(s)
+	} else {
+		d, err = parseDriverDSN(s)
 	}
-	return parseDriverDSN(s)
+	if err != nil {
+		return DSN{}, err
+	}
+	if d.Socket != "" && d.Host != "" && d.Host != "localhost" {
+		return DSN{}, fmt.Errorf("server address %q: a socket is for a server on this machine: give host localhost, or no socket", Redact(s))
+	}
+	return d, nil
+}
+
+// fillDefaults gives a missing host and port their defaults.
+func (d *DSN) fillDefaults() {
+	if d.Socket != "" {
+		d.Host = "localhost"
+	}
+	if d.Host == "" {
+		d.Host = "127.0.0.1"
+	}
+	if d.Port == 0 {
+		d.Port = 3306
+	}
 }
 
 // parseDriverDSN reads user:pass@tcp(host:port)/db?params. The parameters
@@ -83,15 +121,24 @@ func parseDriverDSN(s string) (DSN, error) {
 		}
 		return DSN{}, fmt.Errorf("server address %q: %s", Redact(s), msg)
 	}
-	if cfg.Net != "tcp" && cfg.Net != "" {
-		return DSN{}, fmt.Errorf("server address %q: only tcp(host:port) addresses are supported", Redact(s))
+	if cfg.Net != "tcp" && cfg.Net != "unix" && cfg.Net != "" {
+		return DSN{}, fmt.Errorf("server address %q: only tcp(host:port) and unix(/path/to.sock) addresses are supported", Redact(s))
 	}
 	if len(cfg.Params) > 0 || cfg.TLSConfig != "" {
 		return DSN{}, fmt.Errorf("server address %q: parameters must follow the database name, as in user@tcp(host:port)/db?name=value", Redact(s))
 	}
 	d := DSN{User: cfg.User, Password: cfg.Passwd, DB: cfg.DBName}
-	if err := d.setAddr(cfg.Addr); err != nil {
-		return DSN{}, fmt.Errorf("server address %q: %w", Redact(s), err)
+	switch {
+	case cfg.Net == "unix":
+		if err := d.setSocket(cfg.Addr); err != nil {
+			return DSN{}, fmt.Errorf("server address %q: %w", Redact(s), err)
+		}
+	case strings.Contains(base[:strings.LastIndexByte(base, '/')+1], "("):
+		// go-sql-driver fills in 127.0.0.1:3306 for a missing address:
+		// only an address written out is taken.
+		if err := d.setAddr(cfg.Addr); err != nil {
+			return DSN{}, fmt.Errorf("server address %q: %w", Redact(s), err)
+		}
 	}
 	params, err := url.ParseQuery(query)
 	if err != nil {
@@ -142,8 +189,8 @@ func parseURL(s string) (DSN, error) {
 	return d, nil
 }
 
+// setAddr takes host[:port]; what it lacks stays empty (fillDefaults).
 func (d *DSN) setAddr(addr string) error {
-	d.Host, d.Port = "127.0.0.1", 3306
 	if addr == "" {
 		return nil
 	}
@@ -165,6 +212,15 @@ func (d *DSN) setAddr(addr string) error {
 		return fmt.Errorf("bad port %q: want 1 to 65535", port)
 	}
 	d.Port = p
+	return nil
+}
+
+// setSocket takes the path of a Unix socket.
+func (d *DSN) setSocket(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return errors.New("the socket must be an absolute path, as in unix(/run/mysqld/mysqld.sock)")
+	}
+	d.Socket = path
 	return nil
 }
 
@@ -209,6 +265,11 @@ func (d *DSN) setParams(q url.Values) error {
 			d.TLS.Key = v
 		case "charset", "collation":
 			d.Params[norm] = v
+		case "socket":
+			// The MySQL clients' --socket; never a session variable.
+			if err := d.setSocket(v); err != nil {
+				return err
+			}
 		default:
 			switch {
 			case driverOptions[k]:
@@ -236,36 +297,31 @@ func (d *DSN) setParams(q url.Values) error {
 	return nil
 }
 
-// ResolvePassword fills an empty password from the environment variable
-// env or, failing that, from the first line of file (either may be empty).
-func (d *DSN) ResolvePassword(env, file string) error {
-	if d.Password != "" {
-		return nil
+// Addr returns host:port, or the socket's path for a socket address
+// (package wire dials a path as a Unix socket).
+func (d DSN) Addr() string {
+	if d.Socket != "" {
+		return d.Socket
 	}
-	if env != "" {
-		if v, ok := os.LookupEnv(env); ok {
-			d.Password = v
-			return nil
-		}
-	}
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return fmt.Errorf("password file: %w", err)
-		}
-		d.Password = strings.TrimRight(strings.SplitN(string(b), "\n", 2)[0], "\r")
-	}
-	return nil
+	return net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
 }
 
-// Addr returns host:port.
-func (d DSN) Addr() string { return net.JoinHostPort(d.Host, strconv.Itoa(d.Port)) }
+// Network is "unix" for a socket address and "tcp" otherwise.
+func (d DSN) Network() string {
+	if d.Socket != "" {
+		return "unix"
+	}
+	return "tcp"
+}
 
 // String formats the address with the password hidden.
 func (d DSN) String() string {
 	user := d.User
 	if d.Password != "" {
 		user += ":***"
+	}
+	if d.Socket != "" {
+		return fmt.Sprintf("mysql://%s@localhost/%s?socket=%s", user, d.DB, d.Socket)
 	}
 	return fmt.Sprintf("mysql://%s@%s/%s", user, d.Addr(), d.DB)
 }

@@ -109,6 +109,11 @@ func (d DSN) tlsConfig() (cfg *tls.Config, optional bool, err error) {
 	fail := func(err error) (*tls.Config, bool, error) {
 		return nil, false, fmt.Errorf("%s: ssl-mode %s: %w", d, mode, err)
 	}
+	if mode == SSLPreferred && d.Socket != "" {
+		// A Unix socket never leaves the machine: the MySQL clients do not
+		// encrypt it unless asked to (required and above).
+		return nil, false, nil
+	}
 	if mode == SSLDisabled {
 		if d.TLS.CA != "" || d.TLS.Cert != "" || d.TLS.Key != "" {
 			return fail(errors.New("ssl-ca, ssl-cert and ssl-key need TLS: drop them or choose another mode"))

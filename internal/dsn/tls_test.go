@@ -323,7 +323,7 @@ func TestNoSecretInErrors(t *testing.T) {
 		"mysql://repl:" + pw + "@[::1/",
 		"repl:" + pw + "@tcp(bad host:3306)/",
 		"repl:" + pw + "@tcp(h:99999)/",
-		"repl:" + pw + "@unix(/tmp/s.sock)/",
+		"repl:" + pw + "@unix(tmp/s.sock)/",
 		"repl:S3cret)/CanaryPW@tcp(h:1",
 		"repl:S3cret)/CanaryPW@tcp(h:1)/%zz",
 		"repl:" + pw + "@tcp(h:1)/?tls=custom",

@@ -21,9 +21,27 @@ import (
 
 // Reading is what the collector reports at one scrape.
 type Reading struct {
-	Snapshot apply.Snapshot
+	Snapshot apply.Snapshot // zero before the stream's first attempt
 	Lag      time.Duration
+	// State is the stream's state (replicate's states); Restarts the
+	// attempts that failed and were retried; Held whether binlane's limits
+	// hold its work back now.
+	State    string
+	Restarts int
+	Held     bool
+	Copy     []CopyTable
 }
+
+// CopyTable is one table's copy.
+type CopyTable struct {
+	Table          string // db.table
+	Rows, Estimate int64
+	Done           bool
+}
+
+// States are the values binlane_stream_state reports (1 for the current
+// one, 0 for the others), so that a dashboard can show them all.
+var States = []string{"starting", "copying", "running", "caught_up", "restarting", "paused", "stopped", "error"}
 
 // Collector reports readings from a function (nil while no stream runs).
 type Collector struct {
@@ -38,6 +56,12 @@ func NewCollector(stream string, read func() (Reading, bool)) *Collector {
 	add := func(name, help string, labels ...string) {
 		c.descs[name] = prometheus.NewDesc("binlane_"+name, help, append([]string{"stream"}, labels...), nil)
 	}
+	add("stream_state", "1 for the stream's current state, 0 for the others.", "state")
+	add("restarts_total", "Attempts that failed and were retried (a lost connection, a server restart).")
+	add("held", "1 while binlane's limits (--max-threads-running, --max-replica-lag) hold its work back.")
+	add("copy_rows_total", "Rows copied, by table.", "table")
+	add("copy_rows_estimated", "Rows the source estimated before the copy, by table.", "table")
+	add("copy_tables", "Tables of the copy, by state (copying, done).", "state")
 	add("committed_transactions_total", "Source transactions committed on the target.")
 	add("lag_seconds", "How far the target is behind the source's commit time (0 when caught up).")
 	add("queue_transactions", "Transactions in the scheduler, by state.", "state")
@@ -65,13 +89,32 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	r, ok := c.read()
+	emit := func(name string, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], t, v, append([]string{c.stream}, labels...)...)
+	}
+	if r.State != "" {
+		for _, st := range States {
+			emit("stream_state", prometheus.GaugeValue, boolValue(st == r.State), st)
+		}
+		emit("restarts_total", prometheus.CounterValue, float64(r.Restarts))
+		emit("held", prometheus.GaugeValue, boolValue(r.Held))
+	}
+	if len(r.Copy) > 0 {
+		done := 0
+		for _, t := range r.Copy {
+			emit("copy_rows_total", prometheus.CounterValue, float64(t.Rows), t.Table)
+			emit("copy_rows_estimated", prometheus.GaugeValue, float64(max(t.Estimate, t.Rows)), t.Table)
+			if t.Done {
+				done++
+			}
+		}
+		emit("copy_tables", prometheus.GaugeValue, float64(len(r.Copy)-done), "copying")
+		emit("copy_tables", prometheus.GaugeValue, float64(done), "done")
+	}
 	if !ok {
 		return
 	}
 	s := r.Snapshot
-	emit := func(name string, t prometheus.ValueType, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(c.descs[name], t, v, append([]string{c.stream}, labels...)...)
-	}
 	emit("committed_transactions_total", prometheus.CounterValue, float64(s.Committed))
 	emit("lag_seconds", prometheus.GaugeValue, r.Lag.Seconds())
 	emit("queue_transactions", prometheus.GaugeValue, float64(s.InFlight-s.Pending), "dispatched")
@@ -94,6 +137,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit("worker_commit_wait_seconds_total", prometheus.CounterValue, w.CommitWait.Seconds(), id)
 		emit("worker_commit_seconds_total", prometheus.CounterValue, w.Commit.Seconds(), id)
 	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Handler serves the Prometheus text exposition of c and of the standard

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/copier"
-	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
@@ -29,11 +28,6 @@ type CopyConfig struct {
 	Workers int
 	// ChunkTime is the time a chunk should take.
 	ChunkTime time.Duration
-	// Limits hold the copy back while the source's Threads_running or the
-	// lag of one of Replicas (the target's own replicas) is above them;
-	// they may change while the copy runs. nil: no limits.
-	Limits   *copier.Limits
-	Replicas []dsn.DSN
 	// AfterRead is copier.Config.AfterRead (tests).
 	AfterRead func(ctx context.Context, schema, table string, rows [][][]byte) error
 	// AroundListing, when set (tests), runs right before (false) and right
@@ -48,12 +42,11 @@ type CopyConfig struct {
 
 // copyRun is the copy of one attempt.
 type copyRun struct {
-	src      *sql.DB
-	replicas []*sql.DB // the target's replicas, for the throttle
-	state    *copier.State
-	tables   []*copier.Table
-	copier   *copier.Copier
-	merger   *copier.Merger
+	src    *sql.DB
+	state  *copier.State
+	tables []*copier.Table
+	copier *copier.Copier
+	merger *copier.Merger
 	// readDone is closed when every chunk is read (binlane copy waits for
 	// it before it looks for the end).
 	readDone chan struct{}
@@ -62,9 +55,6 @@ type copyRun struct {
 func (c *copyRun) close() {
 	if c != nil {
 		c.src.Close()
-		for _, r := range c.replicas {
-			r.Close()
-		}
 	}
 }
 
@@ -109,15 +99,6 @@ func (r *run) prepareCopy(ctx context.Context, rcfg replica.Config) (*copyRun, e
 	}
 	src.SetMaxOpenConns(cfg.Copy.Workers + 3)
 	cr := &copyRun{src: src}
-	for _, d := range cfg.Copy.Replicas {
-		db, err := d.OpenDB("")
-		if err != nil {
-			cr.close()
-			return nil, fmt.Errorf("target replica %s: %w", d, err)
-		}
-		db.SetMaxOpenConns(1)
-		cr.replicas = append(cr.replicas, db)
-	}
 	if err := r.setUpCopy(ctx, cr, rcfg, saved, unfinished); err != nil {
 		cr.close()
 		return nil, err
@@ -302,9 +283,8 @@ func statementBetween(ctx context.Context, rcfg replica.Config, rules filter.Rul
 // begin makes the merger and the copier of a stream starting after start.
 func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
 	cr.merger = copier.NewMerger(start)
-	throttle := copier.NewThrottle(cr.src, cr.replicas, cfg.Copy.Limits, log)
 	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
-		Workers: cfg.Copy.Workers, ChunkTime: cfg.Copy.ChunkTime, Throttle: throttle, Logger: log,
+		Workers: cfg.Copy.Workers, ChunkTime: cfg.Copy.ChunkTime, Throttle: cfg.Throttle, Logger: log,
 		AfterRead: cfg.Copy.AfterRead, ByCoordinate: cfg.Copy.ByCoordinate})
 }
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlane/binlane/internal/copier"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/throttle"
 	"github.com/binlane/binlane/internal/workload"
 )
 
@@ -147,8 +147,8 @@ func TestCopyThrottle(t *testing.T) {
 	go sleeper.ExecContext(ctx, "SELECT SLEEP(60)") // Threads_running stays at 2 or more
 	cfg := e.copyConfig(t)
 	cfg.Copy.ExitWhenDone = true
-	limits := copier.NewLimits(1, 0)
-	cfg.Copy.Limits = limits
+	limits := throttle.NewLimits(1, 0)
+	cfg.Throttle = throttle.New(throttle.Config{Source: e.src.OpenT(t, ""), Limits: limits})
 	obs := &Observer{}
 	cfg.Observer = obs
 	done := make(chan error, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
+	"github.com/binlane/binlane/internal/throttle"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -26,6 +27,7 @@ type Observer struct {
 	applier   *apply.Applier
 	asm       *txn.Assembler
 	heartbeat time.Duration // the heartbeat period asked of the source
+	throttle  *throttle.Throttle
 	copier    *copier.Copier
 	copyState *copier.State
 	// between is set from a failed attempt until the next one attaches;
@@ -35,6 +37,7 @@ type Observer struct {
 	ended     string
 	lastErr   string // redacted
 	lastErrAt time.Time
+	restarts  int
 }
 
 // States of a stream as the Observer sees it.
@@ -42,7 +45,7 @@ const (
 	StateStarting   = "starting"   // no attempt has attached yet
 	StateCopying    = "copying"    // running, tables still being copied
 	StateRunning    = "running"    // applying, behind the source or not known to be caught up
-	StateCaughtUp   = "caught up"  // running, nothing in flight, the source has nothing more
+	StateCaughtUp   = "caught_up"  // running, nothing in flight, the source has nothing more
 	StateRestarting = "restarting" // an attempt failed; the next one is on its way
 	StatePaused     = "paused"     // holding for a pause request (binlane pause, online verify, cutover)
 	StateStopped    = "stopped"    // Run returned without an error
@@ -59,6 +62,11 @@ type Status struct {
 	// Snapshot is the current attempt's counters (zero before the first).
 	Snapshot apply.Snapshot
 	Copy     []CopyProgress
+	// Throttled says why binlane holds its work back now ("" when it
+	// does not).
+	Throttled string
+	// Restarts counts the attempts that failed and were retried.
+	Restarts int
 	// LastError is the last error that failed an attempt or ended the
 	// stream, with secrets redacted; it stays after a successful restart.
 	LastError   string
@@ -74,7 +82,7 @@ func (s Status) Running() bool {
 func (o *Observer) Status() Status {
 	o.mu.Lock()
 	a, asm, hb, cs := o.applier, o.asm, o.heartbeat, o.copyState
-	st := Status{LastError: o.lastErr, LastErrorAt: o.lastErrAt}
+	st := Status{LastError: o.lastErr, LastErrorAt: o.lastErrAt, Restarts: o.restarts, Throttled: o.throttle.Reason()}
 	between, ended, paused := o.between, o.ended, o.paused
 	o.mu.Unlock()
 	if a == nil {
@@ -120,6 +128,7 @@ func (o *Observer) failed(err error, final bool) {
 		o.ended = StateError
 	} else {
 		o.between = true
+		o.restarts++
 	}
 }
 
@@ -165,7 +174,9 @@ func (o *Observer) Copy() []CopyProgress {
 		return nil
 	}
 	var out []CopyProgress
-	why := c.Throttled()
+	o.mu.Lock()
+	why := o.throttle.Reason()
+	o.mu.Unlock()
 	for _, p := range c.Tables() {
 		cp := CopyProgress{Table: p.Table, Rows: p.Rows.Load(), Estimate: p.Estimate, Done: p.Done.Load(), OnePass: p.OnePass}
 		if !cp.Done {
@@ -220,17 +231,15 @@ func (o *Observer) Attach(a *apply.Applier, asm *txn.Assembler) {
 	o.mu.Unlock()
 }
 
-// Read returns the current reading; false before the first run started.
+// Read returns the current reading for metrics; false before the first
+// run started (the reading then has the state only).
 func (o *Observer) Read() (metrics.Reading, bool) {
-	o.mu.Lock()
-	a, asm, hb := o.applier, o.asm, o.heartbeat
-	o.mu.Unlock()
-	if a == nil {
-		return metrics.Reading{}, false
+	st := o.Status()
+	r := metrics.Reading{State: st.State, Restarts: st.Restarts, Held: st.Throttled != "", Snapshot: st.Snapshot, Lag: st.Lag}
+	for _, c := range st.Copy {
+		r.Copy = append(r.Copy, metrics.CopyTable{Table: c.Table, Rows: c.Rows, Estimate: c.Estimate, Done: c.Done})
 	}
-	snap := a.Stats().Snapshot()
-	lastEvent, lastHeartbeat, eventTS := asm.Liveness()
-	return metrics.Reading{Snapshot: snap, Lag: lag(snap, lastEvent, lastHeartbeat, eventTS, hb, time.Now())}, true
+	return r, !st.Snapshot.At.IsZero()
 }
 
 // lag is how far the target is behind the source, in source commit time:
@@ -292,12 +301,23 @@ func (o *Observer) report(ctx context.Context, db *sql.DB, stream string, owner 
 	}
 }
 
+// Report is what the running process writes into its stream's row every
+// few seconds (binlane.streams.stats) for `binlane status`: its applier's
+// counters and its own view of the stream.
+type Report struct {
+	apply.Snapshot
+	State    string `json:"state"`
+	Held     string `json:"held,omitempty"`
+	Restarts int    `json:"restarts"`
+}
+
 func (o *Observer) writeReport(ctx context.Context, db *sql.DB, stream, owner string, log *slog.Logger) {
 	r, ok := o.Read()
 	if !ok || owner == "" {
 		return
 	}
-	b, err := json.Marshal(r.Snapshot)
+	st := o.Status()
+	b, err := json.Marshal(Report{Snapshot: r.Snapshot, State: st.State, Held: st.Throttled, Restarts: st.Restarts})
 	if err != nil {
 		return
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/replica"
+	"github.com/binlane/binlane/internal/throttle"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -83,6 +84,9 @@ type Config struct {
 	WatchPeriod time.Duration
 	// Copy is how an empty target is filled before (and while) replicating.
 	Copy CopyConfig
+	// Throttle holds the copy's chunks and the applier's next transaction
+	// back while binlane's limits say so (nil: never).
+	Throttle *throttle.Throttle
 }
 
 func (c *Config) defaults() {
@@ -129,6 +133,7 @@ func (c *Config) defaults() {
 	}
 	c.Observer.mu.Lock() // a status server may be reading it already
 	c.Observer.heartbeat = hb
+	c.Observer.throttle = c.Throttle
 	c.Observer.mu.Unlock()
 }
 
@@ -407,9 +412,12 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 	applyCtx, cancelApply := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelApply()
 	in, copyErr := p, func() error { return nil }
+	if cfg.Throttle != nil {
+		in = gate(ctx, applyCtx, cfg.Throttle, p)
+	}
 	if cr != nil {
 		var stopCopy func()
-		in, copyErr, stopCopy = runCopy(ctx, applyCtx, cfg, cr, p, stopSource)
+		in, copyErr, stopCopy = runCopy(ctx, applyCtx, cfg, cr, in, stopSource)
 		defer stopCopy()
 	}
 	g.Go(func() error {

@@ -359,6 +359,9 @@ func (s *Server) PID() int {
 	return s.cmd.Process.Pid
 }
 
+// Socket returns the path of the server's Unix socket.
+func (s *Server) Socket() string { return filepath.Join(s.Dir, "mysqld.sock") }
+
 // DataDir returns the server's data directory.
 func (s *Server) DataDir() string { return filepath.Join(s.Dir, "data") }
 

@@ -72,6 +72,7 @@ const (
 	ConnectionKilled             = 1927 // MariaDB ER_CONNECTION_KILLED
 	StatementTimeout             = 1969 // MariaDB ER_STATEMENT_TIMEOUT
 	ReadOnly                     = 1290 // ER_OPTION_PREVENTS_STATEMENT: the server runs with --read-only (or another option forbids it)
+	ParseError                   = 1064 // ER_PARSE_ERROR
 	// Code4031 is ER_CLIENT_INTERACTION_TIMEOUT on MySQL 8.0.24+ (the
 	// server dropped an idle client) but ER_REFERENCED_TRG_DOES_NOT_EXIST
 	// on MariaDB (a trigger statement failed): never classify it without

@@ -198,8 +198,14 @@ func (r *run) countRows(ctx context.Context, ts *tableState, sides ...*side) err
 }
 
 // sessions takes a session on each side, always source first, so two
-// tasks never wait for each other's second session; online, a pair.
+// tasks never wait for each other's second session; online, a pair. It
+// waits for the limits first (Config.Hold) and holds no session meanwhile.
 func (r *run) sessions(ctx context.Context) (*sql.Conn, *sql.Conn, error) {
+	if r.cfg.Hold != nil {
+		if err := r.cfg.Hold(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
 	if r.cfg.Pair != nil {
 		return r.pairs.get(ctx, r)
 	}

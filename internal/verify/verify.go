@@ -103,6 +103,10 @@ type Config struct {
 	// comparison ends.
 	Skip      func(schema, table string) bool
 	TableDone func(TableReport)
+	// Hold, when set, is called before each chunk (and each table compared
+	// whole) and returns once binlane's limits let the comparison go on
+	// (package throttle); its error ends the run.
+	Hold func(ctx context.Context) error
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -15,7 +15,7 @@ import (
 
 // Config says where and how to connect.
 type Config struct {
-	Addr     string // host:port
+	Addr     string // host:port, or the path of a Unix socket
 	User     string
 	Password string
 	DB       string // optional default database
@@ -55,7 +55,11 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, errors.New("wire: no server address")
 	}
 	d := net.Dialer{KeepAlive: 30 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", cfg.Addr)
+	network := "tcp"
+	if strings.HasPrefix(cfg.Addr, "/") {
+		network = "unix" // a local server's socket (dsn.DSN.Addr)
+	}
+	nc, err := d.DialContext(ctx, network, cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Addr, err)
 	}
