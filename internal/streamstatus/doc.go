@@ -54,17 +54,17 @@ type Stream struct {
 	// Restarts counts the attempts the running process retried.
 	Restarts *int `json:"restarts"`
 	// Run is the running (or last) process's counters.
-	Run            *Run            `json:"run"`
-	Copy           []CopyTable     `json:"copy"`
-	Statement      *Statement      `json:"statement"`
-	LastError      *LastError      `json:"last_error"`
-	Deferred       []Deferred      `json:"deferred"`
+	Run       *Run        `json:"run"`
+	Copy      []CopyTable `json:"copy"`
+	Statement *Statement  `json:"statement"`
+	LastError *LastError  `json:"last_error"`
+	Deferred  []Deferred  `json:"deferred"`
 	// Pause is the pause request the stream holds for, or will (null:
 	// none).
 	Pause *Pause `json:"pause"`
 	// Note is what the stream's row says that is not an error: where a
 	// cut-over left it, or what prepared it (a reverse stream).
-	Note string `json:"note"`
+	Note           string          `json:"note"`
 	Recommendation *Recommendation `json:"recommendation"`
 	// RunBy names the process that runs (or last ran) the stream.
 	RunBy  string  `json:"run_by"`
