@@ -53,7 +53,9 @@
 //     reference K' and wait. A child table without a key that names its rows
 //     (changes are matched on the whole row image), or a reference to
 //     columns that are not a unique key of the parent (no key to share), is
-//     taken whole instead.
+//     taken whole instead. The child table itself is touched (shared): the
+//     action must still keep its place among what takes that table whole,
+//     such as a chunk of it the copy writes (its rows have no keys here).
 //   - SET DEFAULT re-points child rows to a parent value nobody names: the
 //     child table is taken whole.
 //   - Deeper levels: the rows a level-one action changes have keys the binlog
@@ -195,9 +197,11 @@ func (b *Builder) addChildren(s *Set, p *plan.Table, c *txn.Change) {
 		if act == plan.NoAction {
 			continue
 		}
-		if ch.Whole || act == plan.SetDefault {
-			s.addTable(ch.Table, true)
-		}
+		// The child table is touched: shared where its rows are named by
+		// this row's key (it still waits for, and holds back, whatever takes
+		// that table whole: a copied chunk of it, a change of a table without
+		// a key), whole where they cannot be named.
+		s.addTable(ch.Table, ch.Whole || act == plan.SetDefault)
 		for _, h := range deeper {
 			s.addTable(h, true)
 		}
