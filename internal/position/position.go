@@ -132,7 +132,11 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 			lag_ms BIGINT NULL,
 			stats MEDIUMTEXT NULL,
 			reported_at TIMESTAMP(6) NULL DEFAULT NULL,
-			updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6)
+			updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+			-- Also in migrations (tables of older versions lack them): a table
+			-- created here is whole even when the run ends right after.
+			pause_at TEXT NOT NULL DEFAULT '',
+			pause_by VARCHAR(64) NOT NULL DEFAULT ''
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 		`CREATE TABLE IF NOT EXISTS ` + DeferredTable + ` (
 			id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
