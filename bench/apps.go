@@ -45,7 +45,7 @@ type appScenario struct {
 
 var appScenarios = []appScenario{
 	{name: "shop", mode: workload.Shop, txns: 20000, native: nativeAll,
-		title: "web shop with cascading foreign keys (45% balance, 40% order of 1-5 lines, 12% ship, 3% delete)"},
+		title: "web shop with cascading foreign keys (100,000 customers, 20,000 items; 45% balance, 40% order of 1-5 lines, 12% ship, 3% delete)"},
 	{name: "orderentry", mode: workload.OrderEntry, txns: 20000, native: nativeAll,
 		title: "TPC-C-like order entry (4 warehouses x 10 districts; new-order, payment, delivery)"},
 	// The source writes at a rate every contender keeps up with, so that

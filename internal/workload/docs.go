@@ -95,8 +95,8 @@ func (s *session) document(id int64) string {
 		if n > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, `{"sku": "%s", "qty": %d, "price": %s, "note": "%s"}`, sku(1+s.rng.IntN(shopItems)), 1+s.rng.IntN(9),
-			money(itemCents(s.rng.IntN(shopItems))), strings.Repeat(string(rune('a'+s.rng.IntN(26))), 20+s.rng.IntN(100)))
+		fmt.Fprintf(&b, `{"sku": "%s", "qty": %d, "price": %s, "note": "%s"}`, sku(1+s.rng.IntN(docItems)), 1+s.rng.IntN(9),
+			money(itemCents(s.rng.IntN(docItems))), strings.Repeat(string(rune('a'+s.rng.IntN(26))), 20+s.rng.IntN(100)))
 	}
 	b.WriteString(`], "memo": "`)
 	b.WriteString(strings.Repeat("m", max(0, size-b.Len()-len(`"}`))))

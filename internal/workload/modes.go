@@ -21,7 +21,8 @@ const (
 	// customer), order_line (ON DELETE CASCADE from orders, ON UPDATE
 	// CASCADE from item). 45% balance updates, 40% orders of 1-5 lines
 	// with their stock and the customer's order count, 12% shipping, 3%
-	// deletes of an old order.
+	// deletes of an old order; customers and items picked uniformly
+	// (Config.Customers, Config.Items).
 	Shop Mode = "shop"
 	// OrderEntry is TPC-C-like order entry on database orderentry: a few
 	// warehouses whose ten districts are hot rows, new-order (45%),
@@ -49,7 +50,7 @@ type modeSpec struct {
 
 var modes = map[Mode]*modeSpec{
 	Mixed:      {ops: mixedOps},
-	Shop:       {setup: shopSetup, ops: shopOps},
+	Shop:       {setup: shopSeed, ops: shopOps},
 	Bulk:       {setup: bulkSetup, ops: shopOps, bulk: (*session).bulkChange},
 	OrderEntry: {setup: orderEntrySetup, ops: orderEntryOps},
 	Docs:       {setup: docsSetup, ops: docsOps},

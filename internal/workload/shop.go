@@ -51,12 +51,8 @@ func shopDDL(db string) []string {
 	}
 }
 
-// Shop sizes: customers and items are fixed, seeded orders are
-// Config.SeedOrders (each with 1-5 lines).
-const (
-	shopCustomers = 10000
-	shopItems     = 2000
-)
+// docItems is the range of skus documents mention.
+const docItems = 20000
 
 // sku names item n (1-based).
 func sku(n int) string { return fmt.Sprintf("SKU%07d", n) }
@@ -68,17 +64,16 @@ func itemCents(n int) int { return (1+n%97)*100 + n%100 }
 // money formats cents.
 func money(cents int) string { return fmt.Sprintf("%d.%02d", cents/100, cents%100) }
 
-func shopSetup(cfg Config) []string {
-	return shopSeed(cfg.Mode.Schema(), cfg.SeedOrders)
-}
-
-func shopSeed(db string, orders int) []string {
+// shopSeed creates the shop's tables with Config.Customers customers,
+// Config.Items items and Config.SeedOrders orders of 1-5 lines.
+func shopSeed(cfg Config) []string {
+	db, orders, customers, items := cfg.Mode.Schema(), cfg.SeedOrders, cfg.Customers, cfg.Items
 	out := shopDDL(db)
 	out = append(out,
 		fmt.Sprintf("INSERT INTO %[1]s.customer (id, email, name, balance) SELECT seq, CONCAT('customer', seq, '@example.com'), "+
-			"CONCAT('Customer ', seq), seq %% 1000 FROM %[1]s.seq_1_to_%[2]d", db, shopCustomers),
+			"CONCAT('Customer ', seq), seq %% 1000 FROM %[1]s.seq_1_to_%[2]d", db, customers),
 		fmt.Sprintf("INSERT INTO %[1]s.item SELECT CONCAT('SKU', LPAD(seq, 7, '0')), CONCAT('Item ', seq), "+
-			"1 + seq %% 97 + (seq %% 100) / 100, 1000000 FROM %[1]s.seq_1_to_%[2]d", db, shopItems))
+			"1 + seq %% 97 + (seq %% 100) / 100, 1000000 FROM %[1]s.seq_1_to_%[2]d", db, items))
 	// Seeded orders in batches (one statement per 20,000), each with 1-5
 	// lines, customers and items spread by multiplicative hashing.
 	const batch = 20000
@@ -87,10 +82,10 @@ func shopSeed(db string, orders int) []string {
 		out = append(out,
 			fmt.Sprintf("INSERT INTO %[1]s.orders (id, customer_id, status, total, created) SELECT %[2]d + seq, "+
 				"1 + (%[2]d + seq) * 7919 %% %[3]d, 'paid', 10, NOW(6) - INTERVAL (%[2]d + seq) SECOND FROM %[1]s.seq_1_to_%[4]d",
-				db, from, shopCustomers, n),
+				db, from, customers, n),
 			fmt.Sprintf("INSERT INTO %[1]s.order_line SELECT o.id, l.seq, CONCAT('SKU', LPAD(1 + (o.id * 31 + l.seq * 7) %% %[2]d, 7, '0')), "+
 				"1 + l.seq, 2 FROM %[1]s.orders o JOIN %[1]s.seq_1_to_5 l ON l.seq <= 1 + o.id %% 5 WHERE o.id BETWEEN %[3]d AND %[4]d",
-				db, shopItems, from+1, from+n))
+				db, items, from+1, from+n))
 	}
 	return out
 }
@@ -112,7 +107,7 @@ var shopOps = []op{
 
 func (s *session) schema() string { return s.cfg.Mode.Schema() }
 
-func (s *session) customer() int { return 1 + s.rng.IntN(shopCustomers) }
+func (s *session) customer() int { return 1 + s.rng.IntN(s.cfg.Customers) }
 
 func (s *session) shopBalance() []string {
 	return []string{fmt.Sprintf("UPDATE %s.customer SET balance = balance + %d.%02d, updated = NOW(6) WHERE id = %d",
@@ -129,7 +124,7 @@ func (s *session) shopOrder() []string {
 	n := 1 + s.rng.IntN(5)
 	var items []int
 	for len(items) < n {
-		if i := 1 + s.rng.IntN(shopItems); !slices.Contains(items, i) {
+		if i := 1 + s.rng.IntN(s.cfg.Items); !slices.Contains(items, i) {
 			items = append(items, i)
 		}
 	}
@@ -181,7 +176,7 @@ func (s *session) shopDeleteOld() []string {
 // as the run has bulk transactions.
 func bulkSetup(cfg Config) []string {
 	db := cfg.Mode.Schema()
-	out := append(shopSeed(db, cfg.SeedOrders), `CREATE TABLE IF NOT EXISTS `+db+`.history (
+	out := append(shopSeed(cfg), `CREATE TABLE IF NOT EXISTS `+db+`.history (
 		id BIGINT PRIMARY KEY,
 		customer_id INT NOT NULL,
 		amount DECIMAL(12,2) NOT NULL,
@@ -193,7 +188,7 @@ func bulkSetup(cfg Config) []string {
 	rows := cfg.bulkBlocks() * cfg.BulkRows
 	for from := 0; from < rows; from += batch {
 		out = append(out, fmt.Sprintf("INSERT INTO %[1]s.history SELECT %[2]d + seq, 1 + seq %% %[3]d, seq %% 1000, "+
-			"NOW(6) - INTERVAL seq MINUTE, 'payment' FROM %[1]s.seq_1_to_%[4]d", db, from, shopCustomers, min(batch, rows-from)))
+			"NOW(6) - INTERVAL seq MINUTE, 'payment' FROM %[1]s.seq_1_to_%[4]d", db, from, cfg.Customers, min(batch, rows-from)))
 	}
 	return out
 }

@@ -71,9 +71,10 @@ type Config struct {
 	// Rate caps transactions per second across sessions (0: as fast as
 	// the source takes them).
 	Rate int
-	// SeedOrders is how many orders Prepare seeds for Shop and Bulk
-	// (default 10,000), each with 1-5 lines.
-	SeedOrders int
+	// SeedOrders, Customers and Items size Shop and Bulk: the orders
+	// Prepare seeds (default 10,000, each with 1-5 lines), the customers
+	// (100,000) and the items (20,000) that transactions pick uniformly.
+	SeedOrders, Customers, Items int
 	// BulkRows and BulkEvery shape Bulk: one transaction in BulkEvery
 	// (default 3,000) changes BulkRows rows (default 100,000).
 	BulkRows  int
@@ -87,6 +88,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SeedOrders <= 0 {
 		c.SeedOrders = 10000
+	}
+	if c.Customers <= 0 {
+		c.Customers = 100000
+	}
+	if c.Items <= 0 {
+		c.Items = 20000
 	}
 	if c.BulkRows <= 0 {
 		c.BulkRows = 100000
