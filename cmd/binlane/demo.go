@@ -60,7 +60,7 @@ Exit status: 0 equal, 1 source and target differ, 2 error or interrupted.`,
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&f.live, "duration", time.Minute, "how long the live status is shown after the copy started")
-	fl.IntVar(&f.orders, "orders", 100000, "orders seeded before the copy (each with 1-5 lines; as many customers, a fifth as many items)")
+	fl.IntVar(&f.orders, "orders", 60000, "orders seeded before the copy (each with 1-5 lines; as many customers, a fifth as many items)")
 	fl.IntVar(&f.workers, "workers", defaultWorkers, "binlane workers")
 	fl.IntVar(&f.copyWorkers, "copy-workers", 2, "binlane copy workers")
 	fl.IntVar(&f.sessions, "sessions", 4, "concurrent workload sessions on the source")
