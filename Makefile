@@ -8,7 +8,7 @@ PKGS      ?= ./...
 TESTFLAGS ?= -race -timeout 60m
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps bench-deps demo test test-short bench bench-copy man fuzz vet fmt clean
+.PHONY: all build deps bench-deps demo test test-short bench bench-apps bench-copy man fuzz vet fmt clean
 
 all: build
 
@@ -48,6 +48,11 @@ bench-deps: deps
 
 bench: bench-deps build
 	$(GO) run ./bench $(BENCHFLAGS)
+
+# The application scenarios: the workload generator's shop, order entry,
+# bulk and document backlogs (bench/README.md).
+bench-apps: bench-deps build
+	$(GO) run ./bench --scenarios apps $(BENCHFLAGS)
 
 bench-copy: bench-deps build
 	$(GO) run ./bench --mode copy $(BENCHFLAGS)

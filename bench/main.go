@@ -2,7 +2,8 @@
 // against MariaDB's own replica applying the same backlog to the same
 // starting target, on throwaway local servers.
 //
-// Method (pause-load-resume, GTID-based timing): a sysbench backlog is
+// Method (pause-load-resume, GTID-based timing): a backlog (sysbench, or
+// binlane's workload generator for the application scenarios, apps.go) is
 // generated on a source while no target runs; the target's starting state
 // is a copy of the source's data directory taken before the backlog. Every
 // contender starts from a fresh copy of that directory and applies the
@@ -13,8 +14,8 @@
 //   - MariaDB: the IO thread fetches the whole relay log first, then the
 //     SQL thread(s) are started and timed until gtid_slave_pos reaches P1.
 //
-// Every run ends with `verify` of the sysbench tables (source and target
-// must be equal). Results go to a Markdown table and an SVG chart.
+// Every run ends with `verify` of the scenario's database (source and
+// target must be equal). Results go to a Markdown table and an SVG chart.
 package main
 
 import (
