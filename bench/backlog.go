@@ -182,17 +182,18 @@ func makeBacklog(ctx context.Context, c config, spec scenarioSpec, log *slog.Log
 		return nil, err
 	}
 	t0 := time.Now()
-	written := startSampler(ctx, t0, queryPos(srcDB, "SELECT @@gtid_binlog_pos"))
 	if spec.app != nil {
 		wc := workloadConfig(c, spec.app)
 		log.Info("generating the backlog", "mode", spec.app.mode, "transactions", wc.Transactions, "sessions", wc.Sessions,
 			"rate", wc.Rate)
+		// The source's position over time, for the peak lag.
+		written := startSampler(ctx, t0, queryPos(srcDB, "SELECT @@gtid_binlog_pos"))
 		err = generateApp(ctx, c, spec.app, srcDB, log)
+		b.written = written.Stop()
 	} else {
 		log.Info("generating the backlog", "workload", spec.workload, "transactions", c.transactions, "threads", threads)
 		err = sysbench(ctx, b.src, spec.workload, "run", tables, rows, threads, c.transactions)
 	}
-	b.written = written.Stop()
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func (c *Collector) Add(p txn.Part) error {
 	return nil
 }
 
-// addRows counts rows changes of table name in list.
+// addRows adds rows row changes of table name to list.
 func addRows(list []TableRows, name string, rows int) []TableRows {
 	for i := range list {
 		if list[i].Name == name {
@@ -146,8 +146,8 @@ func (c *Collector) analyse(t *Txn, b *txn.Body) error {
 // label names the keys of a body's changes that were seen before and have
 // no name yet: each unique key and parent reference of each change is
 // hashed on its own to find which one a key is; a key that is neither
-// (one the writeset adds for other reasons) is named by its change's
-// table.
+// (one the writeset adds for other reasons) is named by the table of the
+// change that took it.
 func (c *Collector) label(b *txn.Body) {
 	for i := range b.Items {
 		it := &b.Items[i]
@@ -180,7 +180,7 @@ func (c *Collector) label(b *txn.Body) {
 				c.name(&q, ch, parent, "referenced by "+name, p.Parents[k].Cols)
 			}
 			// Any other key the writeset takes for the change (one the
-			// passes above do not name): at least its table.
+			// passes above do not name): the change's table, at least.
 			c.name(p, ch, name, "", nil)
 		}
 	}
