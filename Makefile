@@ -17,7 +17,7 @@ VERSION   ?= $(shell git describe --tags --exact-match 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build install uninstall deps bench-deps demo test test-short bench bench-copy man fuzz vet fmt clean
+.PHONY: all build install uninstall deps bench-deps demo test test-short bench bench-apps bench-copy man fuzz vet fmt clean
 
 all: build
 
@@ -68,6 +68,11 @@ bench-deps: deps
 
 bench: bench-deps build
 	$(GO) run ./bench $(BENCHFLAGS)
+
+# The application scenarios: the workload generator's shop, order entry,
+# bulk and document backlogs (bench/README.md).
+bench-apps: bench-deps build
+	$(GO) run ./bench --scenarios apps $(BENCHFLAGS)
 
 bench-copy: bench-deps build
 	$(GO) run ./bench --mode copy $(BENCHFLAGS)

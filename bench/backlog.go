@@ -22,11 +22,32 @@ import (
 type scenarioSpec struct {
 	name     string
 	title    string
-	workload string // sysbench test
-	threads  int    // 0: the --threads flag
-	tables   int    // 0: the --tables flag
-	rows     int    // rows per table; 0: the --table-size flag
+	workload string       // sysbench test
+	app      *appScenario // instead: binlane's workload generator
+	threads  int          // 0: the --threads flag
+	tables   int          // 0: the --tables flag
+	rows     int          // rows per table; 0: the --table-size flag
 	durable  bool
+}
+
+// database is the database the scenario writes.
+func (s scenarioSpec) database() string {
+	if s.app != nil {
+		return s.app.mode.Schema()
+	}
+	return "sbtest"
+}
+
+// native returns the MariaDB configurations to run: the --native flag's,
+// else the scenario's own, else the sysbench scenarios' default.
+func (s scenarioSpec) native(c config) []string {
+	switch {
+	case len(c.native) > 0:
+		return c.native
+	case s.app != nil:
+		return s.app.native
+	}
+	return []string{"serial", "optimistic:4", "optimistic:8", "optimistic:16"}
 }
 
 // shape returns the scenario's tables, rows per table and client threads.
@@ -47,11 +68,14 @@ func (s scenarioSpec) shape(c config) (tables, rows, threads int) {
 // backlogKey names the backlog a scenario replays: scenarios with the same
 // workload and shape share one.
 func (s scenarioSpec) backlogKey(c config) string {
+	if s.app != nil {
+		return "app/" + s.app.name
+	}
 	tables, rows, threads := s.shape(c)
 	return fmt.Sprintf("%s/%d/%d/%d", s.workload, tables, rows, threads)
 }
 
-var scenarioSpecs = map[string]scenarioSpec{
+var scenarioSpecs = withApps(map[string]scenarioSpec{
 	"durable": {name: "durable", workload: "oltp_write_only", durable: true,
 		title: "oltp_write_only, durable target (innodb_flush_log_at_trx_commit=1, sync_binlog=1, log_slave_updates)"},
 	"nondurable": {name: "nondurable", workload: "oltp_write_only", durable: false,
@@ -63,6 +87,13 @@ var scenarioSpecs = map[string]scenarioSpec{
 	// once. More workers must then cost next to nothing.
 	"hotrows": {name: "hotrows", workload: "oltp_update_index", tables: 1, rows: 16, durable: true,
 		title: "hot rows: oltp_update_index on 1 table of 16 rows, durable target"},
+})
+
+func withApps(m map[string]scenarioSpec) map[string]scenarioSpec {
+	for name, s := range appSpecs() {
+		m[name] = s
+	}
+	return m
 }
 
 // backlog is a source holding a generated backlog, and the data directory
@@ -74,6 +105,10 @@ type backlog struct {
 	end      string // after it
 	txns     int
 	dir      string
+	// written is the source's position over the backlog's generation.
+	written []sample
+	// predicted is analyze's prediction, by durability.
+	predicted map[bool]prediction
 }
 
 func (b *backlog) close() {
@@ -105,13 +140,25 @@ func makeBacklog(ctx context.Context, c config, spec scenarioSpec, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	if err := b.src.Exec(ctx, "CREATE DATABASE sbtest"); err != nil {
+	srcDB, err := sql.Open("mysql", b.src.DSN(""))
+	if err != nil {
 		return nil, err
 	}
+	defer func() { srcDB.Close() }()
 	tables, rows, threads := spec.shape(c)
-	log.Info("preparing sysbench tables", "tables", tables, "rows", rows)
-	if err := sysbench(ctx, b.src, spec.workload, "prepare", tables, rows, 4, 0); err != nil {
-		return nil, err
+	if spec.app != nil {
+		log.Info("preparing the workload's tables", "mode", spec.app.mode)
+		if err := prepareApp(ctx, c, spec.app, srcDB); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := b.src.Exec(ctx, "CREATE DATABASE sbtest"); err != nil {
+			return nil, err
+		}
+		log.Info("preparing sysbench tables", "tables", tables, "rows", rows)
+		if err := sysbench(ctx, b.src, spec.workload, "prepare", tables, rows, 4, 0); err != nil {
+			return nil, err
+		}
 	}
 	if b.start, err = gtidPos(ctx, b.src); err != nil {
 		return nil, err
@@ -130,9 +177,24 @@ func makeBacklog(ctx context.Context, c config, spec scenarioSpec, log *slog.Log
 	if err := b.src.Start(ctx); err != nil {
 		return nil, err
 	}
-	log.Info("generating the backlog", "workload", spec.workload, "transactions", c.transactions, "threads", threads)
+	srcDB.Close() // its connections died with the restart
+	if srcDB, err = sql.Open("mysql", b.src.DSN("")); err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
-	if err := sysbench(ctx, b.src, spec.workload, "run", tables, rows, threads, c.transactions); err != nil {
+	if spec.app != nil {
+		wc := workloadConfig(c, spec.app)
+		log.Info("generating the backlog", "mode", spec.app.mode, "transactions", wc.Transactions, "sessions", wc.Sessions,
+			"rate", wc.Rate)
+		// The source's position over time, for the peak lag.
+		written := startSampler(ctx, t0, queryPos(srcDB, "SELECT @@gtid_binlog_pos"))
+		err = generateApp(ctx, c, spec.app, srcDB, log)
+		b.written = written.Stop()
+	} else {
+		log.Info("generating the backlog", "workload", spec.workload, "transactions", c.transactions, "threads", threads)
+		err = sysbench(ctx, b.src, spec.workload, "run", tables, rows, threads, c.transactions)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if b.end, err = gtidPos(ctx, b.src); err != nil {

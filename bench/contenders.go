@@ -27,36 +27,45 @@ type runResult struct {
 	Verified string // "equal", "DIFFERENT", "skipped"
 	Detail   string
 	All      []time.Duration // every repetition
+	// PeakLag is the median over repetitions of the run's peak lag (see
+	// peakLag); zero when not measured.
+	PeakLag time.Duration
 }
 
 type scenarioResult struct {
 	Spec    scenarioSpec
 	Backlog int
 	Runs    []runResult
+	// Predicted is analyze's prediction for the backlog (nil: not run).
+	Predicted *prediction
 }
 
+// drainFunc drains the backlog into dst; it returns the time taken, notes,
+// and the target's position over the drain.
+type drainFunc func(context.Context, *sandbox.Server) (time.Duration, string, []sample, error)
+
 func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, bin string, log *slog.Logger) (scenarioResult, error) {
+	spec.title = spec.heading(c)
 	res := scenarioResult{Spec: spec, Backlog: b.txns}
 	type contender struct {
 		name, kind string
-		run        func(context.Context, *sandbox.Server) (time.Duration, string, error)
+		run        drainFunc
 	}
 	var list []contender
 	for _, w := range c.workers {
-		w := w
 		list = append(list, contender{fmt.Sprintf("binlane workers=%d", w), "binlane",
-			func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
-				return runBinlane(ctx, c, bin, b, dst, w)
+			func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, []sample, error) {
+				return runBinlane(ctx, c, bin, spec, b, dst, w)
 			}})
 	}
-	for _, n := range c.native {
+	for _, n := range spec.native(c) {
 		mode, threads := parseNative(n)
 		name := "mariadb serial"
 		if threads > 0 {
 			name = fmt.Sprintf("mariadb %s threads=%d", mode, threads)
 		}
 		list = append(list, contender{name, "mariadb",
-			func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
+			func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, []sample, error) {
 				return runNative(ctx, b, dst, mode, threads)
 			}})
 	}
@@ -65,12 +74,30 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 	for i, ct := range list {
 		names[i], kinds[i] = ct.name, ct.kind
 	}
+	lags := make([][]time.Duration, len(list))
 	var err error
 	res.Runs, err = interleave(c, spec.name, names, kinds, float64(b.txns), func(i int) (time.Duration, string, string, error) {
-		return runOne(ctx, c, spec, b, list[i].run)
+		elapsed, detail, ver, drained, err := runOne(ctx, c, spec, b, list[i].run)
+		if err == nil && spec.app != nil {
+			lag, at := peakLag(b.written, drained, seqOf(b.start), seqOf(b.end))
+			lags[i] = append(lags[i], lag)
+			if at > 0 {
+				detail += fmt.Sprintf("; peak lag at transaction %d of %d", at-seqOf(b.start), b.txns)
+			}
+		}
+		return elapsed, detail, ver, err
 	}, log)
 	if err != nil {
 		return res, err
+	}
+	for i := range res.Runs {
+		if len(lags[i]) > 0 {
+			res.Runs[i].PeakLag = median(lags[i])
+		}
+	}
+	if c.analyze {
+		p := b.predicted[spec.durable]
+		res.Predicted = &p
 	}
 	return res, nil
 }
@@ -86,7 +113,7 @@ func interleave(c config, scenario string, names, kinds []string, work float64,
 	verified := make([]string, len(names))
 	for rep := 0; rep < max(1, c.repeat); rep++ {
 		for i, name := range names {
-			log.Info("running", "scenario", scenario, "contender", name, "repetition", rep+1)
+			log.Info("running", "scenario", scenario, "contender", name, "repetition", rep+1, "run", c.progress.next())
 			elapsed, detail, ver, err := run(i)
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", scenario, name, err)
@@ -111,25 +138,25 @@ func interleave(c config, scenario string, names, kinds []string, work float64,
 
 // runOne starts a target from the baseline, runs one contender on it and
 // verifies the result.
-func runOne(ctx context.Context, c config, spec scenarioSpec, b *backlog,
-	run func(context.Context, *sandbox.Server) (time.Duration, string, error)) (time.Duration, string, string, error) {
+func runOne(ctx context.Context, c config, spec scenarioSpec, b *backlog, run drainFunc) (
+	elapsed time.Duration, detail, ver string, drained []sample, err error) {
 	dst, err := sandbox.Start(ctx, sandbox.Options{Role: sandbox.Target, Name: "bench-target", DataFrom: b.baseline,
 		Durable: spec.durable, Extra: serverOptions(c, spec.durable)})
 	if err != nil {
-		return 0, "", "", err
+		return 0, "", "", nil, err
 	}
 	defer dst.Close()
-	elapsed, detail, err := run(ctx, dst)
+	elapsed, detail, drained, err = run(ctx, dst)
 	if err != nil {
-		return 0, "", "", err
+		return 0, "", "", nil, err
 	}
-	ver := "skipped"
+	ver = "skipped"
 	if !c.skipVerify {
-		if ver, err = verifyTables(ctx, b.src, dst); err != nil {
-			return 0, "", "", err
+		if ver, err = verifyTables(ctx, b.src, dst, spec.database()); err != nil {
+			return 0, "", "", nil, err
 		}
 	}
-	return elapsed, detail, ver, nil
+	return elapsed, detail, ver, drained, nil
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -147,10 +174,12 @@ func parseNative(s string) (mode string, threads int) {
 	return mode, threads
 }
 
-// runBinlane drains the backlog with the binlane binary.
-func runBinlane(ctx context.Context, c config, bin string, b *backlog, dst *sandbox.Server, workers int) (time.Duration, string, error) {
+// runBinlane drains the backlog with the binlane binary; its position is
+// read from its table on the target every 25 ms.
+func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b *backlog, dst *sandbox.Server, workers int) (
+	time.Duration, string, []sample, error) {
 	args := []string{"replicate", "--source", b.src.URL(), "--target", dst.URL(), "--stream", "bench",
-		"--start-gtid", b.start, "--stop-at-gtid", b.end, "--workers", strconv.Itoa(workers), "--databases", "sbtest",
+		"--start-gtid", b.start, "--stop-at-gtid", b.end, "--threads", strconv.Itoa(workers), "--databases", spec.database(),
 		"--log-level", "warn"}
 	if c.maxBatch > 0 {
 		args = append(args, "--max-batch", strconv.Itoa(c.maxBatch))
@@ -160,11 +189,22 @@ func runBinlane(ctx context.Context, c config, bin string, b *backlog, dst *sand
 		args = append(args, "--cpu-profile", fmt.Sprintf("%s/binlane-w%d-%d.pprof", c.profileDir, workers, stamp),
 			"--mem-profile", fmt.Sprintf("%s/binlane-w%d-%d.mprof", c.profileDir, workers, stamp))
 	}
-	elapsed, cpu, err := timedCommand(exec.CommandContext(ctx, bin, args...), dst, b.src, "binlane")
+	db, err := sql.Open("mysql", dst.DSN(""))
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
-	return elapsed, workerLoad(ctx, dst) + "; " + cpu, nil
+	defer db.Close()
+	var drained []sample
+	elapsed, cpu, err := timedCommand(exec.CommandContext(ctx, bin, args...), dst, b.src, "binlane", func(t0 time.Time) func() {
+		s := startSampler(ctx, t0, queryPos(db, "SELECT gtid_pos FROM binlane.streams WHERE name = 'bench'"))
+		return func() { drained = s.Stop() }
+	})
+	if err != nil {
+		return 0, "", nil, err
+	}
+	// The end: the position the process exited at.
+	drained = append(drained, sample{elapsed, seqOf(b.end)})
+	return elapsed, workerLoad(ctx, dst) + "; " + cpu, drained, nil
 }
 
 // workerLoad summarizes binlane's last status report: per-worker busy and
@@ -182,10 +222,10 @@ func workerLoad(ctx context.Context, dst *sandbox.Server) string {
 
 // runNative drains the backlog with MariaDB's own replica: the IO thread
 // fetches everything first, then the SQL thread(s) are timed.
-func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string, threads int) (time.Duration, string, error) {
+func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string, threads int) (time.Duration, string, []sample, error) {
 	db, err := sql.Open("mysql", dst.DSN(""))
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
@@ -198,38 +238,42 @@ func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string
 	}
 	for _, q := range setup {
 		if _, err := db.ExecContext(ctx, q); err != nil {
-			return 0, "", fmt.Errorf("%s: %w", q, err)
+			return 0, "", nil, fmt.Errorf("%s: %w", q, err)
 		}
 	}
 	if err := waitRelayFetched(ctx, db, b.src); err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
 	want, _ := gtid.ParseSet(b.end)
 	tgtCPU := processCPU(dst.PID())
 	t0 := time.Now()
 	if _, err := db.ExecContext(ctx, "START SLAVE SQL_THREAD"); err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
+	var drained []sample
 	for {
 		var pos string
 		if err := db.QueryRowContext(ctx, "SELECT @@gtid_slave_pos").Scan(&pos); err != nil {
-			return 0, "", err
+			return 0, "", nil, err
+		}
+		if n := len(drained); n == 0 || drained[n-1].seq != seqOf(pos) {
+			drained = append(drained, sample{time.Since(t0), seqOf(pos)})
 		}
 		if got, err := gtid.ParseSet(pos); err == nil && got.ContainsSet(want) {
 			break
 		}
 		if err := sqlThreadError(ctx, db); err != nil {
-			return 0, "", err
+			return 0, "", nil, err
 		}
 		select {
 		case <-ctx.Done():
-			return 0, "", ctx.Err()
+			return 0, "", nil, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	elapsed := time.Since(t0)
 	db.ExecContext(ctx, "STOP SLAVE")
-	return elapsed, fmt.Sprintf("CPU s: target %.1f", (processCPU(dst.PID()) - tgtCPU).Seconds()), nil
+	return elapsed, fmt.Sprintf("CPU s: target %.1f", (processCPU(dst.PID()) - tgtCPU).Seconds()), drained, nil
 }
 
 // waitRelayFetched waits until the IO thread has read the source's binlog
@@ -300,8 +344,8 @@ func slaveStatus(ctx context.Context, db *sql.DB) (map[string]string, error) {
 	return out, rows.Err()
 }
 
-// verifyTables compares the sysbench tables of source and target.
-func verifyTables(ctx context.Context, src, dst *sandbox.Server) (string, error) {
+// verifyTables compares the tables of a database on source and target.
+func verifyTables(ctx context.Context, src, dst *sandbox.Server, database string) (string, error) {
 	s, err := sql.Open("mysql", src.DSN(""))
 	if err != nil {
 		return "", err
@@ -314,7 +358,7 @@ func verifyTables(ctx context.Context, src, dst *sandbox.Server) (string, error)
 	defer d.Close()
 	s.SetMaxOpenConns(8)
 	d.SetMaxOpenConns(8)
-	rules, _ := filter.New([]string{"sbtest"}, nil, nil)
+	rules, _ := filter.New([]string{database}, nil, nil)
 	rep, err := verify.Run(ctx, verify.Config{Source: s, Target: d, Rules: rules, Parallel: 2})
 	if err != nil {
 		return "", err

@@ -322,7 +322,7 @@ func runCopyOne(ctx context.Context, c config, cs *copySource, ct copyContender,
 				return 0, "", "", err
 			}
 		}
-		if ver, err = verifyTables(ctx, cs.src, dst); err != nil {
+		if ver, err = verifyTables(ctx, cs.src, dst, "sbtest"); err != nil {
 			return 0, "", "", err
 		}
 	}
@@ -364,12 +364,12 @@ func catchUp(ctx context.Context, cs *copySource, dst *sandbox.Server) error {
 
 func runBinlaneCopy(ctx context.Context, c config, bin string, cs *copySource, dst *sandbox.Server, workers int, binlog bool) (time.Duration, string, error) {
 	args := []string{"copy", "--source", cs.src.URL(), "--target", dst.URL(), "--stream", "bench",
-		"--databases", "sbtest", "--copy-workers", strconv.Itoa(workers), "--log-level", "warn"}
+		"--databases", "sbtest", "--copy-threads", strconv.Itoa(workers), "--log-level", "warn"}
 	if !binlog {
 		args = append(args, "--binlog-applied=false")
 	}
 	if c.applyWorkers > 0 {
-		args = append(args, "--workers", strconv.Itoa(c.applyWorkers))
+		args = append(args, "--threads", strconv.Itoa(c.applyWorkers))
 	}
 	if c.profileDir != "" {
 		args = append(args, "--cpu-profile", fmt.Sprintf("%s/copy-w%d-%d.pprof", c.profileDir, workers, time.Now().UnixNano()))
@@ -470,14 +470,22 @@ func runLoadData(ctx context.Context, cs *copySource, dst *sandbox.Server, threa
 }
 
 // timedCommand runs cmd and reports its wall time and the CPU it, the
-// target and the source used.
-func timedCommand(cmd *exec.Cmd, dst, src *sandbox.Server, who string) (time.Duration, string, error) {
+// target and the source used. Each watch starts when the clock does and
+// its stop function runs when the command has exited.
+func timedCommand(cmd *exec.Cmd, dst, src *sandbox.Server, who string, watch ...func(t0 time.Time) (stop func())) (time.Duration, string, error) {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	tgtCPU, srcCPU := processCPU(dst.PID()), processCPU(src.PID())
 	t0 := time.Now()
+	var stops []func()
+	for _, w := range watch {
+		stops = append(stops, w(t0))
+	}
 	err := cmd.Run()
 	elapsed := time.Since(t0)
+	for _, stop := range stops {
+		stop()
+	}
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) || out.Len() > 0 {

@@ -2,7 +2,8 @@
 // against MariaDB's own replica applying the same backlog to the same
 // starting target, on throwaway local servers.
 //
-// Method (pause-load-resume, GTID-based timing): a sysbench backlog is
+// Method (pause-load-resume, GTID-based timing): a backlog (sysbench, or
+// binlane's workload generator for the application scenarios, apps.go) is
 // generated on a source while no target runs; the target's starting state
 // is a copy of the source's data directory taken before the backlog. Every
 // contender starts from a fresh copy of that directory and applies the
@@ -13,8 +14,8 @@
 //   - MariaDB: the IO thread fetches the whole relay log first, then the
 //     SQL thread(s) are started and timed until gtid_slave_pos reaches P1.
 //
-// Every run ends with `verify` of the sysbench tables (source and target
-// must be equal). Results go to a Markdown table and an SVG chart.
+// Every run ends with `verify` of the scenario's database (source and
+// target must be equal). Results go to a Markdown table and an SVG chart.
 package main
 
 import (
@@ -53,6 +54,13 @@ type config struct {
 	only         *regexp.Regexp // contenders to run (nil: all)
 	applyWorkers int            // binlane --workers in the copy benchmark (0: its default)
 	noBinlog     bool           // copy benchmark: also run with the target's binlog off
+	// The application scenarios (apps.go).
+	appTransactions int // transactions per backlog (0: each scenario's own)
+	appSessions     int // generator sessions writing the backlog
+	bulkRows        int
+	bulkEvery       int
+	analyze         bool // run binlane analyze on every backlog: predicted next to measured speedups
+	progress        *progress
 }
 
 func main() {
@@ -62,9 +70,17 @@ func main() {
 	flag.IntVar(&c.tables, "tables", 8, "sysbench tables")
 	flag.IntVar(&c.tableSize, "table-size", 100000, "rows per sysbench table")
 	flag.IntVar(&c.threads, "threads", 16, "sysbench client threads generating the backlog")
-	flag.StringVar(&scenarios, "scenarios", "durable,nondurable,worstcase,hotrows", "durable, nondurable, worstcase (single-threaded oltp_update_index, durable), hotrows (oltp_update_index on 16 rows, durable)")
+	flag.StringVar(&scenarios, "scenarios", "sysbench", "scenarios or groups, comma-separated. sysbench: durable, nondurable, worstcase "+
+		"(single-threaded oltp_update_index, durable), hotrows (oltp_update_index on 16 rows, durable); apps: shop, orderentry, bulk, "+
+		"docs (binlane's workload generator, durable target) and each with -nondurable; all: both groups")
 	flag.StringVar(&workers, "workers", "1,2,4,8,16", "binlane worker counts")
-	flag.StringVar(&native, "native", "serial,optimistic:4,optimistic:8,optimistic:16", "MariaDB replica configurations: serial, or mode:threads")
+	flag.StringVar(&native, "native", "", "MariaDB replica configurations, serial or mode:threads "+
+		"(default: serial,optimistic:4,8,16 for sysbench; every mode at 4/8/16 for shop and orderentry, fewer for bulk and docs)")
+	flag.IntVar(&c.appTransactions, "app-transactions", 0, "transactions in each application backlog (0: 20,000; docs 10,000)")
+	flag.IntVar(&c.appSessions, "app-sessions", 8, "generator sessions writing the application backlogs")
+	flag.IntVar(&c.bulkRows, "bulk-rows", 100000, "rows of each bulk UPDATE and DELETE (scenario bulk)")
+	flag.IntVar(&c.bulkEvery, "bulk-every", 3000, "one bulk transaction in this many (scenario bulk)")
+	flag.BoolVar(&c.analyze, "analyze", true, "run binlane analyze on every backlog and put its predicted speedups next to the measured ones")
 	flag.StringVar(&c.out, "out", "bench/results", "folder for the results")
 	flag.BoolVar(&c.skipVerify, "skip-verify", false, "skip the row-by-row comparison after each run")
 	flag.StringVar(&c.bufferPool, "buffer-pool", "1G", "innodb_buffer_pool_size of every server")
@@ -93,7 +109,7 @@ func main() {
 		fmt.Sscan(w, &n)
 		c.copyWorkers = append(c.copyWorkers, n)
 	}
-	c.scenarios = split(scenarios)
+	c.scenarios = expandScenarios(split(scenarios))
 	c.native = split(native)
 	for _, w := range split(workers) {
 		var n int
@@ -138,6 +154,15 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		log.Info("results written", "folder", outDir)
 		return nil
 	}
+	c.progress = &progress{start: time.Now()}
+	for _, sc := range c.scenarios {
+		spec, ok := scenarioSpecs[sc]
+		if !ok {
+			return fmt.Errorf("unknown scenario %q", sc)
+		}
+		c.progress.total += (len(c.workers) + len(spec.native(c))) * max(1, c.repeat)
+	}
+	log.Info("plan", "scenarios", strings.Join(c.scenarios, ","), "runs", c.progress.total)
 	var all []scenarioResult
 	backlogs := map[string]*backlog{}
 	defer func() {
@@ -146,10 +171,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		}
 	}()
 	for _, sc := range c.scenarios {
-		spec, ok := scenarioSpecs[sc]
-		if !ok {
-			return fmt.Errorf("unknown scenario %q", sc)
-		}
+		spec := scenarioSpecs[sc]
 		key := spec.backlogKey(c)
 		b := backlogs[key]
 		if b == nil {
@@ -157,6 +179,13 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 				return err
 			}
 			backlogs[key] = b
+		}
+		if _, done := b.predicted[spec.durable]; c.analyze && !done {
+			log.Info("analyze", "scenario", spec.name)
+			if b.predicted == nil {
+				b.predicted = map[bool]prediction{}
+			}
+			b.predicted[spec.durable] = predict(ctx, c, bin, b, spec)
 		}
 		res, err := runScenario(ctx, c, spec, b, bin, log)
 		if err != nil {
@@ -169,4 +198,24 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	}
 	log.Info("results written", "folder", outDir)
 	return nil
+}
+
+// progress counts the runs of a benchmark for its log.
+type progress struct {
+	start       time.Time
+	total, done int
+}
+
+// next counts a run starting and says where the benchmark stands.
+func (p *progress) next() string {
+	if p == nil || p.total == 0 {
+		return ""
+	}
+	p.done++
+	s := fmt.Sprintf("%d/%d, %s elapsed", p.done, p.total, time.Since(p.start).Round(time.Second))
+	if p.done > 1 {
+		per := time.Since(p.start) / time.Duration(p.done-1)
+		s += fmt.Sprintf(", about %s left", (per * time.Duration(p.total-p.done+1)).Round(time.Minute))
+	}
+	return s
 }

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/binlane/binlane/internal/analyze"
 	"github.com/binlane/binlane/internal/apply"
 )
 
@@ -43,25 +45,128 @@ func summarizeStats(stats string) string {
 func writeResults(dir string, c config, all []scenarioResult) error {
 	var b strings.Builder
 	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "# binlane vs MariaDB replica\n\n%s, %s, %d CPUs, Go %s. Backlog: sysbench %d tables x %d rows, %d client threads (worst case: 1). Seconds are the median of %d interleaved runs (all runs in brackets). Machine speed at the start: %s.\n\n",
-		time.Now().UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.Version(), c.tables, c.tableSize, c.threads, max(1, c.repeat), c.machine)
+	fmt.Fprintf(&b, "# binlane vs MariaDB replica\n\n%s, %s, %d CPUs, Go %s. Seconds are the median of %d interleaved runs (all runs in brackets). Machine speed at the start: %s.\n\n",
+		time.Now().UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.Version(), max(1, c.repeat), c.machine)
+	fmt.Fprintf(&b, "Backlogs: sysbench scenarios %d tables x %d rows, %d client threads (worst case: 1); application scenarios "+
+		"from binlane's workload generator (internal/workload), %d sessions.\n\n", c.tables, c.tableSize, c.threads, c.appSessions)
+	summary(&b, all)
 	for _, sc := range all {
 		best := bestNative(sc)
-		fmt.Fprintf(&b, "## %s\n\n%d transactions.\n\n| contender | seconds | trx/s | vs best MariaDB | verify | notes |\n|---|---:|---:|---:|---|---|\n",
-			sc.Spec.title, sc.Backlog)
+		fmt.Fprintf(&b, "## %s\n\n%d transactions.\n\n", sc.Spec.title, sc.Backlog)
+		lag := sc.Spec.app != nil
+		if lag {
+			b.WriteString("| contender | seconds | trx/s | vs best MariaDB | peak lag (s) | verify | notes |\n|---|---:|---:|---:|---:|---|---|\n")
+		} else {
+			b.WriteString("| contender | seconds | trx/s | vs best MariaDB | verify | notes |\n|---|---:|---:|---:|---|---|\n")
+		}
 		for _, r := range sc.Runs {
 			rel := ""
 			if best > 0 {
 				rel = fmt.Sprintf("%.2fx", r.TrxPerS/best)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s |\n", r.Name, secondsCell(r), r.TrxPerS, rel, r.Verified, r.Detail)
+			if lag {
+				fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %.2f | %s | %s |\n", r.Name, secondsCell(r), r.TrxPerS, rel,
+					r.PeakLag.Seconds(), r.Verified, r.Detail)
+			} else {
+				fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s |\n", r.Name, secondsCell(r), r.TrxPerS, rel, r.Verified, r.Detail)
+			}
 		}
 		b.WriteString("\n")
+		predictions(&b, sc)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(chart(all, "trx/s")), 0o644)
+}
+
+// workerRates returns binlane's trx/s by worker count.
+func workerRates(sc scenarioResult) map[int]float64 {
+	out := map[int]float64{}
+	for _, r := range sc.Runs {
+		var w int
+		if _, err := fmt.Sscanf(r.Name, "binlane workers=%d", &w); err == nil {
+			out[w] = r.TrxPerS
+		}
+	}
+	return out
+}
+
+// summary is one line per scenario with what issue 17's goals are about:
+// binlane's best against MariaDB's best, 4 workers against one, the worst
+// worker count from 2 up against one, and analyze's prediction for 4.
+func summary(b *strings.Builder, all []scenarioResult) {
+	if len(all) == 0 {
+		return
+	}
+	b.WriteString("| scenario | binlane best | MariaDB best | best / best | w4 / w1 | worst wN / w1 (N >= 2) | analyze w4 / w1 |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, sc := range all {
+		rates := workerRates(sc)
+		best, native := bestOf(sc, "binlane"), bestNative(sc)
+		w1 := rates[1]
+		cell := func(v float64, ok bool) string {
+			if !ok {
+				return ""
+			}
+			return fmt.Sprintf("%.2fx", v)
+		}
+		worst, worstN := 0.0, 0
+		for n, r := range rates {
+			if n >= 2 && w1 > 0 && (worstN == 0 || r/w1 < worst) {
+				worst, worstN = r/w1, n
+			}
+		}
+		worstCell := ""
+		if worstN > 0 {
+			worstCell = fmt.Sprintf("%.2fx (w%d)", worst, worstN)
+		}
+		pred := ""
+		if p := sc.Predicted; p != nil && p.speedup[4] > 0 {
+			pred = fmt.Sprintf("%.2fx", p.speedup[4])
+		}
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %s | %s | %s | %s |\n", sc.Spec.name, best, native, cell(best/native, native > 0),
+			cell(rates[4]/w1, w1 > 0 && rates[4] > 0), worstCell, pred)
+	}
+	b.WriteString("\n")
+}
+
+// predictions puts analyze's predicted speedups next to the measured
+// ones, marking those more than 25% apart.
+func predictions(b *strings.Builder, sc scenarioResult) {
+	p := sc.Predicted
+	if p == nil {
+		return
+	}
+	if p.err != "" {
+		fmt.Fprintf(b, "analyze failed: %s\n\n", p.err)
+		return
+	}
+	rates := workerRates(sc)
+	w1 := rates[1]
+	if w1 == 0 {
+		return
+	}
+	fmt.Fprintf(b, "`binlane analyze` on this backlog (--cores %d): parallelism %.1f, recommends %s.\n\n"+
+		"| workers | measured speedup | predicted | predicted / measured |\n|---:|---:|---:|---:|\n",
+		runtime.NumCPU(), p.parallelism, analyze.Workers(p.recommended))
+	var ws []int
+	for w := range rates {
+		ws = append(ws, w)
+	}
+	slices.Sort(ws)
+	for _, w := range ws {
+		m, pr := rates[w]/w1, p.speedup[w]
+		if pr == 0 {
+			continue
+		}
+		mark := ""
+		if r := pr / m; r > 1.25 || r < 0.75 {
+			mark = " (more than 25% apart)"
+		}
+		fmt.Fprintf(b, "| %d | %.2fx | %.2fx | %.2f%s |\n", w, m, pr, pr/m, mark)
+	}
+	b.WriteString("\n")
 }
 
 func bestNative(sc scenarioResult) float64 { return bestOf(sc, "mariadb") }

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -253,7 +256,7 @@ func (f *fileSource) Next(ctx context.Context) (replica.Message, error) {
 // analyzePlanner plans tables from a server's definitions when addr is
 // given, else from the binlog's table maps alone.
 func analyzePlanner(ctx context.Context, addr, passEnv, passFile string, tf tlsFlags) (*planner, []string, func(), error) {
-	p := &planner{fallback: map[string]string{}}
+	p := &planner{fallback: map[string]string{}, hidden: map[string]bool{}}
 	if addr == "" {
 		return p, []string{"no server to read table definitions from: keys are the primary keys the binlog carries; " +
 			"unique and foreign keys are not seen and strings compare as bytes, so fewer conflicts are found than the applier " +
@@ -291,6 +294,7 @@ type planner struct {
 	ctx      context.Context
 	builder  *plan.Builder
 	fallback map[string]string // table -> why its plan came from the binlog
+	hidden   map[string]bool   // tables with foreign keys whose rules the account cannot see
 	plans    map[*binlog.TableMap]*plan.Table
 }
 
@@ -318,6 +322,13 @@ func (p *planner) get(tm *binlog.TableMap) (*plan.Table, error) {
 		c.Serialize = ""
 		pl = &c
 	}
+	if pl.Target != nil {
+		for _, fk := range append(slices.Clip(pl.Target.ForeignKeys), pl.Target.ReferencedBy...) {
+			if fk.RulesHidden {
+				p.hidden[fk.ChildSchema+"."+fk.ChildTable] = true
+			}
+		}
+	}
 	if p.plans == nil {
 		p.plans = map[*binlog.TableMap]*plan.Table{}
 	}
@@ -329,6 +340,12 @@ func (p *planner) notes() []string {
 	var out []string
 	for name, why := range p.fallback {
 		out = append(out, fmt.Sprintf("table %s: keys from the binlog only (%s)", name, why))
+	}
+	if len(p.hidden) > 0 {
+		out = append(out, fmt.Sprintf("the ON DELETE/ON UPDATE rules of the foreign keys of %s are hidden from this account "+
+			"(information_schema.REFERENTIAL_CONSTRAINTS needs a privilege beyond SELECT, such as SHOW VIEW): they are taken "+
+			"as cascading, so more conflicts may be found than the applier, which reads the target's, would find",
+			strings.Join(slices.Sorted(maps.Keys(p.hidden)), ", ")))
 	}
 	return out
 }

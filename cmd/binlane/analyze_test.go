@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -152,4 +153,97 @@ func TestAnalyze(t *testing.T) {
 			t.Errorf("bad --stop-at-gtid: exit %d", code)
 		}
 	})
+}
+
+// TestAnalyzeAttribution analyses a scripted web-shop binlog (the schema
+// of issue 17: customers, items, orders and order lines with cascading
+// foreign keys) whose row counts per table and conflicts are known: rows
+// go to the tables they changed, not to each transaction's first, and a
+// key a transaction holds twice (a customer row it updates and its new
+// order's reference to it) is no conflict, so no conflict is on an
+// unknown table.
+func TestAnalyzeAttribution(t *testing.T) {
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	srcDB := src.OpenT(t, "")
+	srcURL := binlaneURL(t, src, "fk")
+	src.ExecT(t, "CREATE DATABASE fk",
+		"CREATE TABLE fk.customer (id INT PRIMARY KEY, email VARCHAR(64) NOT NULL UNIQUE, balance DECIMAL(12,2) NOT NULL, orders INT NOT NULL)",
+		"CREATE TABLE fk.item (sku CHAR(8) PRIMARY KEY, price DECIMAL(10,2) NOT NULL, stock INT NOT NULL)",
+		`CREATE TABLE fk.orders (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(10) NOT NULL,
+			FOREIGN KEY (customer_id) REFERENCES fk.customer (id) ON DELETE CASCADE)`,
+		`CREATE TABLE fk.order_line (order_id BIGINT NOT NULL, ln INT NOT NULL, sku CHAR(8) NOT NULL, qty INT NOT NULL,
+			PRIMARY KEY (order_id, ln), FOREIGN KEY (order_id) REFERENCES fk.orders (id) ON DELETE CASCADE,
+			FOREIGN KEY (sku) REFERENCES fk.item (sku) ON UPDATE CASCADE)`,
+		"INSERT INTO fk.customer SELECT seq, CONCAT('c', seq, '@example.com'), 0, 0 FROM fk.seq_1_to_10",
+		"INSERT INTO fk.item SELECT CONCAT('S', LPAD(seq, 3, '0')), 9.99, 100 FROM fk.seq_1_to_30")
+	sku := func(n int) string { return fmt.Sprintf("'S%03d'", n) }
+	start := sourcePos(t, srcDB)
+	// Ten orders of ten customers, three lines each on items of their own:
+	// no order waits for another on a row (whole-table accesses aside).
+	for c := 1; c <= 10; c++ {
+		a, b, d := sku(3*c-2), sku(3*c-1), sku(3*c)
+		src.ExecT(t, fmt.Sprintf(`BEGIN;
+			UPDATE fk.customer SET orders = orders + 1 WHERE id = %d;
+			UPDATE fk.item SET stock = stock - 1 WHERE sku IN (%s, %s, %s);
+			INSERT INTO fk.orders VALUES (%d, %d, 'new');
+			INSERT INTO fk.order_line VALUES (%[5]d, 1, %[2]s, 1), (%[5]d, 2, %[3]s, 1), (%[5]d, 3, %[4]s, 1);
+			COMMIT`, c, a, b, d, 100+c, c))
+	}
+	// The balances of customers 1-3: each waits for its customer's order.
+	for c := 1; c <= 3; c++ {
+		src.ExecT(t, fmt.Sprintf("UPDATE fk.customer SET balance = balance + 5 WHERE id = %d", c))
+	}
+	mid := sourcePos(t, srcDB)
+	for o := 101; o <= 104; o++ { // ship four orders
+		src.ExecT(t, fmt.Sprintf("UPDATE fk.orders SET status = 'shipped' WHERE id = %d", o))
+	}
+	// Delete two orders: their lines go by cascade, not in the binlog.
+	src.ExecT(t, "DELETE FROM fk.orders WHERE id = 105", "DELETE FROM fk.orders WHERE id = 106")
+	end := sourcePos(t, srcDB)
+
+	analyse := func(to string) analyze.Report {
+		t.Helper()
+		out, err := runAnalyzeCmd(t, "--source", srcURL, "--from-gtid", start, "--to-gtid", to, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r analyze.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		return r
+	}
+	r := analyse(end)
+	want := []analyze.Count{{Name: "fk.item", Count: 30}, {Name: "fk.order_line", Count: 30},
+		{Name: "fk.customer", Count: 13}, {Name: "fk.orders", Count: 16}}
+	slices.SortFunc(want, func(a, b analyze.Count) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Name, b.Name))
+	})
+	if r.Transactions != 19 || r.Rows != 89 || r.Tables != 4 || !slices.Equal(r.TablesByRows, want) {
+		t.Errorf("%d transactions, %d rows, %d tables, by rows %v; want 19, 89, 4, %v", r.Transactions, r.Rows, r.Tables,
+			r.TablesByRows, want)
+	}
+	// binlane's source account (SELECT) sees the foreign keys, not their
+	// rules.
+	if !slices.ContainsFunc(r.Notes, func(n string) bool {
+		return strings.Contains(n, "foreign keys of fk.order_line, fk.orders are hidden from this account")
+	}) {
+		t.Errorf("no note on the hidden foreign key rules: %q", r.Notes)
+	}
+	for _, c := range append(r.HotTables, r.HotKeys...) {
+		if !strings.HasPrefix(c.Name, "fk.") {
+			t.Errorf("a conflict not on one of the shop's tables: %v (hot tables %v, keys %v)", c, r.HotTables, r.HotKeys)
+		}
+	}
+	// Up to the balances, the only row conflicts are the balances'.
+	r = analyse(mid)
+	wantKeys := []analyze.Count{{Name: "fk.customer PRIMARY (id=1)", Count: 1}, {Name: "fk.customer PRIMARY (id=2)", Count: 1},
+		{Name: "fk.customer PRIMARY (id=3)", Count: 1}, {Name: "fk.customer unique (email=c1@example.com)", Count: 1},
+		{Name: "fk.customer unique (email=c2@example.com)", Count: 1}, {Name: "fk.customer unique (email=c3@example.com)", Count: 1}}
+	if !slices.Equal(r.HotKeys, wantKeys) {
+		t.Errorf("hot keys %v, want %v", r.HotKeys, wantKeys)
+	}
+	if !slices.Contains(r.HotTables, analyze.Count{Name: "fk.customer", Count: 3}) {
+		t.Errorf("hot tables %v lack fk.customer with 3", r.HotTables)
+	}
 }

@@ -41,10 +41,11 @@ func newDemoCmd() *cobra.Command {
 		Use:   "demo",
 		Short: "The whole job on throwaway local servers: copy into an empty target under load, replicate, analyze, verify online",
 		Long: `Start a throwaway MariaDB source and target on free local ports. The source
-gets a shop schema (accounts with unique keys, orders with a cascading
-foreign key, items, a JSON/every-type table, a hot row) with a few hundred
-thousand rows, and a live workload (hot rows, unique-key swaps, primary-key
-changes, cascading deletes) at --rate transactions per second.
+gets a web shop (customers with a unique e-mail, items, orders and order
+lines linked by cascading foreign keys) with a few hundred thousand rows,
+and a live workload as a shop has it (balance updates, orders of 1-5 lines
+with their stock, shipping, deletes of old orders) at --rate transactions
+per second.
 
 binlane then does its main job into the empty target, as the least-privilege
 accounts the README documents: copy the tables online, catch up, and go on
@@ -60,7 +61,7 @@ Exit status: 0 equal, 1 source and target differ, 2 error or interrupted.`,
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&f.live, "duration", time.Minute, "how long the live status is shown after the copy started")
-	fl.IntVar(&f.orders, "orders", 100000, "orders seeded before the copy (each with two items: 3 rows per order)")
+	fl.IntVar(&f.orders, "orders", 60000, "orders seeded before the copy (each with 1-5 lines; as many customers, a fifth as many items)")
 	fl.IntVar(&f.workers, "threads", defaultWorkers, "binlane's applier threads (replicate's --threads)")
 	deprecatedAlias(fl, "workers", "threads")
 	fl.IntVar(&f.copyWorkers, "copy-threads", 2, "binlane's copy threads (replicate's --copy-threads)")
@@ -103,7 +104,9 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	var wl *workload.Stats
 	go func() {
 		var err error
-		wl, err = workload.Run(wlCtx, d.srcDB, workload.Config{Seed: time.Now().UnixNano(), Sessions: f.sessions, Rate: f.rate})
+		cfg := d.shop()
+		cfg.Seed, cfg.Sessions, cfg.Rate = time.Now().UnixNano(), f.sessions, f.rate
+		wl, err = workload.Run(wlCtx, d.srcDB, cfg)
 		wlDone <- err
 	}()
 
@@ -127,7 +130,7 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	end := d.pos(ctx)
 	d.say("\nbinlane analyze --from-gtid %s --to-gtid %s (the workload's binlog):", start, end)
 	if err := runAnalyze(ctx, out, io.Discard, analyzeFlags{source: d.src.URL(), fromGTID: start, toGTID: end,
-		databases: []string{workload.Schema}, workers: []int{1, 2, 4, 8, 16}, durable: true}); err != nil {
+		databases: []string{demoSchema}, workers: []int{1, 2, 4, 8, 16}, maxBatch: defaultMaxBatch}); err != nil {
 		return fmt.Errorf("analyze: %w", err)
 	}
 
@@ -170,11 +173,11 @@ func (d *demo) start(ctx context.Context) error {
 	if d.dst, err = sandbox.Start(ctx, sandbox.Options{Role: sandbox.Target, Name: "demo-target"}); err != nil {
 		return err
 	}
-	srcURL, err := d.src.GrantBinlane(ctx, false, workload.Schema)
+	srcURL, err := d.src.GrantBinlane(ctx, false, demoSchema)
 	if err != nil {
 		return err
 	}
-	dstURL, err := d.dst.GrantBinlane(ctx, false, workload.Schema)
+	dstURL, err := d.dst.GrantBinlane(ctx, false, demoSchema)
 	if err != nil {
 		return err
 	}
@@ -191,7 +194,7 @@ func (d *demo) start(ctx context.Context) error {
 	if d.dstDB, err = d.dst.Open(""); err != nil {
 		return err
 	}
-	d.rules, err = filter.New([]string{workload.Schema}, nil, nil)
+	d.rules, err = filter.New([]string{demoSchema}, nil, nil)
 	d.say("  source %s (MariaDB %s)\n  target %s\n  binlane connects as %s and %s (README: privileges)",
 		d.src.Addr(), mariadbVersion(ctx, d.srcDB), d.dst.Addr(), sandbox.SourceUser, sandbox.TargetUser)
 	return err
@@ -210,21 +213,29 @@ func (d *demo) close() {
 	}
 }
 
+// demoSchema is the demo's database: the workload generator's shop.
+const demoSchema = string(workload.Shop) // workload.Shop.Schema()
+
+// shop is the demo's shop: --orders orders, as many customers, a fifth as
+// many items.
+func (d *demo) shop() workload.Config {
+	return workload.Config{Mode: workload.Shop, SeedOrders: d.f.orders, Customers: max(100, d.f.orders),
+		Items: max(20, d.f.orders/5)}
+}
+
 // seed creates the schema and its rows; it returns the position after.
 func (d *demo) seed(ctx context.Context) (string, error) {
 	t0 := time.Now()
-	if err := workload.Setup(ctx, d.srcDB); err != nil {
-		return "", err
-	}
-	if err := workload.SeedBulk(ctx, d.srcDB, d.f.orders); err != nil {
+	if err := workload.Prepare(ctx, d.srcDB, d.shop()); err != nil {
 		return "", err
 	}
 	var rows int64
-	if err := d.srcDB.QueryRowContext(ctx, `SELECT SUM(n) FROM (SELECT COUNT(*) n FROM wl.accounts UNION ALL
-		SELECT COUNT(*) FROM wl.orders UNION ALL SELECT COUNT(*) FROM wl.items) x`).Scan(&rows); err != nil {
+	if err := d.srcDB.QueryRowContext(ctx, `SELECT SUM(n) FROM (SELECT COUNT(*) n FROM shop.customer UNION ALL
+		SELECT COUNT(*) FROM shop.item UNION ALL SELECT COUNT(*) FROM shop.orders UNION ALL
+		SELECT COUNT(*) FROM shop.order_line) x`).Scan(&rows); err != nil {
 		return "", err
 	}
-	d.say("seeded %d rows in %s (wl.accounts, wl.orders, wl.items and smaller tables).", rows, time.Since(t0).Round(time.Millisecond))
+	d.say("seeded %d rows in %s (shop.customer, shop.item, shop.orders, shop.order_line).", rows, time.Since(t0).Round(time.Millisecond))
 	return d.pos(ctx), nil
 }
 

@@ -48,14 +48,22 @@ type Txn struct {
 	// the applier's window counts it).
 	Rows  int
 	Bytes int
-	// Tables names the tables the transaction changes ("db.table").
-	Tables []string
+	// Tables are the tables the transaction changes, each with its row
+	// changes (Rows is their sum).
+	Tables []TableRows
 	// Set is the writeset; nil for a transaction that runs alone for a
 	// reason found before its rows are analysed (Alone set).
 	Set *writeset.Set
 	// Alone is why the transaction runs alone ("" when it need not): one
 	// of the Alone* codes, or the writeset's Barrier (plan.Serialize*).
 	Alone string
+}
+
+// TableRows is a table ("db.table") and the row changes of a transaction
+// in it.
+type TableRows struct {
+	Name string
+	Rows int
 }
 
 // Namer names the hashes a writeset holds, for the report.
@@ -184,13 +192,8 @@ func counts(r *Report, txns []Txn, top int) {
 		t := &txns[i]
 		r.Rows += int64(t.Rows)
 		r.Bytes += int64(t.Bytes)
-		for _, name := range t.Tables {
-			rows[name] += 0
-		}
-		if len(t.Tables) > 0 {
-			// Rows are attributed to the transaction's first table when it
-			// spans several: the count is for ranking, not accounting.
-			rows[t.Tables[0]] += int64(t.Rows)
+		for _, tr := range t.Tables {
+			rows[tr.Name] += int64(tr.Rows)
 		}
 		if t.Alone != "" {
 			a := alone[t.Alone]

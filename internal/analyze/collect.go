@@ -62,8 +62,9 @@ func (c *Collector) Add(p txn.Part) error {
 	cur.Bytes += p.Bytes
 	cur.Rows += len(p.Body.Changes)
 	for i := range p.Body.Items {
-		if rows := p.Body.Items[i].Rows; rows != nil {
-			cur.Tables = appendNew(cur.Tables, rows.Table.Schema+"."+rows.Table.Table)
+		it := &p.Body.Items[i]
+		if it.Kind == txn.ItemRows && it.Rows != nil {
+			cur.Tables = addRows(cur.Tables, it.Rows.Table.Schema+"."+it.Rows.Table.Table, it.Last-it.First)
 		}
 	}
 	if cur.Alone == "" {
@@ -93,13 +94,15 @@ func (c *Collector) Add(p txn.Part) error {
 	return nil
 }
 
-func appendNew(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
+// addRows adds rows row changes of table name to list.
+func addRows(list []TableRows, name string, rows int) []TableRows {
+	for i := range list {
+		if list[i].Name == name {
+			list[i].Rows += rows
 			return list
 		}
 	}
-	return append(list, s)
+	return append(list, TableRows{Name: name, Rows: rows})
 }
 
 // analyse computes the writeset of a body, and names the keys an earlier
@@ -142,7 +145,9 @@ func (c *Collector) analyse(t *Txn, b *txn.Body) error {
 
 // label names the keys of a body's changes that were seen before and have
 // no name yet: each unique key and parent reference of each change is
-// hashed on its own to find which one a key is.
+// hashed on its own to find which one a key is; a key that is neither
+// (one the writeset adds for other reasons) is named by the table of the
+// change that took it.
 func (c *Collector) label(b *txn.Body) {
 	for i := range b.Items {
 		it := &b.Items[i]
@@ -174,6 +179,9 @@ func (c *Collector) label(b *txn.Body) {
 				}
 				c.name(&q, ch, parent, "referenced by "+name, p.Parents[k].Cols)
 			}
+			// Any other key the writeset takes for the change (one the
+			// passes above do not name): the change's table, at least.
+			c.name(p, ch, name, "", nil)
 		}
 	}
 }
@@ -191,6 +199,10 @@ func (c *Collector) name(q *plan.Table, ch *txn.Change, table, what string, cols
 		row := ch.After
 		if row == nil || n == 0 && ch.Before != nil {
 			row = ch.Before
+		}
+		if cols == nil {
+			c.keys[k] = [2]string{table, fmt.Sprintf("row key %016x", k)}
+			continue
 		}
 		c.keys[k] = [2]string{table, what + " (" + values(q, row, cols) + ")"}
 	}

@@ -124,12 +124,15 @@ func criticalPath(deps [][]int, costs []float64) Path {
 }
 
 // hot counts, per table and per key, the transactions that wait for an
-// earlier one because of it: for every key of a transaction, the last
-// earlier holder (exactly the scheduler's rule), and for tables taken
-// whole, the table.
+// earlier one because of it, by the scheduler's rules (Scheduler.Add): a
+// key waits for its last earlier holder; a table taken whole waits for the
+// last earlier transaction that touched the table, and any access waits
+// for the last earlier one that took it whole. A key or table a
+// transaction holds twice (a row and the reference to it, both in one
+// transaction) is no wait.
 func (g *graph) hot(txns []Txn, namer Namer, top int) (tables, keys []Count) {
 	owner := map[uint64]int{}
-	excl := map[uint64]int{}
+	last, excl := map[uint64]int{}, map[uint64]int{}
 	byTable, byKey := map[string]int64{}, map[string]int64{}
 	name := func(h uint64) string {
 		if namer != nil {
@@ -138,6 +141,10 @@ func (g *graph) hot(txns []Txn, namer Namer, top int) (tables, keys []Count) {
 			}
 		}
 		return fmt.Sprintf("table %016x", h)
+	}
+	earlier := func(m map[uint64]int, h uint64, i int) bool {
+		j, ok := m[h]
+		return ok && j < i
 	}
 	seenT, seenK := map[string]bool{}, map[string]bool{}
 	for i := range txns {
@@ -148,7 +155,7 @@ func (g *graph) hot(txns []Txn, namer Namer, top int) (tables, keys []Count) {
 		clear(seenT)
 		clear(seenK)
 		for _, k := range t.Set.Keys {
-			if _, ok := owner[k]; ok {
+			if earlier(owner, k, i) {
 				table, value := "", ""
 				if namer != nil {
 					table, value = namer.Key(k)
@@ -171,13 +178,13 @@ func (g *graph) hot(txns []Txn, namer Namer, top int) (tables, keys []Count) {
 			owner[k] = i
 		}
 		for _, a := range t.Set.Tables {
-			_, taken := excl[a.Table]
-			if a.Exclusive || taken {
-				if tn := name(a.Table) + " (whole table)"; !seenT[tn] && (taken || i > 0) {
+			if a.Exclusive && earlier(last, a.Table, i) || earlier(excl, a.Table, i) {
+				if tn := name(a.Table) + " (whole table)"; !seenT[tn] {
 					seenT[tn] = true
 					byTable[tn]++
 				}
 			}
+			last[a.Table] = i
 			if a.Exclusive {
 				excl[a.Table] = i
 			}

@@ -22,6 +22,16 @@ const (
 	SetDefault
 )
 
+// actions returns what a foreign key does on delete and on update. Rules
+// the server hid from binlane's account are taken as the worst, SET
+// DEFAULT: child rows nobody can name change (fail closed).
+func actions(fk schema.ForeignKey) (onDelete, onUpdate Action) {
+	if fk.RulesHidden {
+		return SetDefault, SetDefault
+	}
+	return action(fk.OnDelete), action(fk.OnUpdate)
+}
+
 func action(rule string) Action {
 	switch strings.ToUpper(rule) {
 	case "CASCADE":
@@ -60,8 +70,8 @@ func (b *Builder) mapChildren(ctx context.Context, p *Table) error {
 	t := p.Target
 	for _, fk := range t.ReferencedBy {
 		c := Child{Table: TableSeed(b.cache.Ident(fk.ChildSchema, fk.ChildTable)),
-			Name:     schema.QuoteName(fk.ChildSchema) + "." + schema.QuoteName(fk.ChildTable),
-			OnDelete: action(fk.OnDelete), OnUpdate: action(fk.OnUpdate)}
+			Name: schema.QuoteName(fk.ChildSchema) + "." + schema.QuoteName(fk.ChildTable)}
+		c.OnDelete, c.OnUpdate = actions(fk)
 		if c.OnDelete == NoAction && c.OnUpdate == NoAction {
 			continue // nothing hidden: the parent change changes no child row
 		}
@@ -112,11 +122,11 @@ func (b *Builder) mapChildren(ctx context.Context, p *Table) error {
 func (b *Builder) deeper(ctx context.Context, t *schema.Table, changed []string, seen map[uint64]bool) ([]uint64, error) {
 	var out []uint64
 	for _, fk := range t.ReferencedBy {
-		act := action(fk.OnDelete)
+		act, onUpdate := actions(fk)
 		if changed != nil {
 			act = NoAction
 			if overlaps(fk.ParentColumns, changed) {
-				act = action(fk.OnUpdate)
+				act = onUpdate
 			}
 		}
 		if act == NoAction {

@@ -136,7 +136,7 @@ func loadForeignKeys(ctx context.Context, db *sql.DB, where string, args ...any)
 			k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME,
 			r.UPDATE_RULE, r.DELETE_RULE
 		FROM information_schema.KEY_COLUMN_USAGE k
-		JOIN information_schema.REFERENTIAL_CONSTRAINTS r
+		LEFT JOIN information_schema.REFERENTIAL_CONSTRAINTS r
 		  ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME
 		 AND r.TABLE_NAME = k.TABLE_NAME
 		WHERE `+where+` AND k.REFERENCED_TABLE_NAME IS NOT NULL
@@ -149,10 +149,15 @@ func loadForeignKeys(ctx context.Context, db *sql.DB, where string, args ...any)
 	for rows.Next() {
 		var f ForeignKey
 		var col, pcol string
+		var onUpdate, onDelete sql.NullString
 		if err := rows.Scan(&f.Name, &f.ChildSchema, &f.ChildTable, &col, &f.ParentSchema, &f.ParentTable, &pcol,
-			&f.OnUpdate, &f.OnDelete); err != nil {
+			&onUpdate, &onDelete); err != nil {
 			return nil, err
 		}
+		// REFERENTIAL_CONSTRAINTS hides a constraint from an account with
+		// no privilege beyond SELECT on the table, KEY_COLUMN_USAGE does
+		// not: the key is known, its rules are not.
+		f.OnUpdate, f.OnDelete, f.RulesHidden = onUpdate.String, onDelete.String, !onUpdate.Valid
 		if n := len(out); n > 0 && out[n-1].Name == f.Name && out[n-1].ChildTable == f.ChildTable && out[n-1].ChildSchema == f.ChildSchema {
 			out[n-1].ChildColumns = append(out[n-1].ChildColumns, col)
 			out[n-1].ParentColumns = append(out[n-1].ParentColumns, pcol)

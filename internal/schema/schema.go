@@ -80,11 +80,17 @@ type ForeignKey struct {
 	ParentSchema, ParentTable string
 	ParentColumns             []string
 	OnDelete, OnUpdate        string // CASCADE, SET NULL, RESTRICT, NO ACTION, SET DEFAULT
+	// RulesHidden is set when the server hid the rules from this account
+	// (information_schema.REFERENTIAL_CONSTRAINTS shows a constraint only
+	// with a privilege beyond SELECT on the table): OnDelete and OnUpdate
+	// are then empty and must be taken as acting on child rows.
+	RulesHidden bool
 }
 
-// Cascades reports whether a change of the parent changes child rows.
+// Cascades reports whether a change of the parent changes child rows (or
+// may: rules hidden from the account).
 func (f *ForeignKey) Cascades() bool {
-	return isAction(f.OnDelete) || isAction(f.OnUpdate)
+	return f.RulesHidden || isAction(f.OnDelete) || isAction(f.OnUpdate)
 }
 
 func isAction(rule string) bool {

@@ -2,6 +2,8 @@ package schema_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -112,6 +114,27 @@ func TestLoadTable(t *testing.T) {
 	}
 	if get("absent") != nil {
 		t.Error("a missing table must load as nil")
+	}
+
+	// An account with SELECT only (a source's) sees the foreign keys but
+	// not their rules: they count as acting on child rows.
+	srv.ExecT(t, "CREATE USER reader@'%' IDENTIFIED BY 'r3ader'", "GRANT SELECT ON s.* TO reader@'%'")
+	rdb, err := sql.Open("mysql", fmt.Sprintf("reader:r3ader@tcp(%s)/", srv.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	rcache, err := schema.NewCache(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcache.Get(ctx, "s", "pair_child")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.ForeignKeys) != 1 || !rc.ForeignKeys[0].RulesHidden || rc.ForeignKeys[0].OnDelete != "" ||
+		!reflect.DeepEqual(rc.ForeignKeys[0].ChildColumns, []string{"y", "x"}) || !rc.ForeignKeys[0].Cascades() {
+		t.Errorf("foreign key with hidden rules: %+v", rc.ForeignKeys)
 	}
 
 	// The cache returns the same definition until invalidated; then a

@@ -6,9 +6,22 @@ import (
 	"strings"
 )
 
-// transaction returns the statements of the session's next transaction:
-// usually one to four operations, now and then a DDL statement alone.
-func (s *session) transaction() []string {
+// transaction returns the statements of the session's next transaction;
+// slot is its number among all sessions' transactions (from 0).
+func (s *session) transaction(slot int64) []string {
+	spec := modes[s.cfg.Mode]
+	if spec.bulk != nil && s.cfg.BulkEvery > 0 && slot%int64(s.cfg.BulkEvery) == int64(s.cfg.BulkEvery/2) {
+		return spec.bulk(s, int(slot/int64(s.cfg.BulkEvery)))
+	}
+	if s.cfg.Mode != Mixed {
+		return pick(s, spec.ops).gen(s)
+	}
+	return s.mixed()
+}
+
+// mixed returns a transaction of the Mixed mode: usually one to four
+// operations, now and then a DDL statement alone.
+func (s *session) mixed() []string {
 	if s.cfg.DDL && s.rng.IntN(150) == 0 {
 		return []string{s.ddl()}
 	}
@@ -37,48 +50,33 @@ func (s *session) savepoints() []string {
 	return append(out, s.op()...)
 }
 
+// op is one kind of operation of a mode, drawn with its weight.
 type op struct {
+	name   string
 	weight int
 	gen    func(s *session) []string
 }
 
-var ops = []op{
-	{10, (*session).updateBalance},
-	{4, (*session).insertAccount},
-	{4, (*session).swapEmails},
-	{4, (*session).changeCase},
-	{3, (*session).nullEmail},
-	{2, (*session).changeAccountID},
-	{2, (*session).deleteAccount},
-	{6, (*session).insertOrder},
-	{3, (*session).deleteOrder},
-	{4, (*session).updateItems},
-	{8, (*session).upsertKV},
-	{3, (*session).deleteKV},
-	{6, (*session).hotRow},
-	{5, (*session).logRows},
-	{1, (*session).legacyValues},
-	{2, (*session).sideTable},
+var mixedOps = []op{
+	{"balance", 10, (*session).updateBalance},
+	{"insert-account", 4, (*session).insertAccount},
+	{"swap-emails", 4, (*session).swapEmails},
+	{"change-case", 4, (*session).changeCase},
+	{"null-email", 3, (*session).nullEmail},
+	{"change-account-id", 2, (*session).changeAccountID},
+	{"delete-account", 2, (*session).deleteAccount},
+	{"insert-order", 6, (*session).insertOrder},
+	{"delete-order", 3, (*session).deleteOrder},
+	{"update-items", 4, (*session).updateItems},
+	{"upsert-kv", 8, (*session).upsertKV},
+	{"delete-kv", 3, (*session).deleteKV},
+	{"hot-row", 6, (*session).hotRow},
+	{"log-rows", 5, (*session).logRows},
+	{"legacy-values", 1, (*session).legacyValues},
+	{"side-table", 2, (*session).sideTable},
 }
 
-var totalWeight = func() int {
-	t := 0
-	for _, o := range ops {
-		t += o.weight
-	}
-	return t
-}()
-
-func (s *session) op() []string {
-	r := s.rng.IntN(totalWeight)
-	for _, o := range ops {
-		if r < o.weight {
-			return o.gen(s)
-		}
-		r -= o.weight
-	}
-	return nil
-}
+func (s *session) op() []string { return pick(s, mixedOps).gen(s) }
 
 func (s *session) account() int { return 1 + s.rng.IntN(260) }
 func (s *session) order() int   { return 1 + s.rng.IntN(450) }

@@ -1,12 +1,23 @@
-// Package workload generates randomized, conflict-heavy write traffic on a
-// source server: hot rows, unique-key value swaps, primary-key changes,
-// foreign-key cascades two levels deep, case- and accent-variant values in
-// case-insensitive collations, NULLs in unique keys, a table without a
-// key, every column type, large transactions and DDL in the middle. Tests,
-// the demo and the crash suite replicate it and then compare both sides.
+// Package workload generates write traffic on a source server, in modes
+// (Mode), each a table of weighted operations on a database of its own:
 //
-// The package only writes to the server it is given (schema Schema); it
-// must never be pointed at a target.
+//   - Mixed (the default, database wl): randomized, conflict-heavy test
+//     traffic: hot rows, unique-key value swaps, primary-key changes,
+//     foreign-key cascades two levels deep, case- and accent-variant values
+//     in case-insensitive collations, NULLs in unique keys, a table without
+//     a key, every column type, large transactions and DDL in the middle.
+//   - Shop, OrderEntry, Bulk, Docs: the schemas people run: a web shop with
+//     cascading foreign keys, TPC-C-like order entry, bulk updates and
+//     deletes of 100,000 rows among small transactions, wide rows and JSON
+//     documents. The demo and the benchmark (bench/) use them.
+//
+// Each session draws its transactions from its own generator seeded with
+// (Config.Seed, session number): what a session writes is repeatable.
+// Tests, the demo, the crash suite and the benchmark replicate the traffic
+// and then compare both sides.
+//
+// The package only writes to the server it is given; it must never be
+// pointed at a target.
 package workload
 
 import (
@@ -31,6 +42,12 @@ const Schema = "wl"
 
 // Config shapes a run.
 type Config struct {
+	// Mode is the kind of traffic (Mixed by default); DDL, BigTxnRows,
+	// Ledger and Savepoints shape Mixed only.
+	Mode Mode
+	// Seed makes a run repeatable: each session draws its transactions
+	// from its own generator seeded with (Seed, session number), so a
+	// session's sequence of statements depends on nothing else.
 	Seed int64
 	// Sessions write concurrently (more sessions: more group commits and
 	// more real conflicts).
@@ -58,7 +75,40 @@ type Config struct {
 	// (a cut-over froze it), as an application would see it: such a
 	// transaction is counted as failed and the session goes on.
 	ReadOnlyOK bool
-	Logger     *slog.Logger
+	// SeedOrders, Customers and Items size Shop and Bulk: the orders
+	// Prepare seeds (default 10,000, each with 1-5 lines), the customers
+	// (100,000) and the items (20,000) that transactions pick uniformly.
+	SeedOrders, Customers, Items int
+	// BulkRows and BulkEvery shape Bulk: one transaction in BulkEvery
+	// (default 3,000) changes BulkRows rows (default 100,000).
+	BulkRows  int
+	BulkEvery int
+	Logger    *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Sessions <= 0 {
+		c.Sessions = 4
+	}
+	if c.SeedOrders <= 0 {
+		c.SeedOrders = 10000
+	}
+	if c.Customers <= 0 {
+		c.Customers = 100000
+	}
+	if c.Items <= 0 {
+		c.Items = 20000
+	}
+	if c.BulkRows <= 0 {
+		c.BulkRows = 100000
+	}
+	if c.BulkEvery <= 0 {
+		c.BulkEvery = 3000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
 }
 
 // Stats count what a run did.
@@ -150,19 +200,17 @@ func Setup(ctx context.Context, db *sql.DB) error {
 // racing sessions) are rolled back and counted: they never reach the
 // binlog.
 func Run(ctx context.Context, db *sql.DB, cfg Config) (*Stats, error) {
-	if cfg.Sessions <= 0 {
-		cfg.Sessions = 4
+	if _, ok := modes[cfg.Mode]; !ok {
+		return nil, fmt.Errorf("workload: unknown mode %q", cfg.Mode)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg = cfg.withDefaults()
 	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
 	st := &Stats{}
-	var budget atomic.Int64
+	var budget, slots atomic.Int64
 	budget.Store(int64(cfg.Transactions))
 	var wg sync.WaitGroup
 	errs := make(chan error, cfg.Sessions)
@@ -175,10 +223,10 @@ func Run(ctx context.Context, db *sql.DB, cfg Config) (*Stats, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- s.loop(ctx, &budget)
+			errs <- s.loop(ctx, &budget, &slots)
 		}()
 	}
-	if cfg.BigTxnRows > 0 {
+	if cfg.BigTxnRows > 0 && cfg.Mode == Mixed {
 		if err := bigTransaction(ctx, db, cfg.BigTxnRows); err != nil {
 			return st, err
 		}
@@ -202,9 +250,11 @@ type session struct {
 	cfg   Config
 	st    *Stats
 	n     int
+	shop  shopState // Shop and Bulk
+	docs  int       // Docs: documents the session inserted
 }
 
-func (s *session) loop(ctx context.Context, budget *atomic.Int64) error {
+func (s *session) loop(ctx context.Context, budget, slots *atomic.Int64) error {
 	var conn *sql.Conn
 	defer func() {
 		if conn != nil {
@@ -225,7 +275,7 @@ func (s *session) loop(ctx context.Context, budget *atomic.Int64) error {
 			return nil
 		}
 		s.n++
-		stmts := s.transaction()
+		stmts := s.transaction(slots.Add(1) - 1)
 		if err := runTxn(ctx, conn, stmts); err != nil {
 			switch {
 			case ctx.Err() != nil:
