@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -124,9 +125,11 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 		return err
 	}
 	defer closeThrottle()
+	var hup sync.WaitGroup
+	defer hup.Wait() // after stopHUP (deferred calls run last first)
 	ctx, stopHUP := context.WithCancel(cmd.Context())
 	defer stopHUP()
-	go reloadLimitsOnHUP(ctx, cmd, th.Limits(), log)
+	hup.Go(func() { reloadLimitsOnHUP(ctx, cmd, th.Limits(), log) })
 	vcfg := verify.Config{Source: src.db, Target: tgt.db, Rules: rules,
 		ChunkRows: f.chunkRows, Parallel: f.threads, MaxDiffs: f.maxDiffs, Logger: log}
 	if th != nil {

@@ -3,6 +3,8 @@ package replicate
 import (
 	"context"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/binlane/binlane/internal/throttle"
 	"github.com/binlane/binlane/internal/txn"
 )
@@ -16,12 +18,12 @@ const gateBytes = 1 << 20
 // the applier). The later parts of a transaction let through, and
 // everything once the run stops (ctx), pass without waiting: a stop drains
 // what the source sent. send is the applier's context; once it ends the
-// gate only empties from.
-func gate(ctx, send context.Context, t *throttle.Throttle, from *txn.Pipe) *txn.Pipe {
+// gate only empties from. It runs in g, whose owner waits for it.
+func gate(g *errgroup.Group, ctx, send context.Context, t *throttle.Throttle, from *txn.Pipe) *txn.Pipe {
 	out := txn.NewPipe(gateBytes)
 	waitCtx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(send, cancel)
-	go func() {
+	g.Go(func() error {
 		defer out.Close()
 		defer stop()
 		defer cancel()
@@ -34,9 +36,10 @@ func gate(ctx, send context.Context, t *throttle.Throttle, from *txn.Pipe) *txn.
 				for p := range from.C() { // the applier is gone
 					from.Taken(&p)
 				}
-				return
+				return nil
 			}
 		}
-	}()
+		return nil
+	})
 	return out
 }

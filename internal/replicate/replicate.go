@@ -413,7 +413,7 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 	defer cancelApply()
 	in, copyErr := p, func() error { return nil }
 	if cfg.Throttle != nil {
-		in = gate(ctx, applyCtx, cfg.Throttle, p)
+		in = gate(&g, ctx, applyCtx, cfg.Throttle, p)
 	}
 	if cr != nil {
 		var stopCopy func()
