@@ -180,6 +180,9 @@ type work struct {
 	chunk       *txn.Chunk
 	skip        bool
 	checkpoints []position.CopyProgress
+	// builds are the deferred indexes a copy builds before the work's
+	// statements run (see Copy.Statement).
+	builds []*txn.IndexBuild
 }
 
 // batch is what one worker applies as one target transaction.

@@ -192,7 +192,7 @@ const (
 // add analyses a transaction and puts it into the scheduler.
 func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 	if p.Chunk != nil {
-		return c.addChunk(p)
+		return c.addChunk(ctx, p)
 	}
 	t := p.Txn
 	w := &work{t: t, body: p.Body, added: time.Now()}
@@ -300,7 +300,7 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 		}
 		w.plans[i] = p
 	}
-	filterCopied(c.a.cfg.Copy, &w.body, w.plans)
+	w.unit.Points = filterCopied(c.a.cfg.Copy, &w.body, w.plans)
 	for i, p := range w.plans {
 		if p == nil {
 			continue
@@ -358,7 +358,7 @@ func (c *coordinator) handle(r result) {
 		}
 		for _, w := range b.works {
 			w.body, w.plans, w.set = txn.Body{}, nil, writeset.Set{} // let the rows go before the unit leaves the window
-			w.chunk = nil
+			w.chunk, w.unit.Points = nil, nil
 		}
 	case c.firstErr != nil:
 		// Stopping: whatever this batch did was rolled back.

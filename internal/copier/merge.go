@@ -64,7 +64,7 @@ type Merger struct {
 type Ticket struct {
 	posKnown chan ticketPos
 	placed   chan bool // the merger's answer to SetPos
-	parts    chan *txn.Chunk
+	parts    chan ticketPart
 	pos      snapshot.Position
 	known    bool
 	done     <-chan struct{} // the merger's
@@ -84,7 +84,7 @@ func NewMerger(start gtid.Set) *Merger {
 // Reserve takes a ticket. Call it before starting the snapshot, then
 // SetPos with the snapshot's position (or Cancel).
 func (m *Merger) Reserve(ctx context.Context) (*Ticket, error) {
-	t := &Ticket{posKnown: make(chan ticketPos, 1), placed: make(chan bool, 1), parts: make(chan *txn.Chunk), done: m.done}
+	t := &Ticket{posKnown: make(chan ticketPos, 1), placed: make(chan bool, 1), parts: make(chan ticketPart), done: m.done}
 	select {
 	case m.reserve <- t:
 		return t, nil
@@ -93,6 +93,13 @@ func (m *Merger) Reserve(ctx context.Context) (*Ticket, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// ticketPart is a part of a ticket's chunk; a nil chunk gives the ticket
+// up.
+type ticketPart struct {
+	c    *txn.Chunk
+	last bool
 }
 
 type ticketPos struct {
@@ -119,14 +126,22 @@ func (t *Ticket) SetPos(ctx context.Context, pos snapshot.Position) (bool, error
 }
 
 // Cancel gives a ticket up before its position is known (the snapshot
-// could not start). After SetPos, give up with Send(ctx, nil) instead.
+// could not start). After SetPos, give up with GiveUp instead.
 func (t *Ticket) Cancel() { t.posKnown <- ticketPos{cancelled: true} }
 
-// Send hands over a part of the ticket's chunk; it blocks until the stream
-// is at the ticket's position. The last part has More unset.
-func (t *Ticket) Send(ctx context.Context, c *txn.Chunk) error {
+// Send hands over a part of the ticket's chunk (a chunk of a range is one
+// part, last); it blocks until the stream is at the ticket's position.
+func (t *Ticket) Send(ctx context.Context, c *txn.Chunk, last bool) error {
+	return t.send(ctx, ticketPart{c: c, last: last})
+}
+
+// GiveUp gives a placed ticket up: nothing (more) comes for it. Parts of a
+// whole table sent before are rolled back by the applier.
+func (t *Ticket) GiveUp(ctx context.Context) error { return t.send(ctx, ticketPart{}) }
+
+func (t *Ticket) send(ctx context.Context, p ticketPart) error {
 	select {
-	case t.parts <- c:
+	case t.parts <- p:
 		return nil
 	case <-t.done:
 		return errMergerDone
@@ -139,7 +154,7 @@ func (t *Ticket) Send(ctx context.Context, c *txn.Chunk) error {
 // interrupted): if the merger placed it, it gets nothing when it gets
 // there; if not, the send ends when the merger does.
 func (t *Ticket) abandon() {
-	go func() { _ = t.Send(context.Background(), nil) }()
+	go func() { _ = t.GiveUp(context.Background()) }()
 }
 
 func (m *Merger) drop(t *Ticket) {
@@ -332,12 +347,13 @@ func (m *Merger) emitTicket(ctx context.Context, out *txn.Pipe, t *Ticket) error
 	}
 	header := &txn.Txn{}
 	for first := true; ; first = false {
-		var c *txn.Chunk
+		var tp ticketPart
 		select {
-		case c = <-t.parts:
+		case tp = <-t.parts:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		c := tp.c
 		if c == nil { // the reader gave up: nothing (more) to place
 			if !first {
 				// Parts of a table copied in one pass went ahead: the applier
@@ -350,11 +366,10 @@ func (m *Merger) emitTicket(ctx context.Context, out *txn.Pipe, t *Ticket) error
 			m.seq++
 			header.Seq = m.seq
 		}
-		last := !c.More
-		if err := out.Send(ctx, txn.Part{Txn: header, Chunk: c, First: first, Last: last, Bytes: c.Bytes}); err != nil {
+		if err := out.Send(ctx, txn.Part{Txn: header, Chunk: c, First: first, Last: tp.last, Bytes: c.Bytes}); err != nil {
 			return err
 		}
-		if last {
+		if tp.last {
 			return nil
 		}
 	}

@@ -82,7 +82,7 @@ func (r *mergeRig) chunk(table string, pos snapshot.Position) (placed bool) {
 		r.t.Fatal(err)
 	}
 	if ok {
-		go func() { _ = tk.Send(r.ctx, &txn.Chunk{Table: table}) }()
+		go func() { _ = tk.Send(r.ctx, &txn.Chunk{Table: table}, true) }()
 	}
 	return ok
 }

@@ -58,9 +58,18 @@ func (d DSN) DriverConfig(db string) (*mysql.Config, error) {
 // made with DriverConfig. It does not connect; a connection that fails
 // because of TLS fails with a *TLSError naming d and its mode.
 func (d DSN) OpenDB(db string) (*sql.DB, error) {
+	return d.OpenDBWith(db, nil)
+}
+
+// OpenDBWith is OpenDB with the driver configuration changed by adjust
+// (nil: unchanged), such as multi-statement round trips.
+func (d DSN) OpenDBWith(db string, adjust func(*mysql.Config)) (*sql.DB, error) {
 	cfg, err := d.DriverConfig(db)
 	if err != nil {
 		return nil, err
+	}
+	if adjust != nil {
+		adjust(cfg)
 	}
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {

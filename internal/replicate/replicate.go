@@ -254,6 +254,9 @@ func (r *run) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if cr != nil {
+		cr.setPending(tgt.cache)
+	}
 	start, st, err := startPosition(ctx, *cfg, r.meta, rcfg, r.log)
 	if err != nil {
 		return err

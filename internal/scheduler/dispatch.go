@@ -81,11 +81,14 @@ func (s *Scheduler) grow(start int) (batch []*Unit, bytes int) {
 // 2,405 trx/s with 4 workers against 52,599 with 1). So a batch goes out
 // when it is at the head (it would commit next anyway; a ready barrier or
 // retry is always there), when it is large enough to pay for its own
-// commit, or when there is no backlog (a trickle of transactions: latency
-// matters more than merging).
+// commit, when there is no backlog (a trickle of transactions: latency
+// matters more than merging), or when it is a solo unit, which no other
+// unit could join (a copied chunk: holding it back until it is at the head
+// made every chunk wait for the stream before it under a load, and
+// serialized the copy with the stream).
 func (s *Scheduler) worthDispatching(batch []*Unit, bytes int) bool {
 	minUnits := (s.cfg.MaxBatch + 3) / 4
-	return batch[0].Seq == s.committed+1 ||
+	return batch[0].Seq == s.committed+1 || batch[0].Solo ||
 		len(batch) >= minUnits || bytes >= s.cfg.MaxBatchBytes/4 ||
 		len(s.pending) < s.cfg.MaxBatch
 }
@@ -131,6 +134,7 @@ func (s *Scheduler) Committed(batch []*Unit) {
 				}
 			}
 		}
+		s.spansCommitted(u)
 		if s.barrier == u {
 			s.barrier = nil
 		}

@@ -64,6 +64,10 @@ type Unit struct {
 	// chunks: each commits with its own checkpoint); unlike a barrier they
 	// run beside independent units.
 	Solo bool
+	// Spans are key ranges the unit writes whole (a copied chunk), Points
+	// the rows it changes in tables that may have spans (see Span).
+	Spans  []Span
+	Points []Point
 	// Bytes counts toward the window.
 	Bytes int
 	// Commit-order metadata.
@@ -124,6 +128,7 @@ type Scheduler struct {
 	keyOwner  map[uint64]*Unit
 	tableExcl map[uint64]*Unit
 	tableLast map[uint64]*Unit // the last unit that touched each table
+	spans     spanState        // units with spans in flight, by table
 	order     commitOrder
 	batchID   uint64
 	// ready counts pending units that wait for nothing, so that Next can
@@ -146,7 +151,7 @@ func New(cfg Config, first uint64) *Scheduler {
 		cfg.MaxBatchBytes = 8 << 20
 	}
 	return &Scheduler{cfg: cfg, committed: first - 1, keyOwner: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
-		order: commitOrder{domains: map[uint32]*domainState{}}}
+		spans: spanState{}, order: commitOrder{domains: map[uint32]*domainState{}}}
 }
 
 // Full reports whether the window has no room for another unit. A window
@@ -192,6 +197,7 @@ func (s *Scheduler) Add(u *Unit) {
 }
 
 func (s *Scheduler) addWriteset(u *Unit) {
+	s.addSpans(u)
 	if u.Set == nil {
 		return
 	}
@@ -210,8 +216,11 @@ func (s *Scheduler) addWriteset(u *Unit) {
 			// (copied chunks of different tables, above all).
 			s.depend(u, s.tableLast[t.Table])
 			s.tableExcl[t.Table] = u
-		} else if e := s.tableExcl[t.Table]; e != nil {
-			s.depend(u, e)
+		} else {
+			if e := s.tableExcl[t.Table]; e != nil {
+				s.depend(u, e)
+			}
+			s.afterSpans(u, t.Table)
 		}
 		s.tableLast[t.Table] = u
 	}
