@@ -266,7 +266,6 @@ func (r *reader) close() {
 	r.conn.Close()
 }
 
-
 // handOff is a chunk read and placed, to be handed to the stream.
 type handOff struct {
 	ticket *Ticket

@@ -95,9 +95,9 @@ func (c *Coverage) Gaps() []Range {
 // encoded is the checkpoint form: each key value as a number or as hex
 // bytes (kept in JSON in binlane.copy).
 type encoded struct {
-	All    bool        `json:"all,omitempty"`
-	Cols   []Column `json:"cols,omitempty"`
-	Ranges [][2][]any  `json:"ranges,omitempty"`
+	All    bool       `json:"all,omitempty"`
+	Cols   []Column   `json:"cols,omitempty"`
+	Ranges [][2][]any `json:"ranges,omitempty"`
 }
 
 // MarshalJSON writes the checkpoint form.
