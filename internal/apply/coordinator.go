@@ -39,6 +39,9 @@ type coordinator struct {
 	// inflight lists the source commit times of the transactions added and
 	// not committed, oldest first: what lag is measured from.
 	inflight []inflightTxn
+	// writing counts the chunks of each table being written (by table
+	// hash), for Stats.ChunksBeside.
+	writing map[uint64]int
 }
 
 type inflightTxn struct {
@@ -62,7 +65,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
 			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes}, start.FirstSeq),
 		jobs: make(chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
-		abortAll: make(chan struct{})}
+		abortAll: make(chan struct{}), writing: map[uint64]int{}}
 	workers := make([]*worker, a.cfg.Workers)
 	for i := range workers {
 		if workers[i], err = newWorker(ctx, a.workerConfig(i, pool, seq, c.abortAll)); err != nil {
@@ -334,6 +337,12 @@ func (c *coordinator) dispatch() {
 			b.depWait += now.Sub(w.added)
 		}
 		c.a.stats.DependencyWait.Add(int64(b.depWait))
+		for _, sp := range units[0].Spans {
+			if c.writing[sp.Table] > 0 {
+				c.a.stats.ChunksBeside.Add(1)
+			}
+			c.writing[sp.Table]++
+		}
 		c.jobs <- b
 		c.busy++
 	}
@@ -342,6 +351,11 @@ func (c *coordinator) dispatch() {
 // handle processes a worker's report.
 func (c *coordinator) handle(r result) {
 	b := r.b
+	for _, sp := range b.units[0].Spans {
+		if c.writing[sp.Table]--; c.writing[sp.Table] == 0 {
+			delete(c.writing, sp.Table)
+		}
+	}
 	switch {
 	case r.err == nil:
 		c.sched.Committed(b.units)

@@ -124,6 +124,13 @@ func selectExpr(c schema.Column) string {
 	return q
 }
 
+// endSnapshot follows a chunk's SELECT in its round trip: the snapshot
+// ends as soon as the rows are sent, instead of staying open (holding the
+// table's metadata lock, which a DDL statement on the source would wait
+// for, and every write after it behind it; and an old read view) while the
+// chunk waits for its place and its commit.
+const endSnapshot = "ROLLBACK"
+
 // rowsQuery is the SELECT of a chunk: the rows of the range in key order,
 // at most limit of them (limit 0: no limit, a whole table). Bounds are
 // literals (keyrange.AppendLiteral), so the query runs in the text protocol
@@ -325,7 +332,7 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 	if !withRows {
 		rows.Close()
 		rd.roundTrips.Add(1)
-		if rows, err = rd.conn.QueryContext(ctx, rowsQuery(t, cur.cols, rng, limit)); err != nil {
+		if rows, err = rd.conn.QueryContext(ctx, rowsQuery(t, cur.cols, rng, limit)+";\n"+endSnapshot); err != nil {
 			return nil, fmt.Errorf("read %s: %w", t.Quoted(), err)
 		}
 	}
@@ -397,7 +404,7 @@ func (c *Copier) place(ctx context.Context, rd *reader, cur *cursor, rng keyrang
 		withRows = !rd.moved && cur.cols != nil
 		extra := []string{schema.ColumnsStatement(t.Schema, t.Name)}
 		if withRows {
-			extra = append(extra, rowsQuery(t, cur.cols, rng, limit))
+			extra = append(extra, rowsQuery(t, cur.cols, rng, limit), endSnapshot)
 		}
 		rd.roundTrips.Add(1)
 		rows, err = rd.conn.QueryContext(ctx, rd.query.Batch(extra...))
@@ -424,17 +431,25 @@ func (c *Copier) place(ctx context.Context, rd *reader, cur *cursor, rng keyrang
 			return nil, pos, nil, false, err
 		}
 		rd.moved = !pos.HasGTIDs
-		if ok {
-			if !cur.cols.same(all) {
-				// The table's columns are not the ones the batch read rows
-				// with (its first chunk, or DDL since): read them again.
-				if cur.cols, err = newChunkColumns(t, all); err != nil {
-					rows.Close()
-					_ = ticket.GiveUp(context.WithoutCancel(ctx))
-					return nil, pos, nil, false, err
-				}
-				withRows = false
+		same := cur.cols.same(all)
+		if ok && !same {
+			// The table's columns are not the ones the batch would read rows
+			// with (its first chunk, or DDL since).
+			if cur.cols, err = newChunkColumns(t, all); err != nil {
+				rows.Close()
+				_ = ticket.GiveUp(context.WithoutCancel(ctx))
+				return nil, pos, nil, false, err
 			}
+			if !withRows {
+				return ticket, pos, rows, false, nil // the snapshot is open: read in it
+			}
+			// The batch read rows with the old columns and ended its
+			// snapshot: give the place up and begin another.
+			rows.Close()
+			_ = ticket.GiveUp(context.WithoutCancel(ctx))
+			continue
+		}
+		if ok {
 			return ticket, pos, rows, withRows, nil
 		}
 		rows.Close()

@@ -403,8 +403,8 @@ func resumeTables(listed []*copier.Table, saved []position.CopyTable) ([]*copier
 			return nil, fmt.Errorf("the chunking key of %s changed since its copy started; drop the target's copy of the "+
 				"table and the stream (binlane.copy, binlane.streams) and start the copy again", t.Quoted())
 		}
-		if s.State != position.CopyDone && cov.Cols != nil {
-			t.Key = cov.Cols
+		if s.State != position.CopyDone && cov.Cols != nil && !keyrange.Same(t.Key, cov.Cols) {
+			t.Key = cov.Cols // (the listed key, the same, also knows its columns' charsets)
 		}
 		if s.State != position.CopyDone {
 			ixs, err := provision.Decode(s.Deferred)

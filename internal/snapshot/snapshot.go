@@ -138,9 +138,9 @@ const (
 
 // Batch returns the statements that begin a new snapshot (ending the
 // session's current transaction) and read its position, followed by
-// extra, which run in the snapshot; each extra statement must return one
-// result set. Send it as one multi-statement query and hand its rows to
-// Read.
+// extra, which run in the snapshot (their results follow in order; those
+// of statements that return no rows are skipped). Send it as one
+// multi-statement query and hand its rows to Read.
 func (q Query) Batch(extra ...string) string {
 	stmts := make([]string, 0, 4+len(extra))
 	if !q.coordinateOnly {
