@@ -202,3 +202,23 @@ func ScanColumns(rows *sql.Rows) ([]Column, error) {
 	}
 	return out, rows.Err()
 }
+
+// TriggeredTable returns a table the rules select that has a trigger
+// (`schema`.`table`), or "": a cheap check to repeat while replicating.
+func TriggeredTable(ctx context.Context, q Querier, rules filter.Rules) (string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS`)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sc, t string
+		if err := rows.Scan(&sc, &t); err != nil {
+			return "", err
+		}
+		if rules.Match(sc, t) {
+			return QuoteName(sc) + "." + QuoteName(t), nil
+		}
+	}
+	return "", rows.Err()
+}
