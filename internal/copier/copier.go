@@ -97,8 +97,13 @@ type Copier struct {
 type Stats struct {
 	// Chunks are the chunks read (a whole table's parts count as one).
 	Chunks atomic.Int64
-	// RoundTrips are the readers' round trips to the source.
-	RoundTrips atomic.Int64
+	// RoundTrips are the readers' round trips to the source for chunks;
+	// SetupTrips those that set a reader up (two per reader and level).
+	RoundTrips, SetupTrips atomic.Int64
+	// StillChunks are the chunks read where the binlog stood still (placed
+	// by GTID state), and StillTrips their round trips; the others' are the
+	// rest.
+	StillChunks, StillTrips atomic.Int64
 }
 
 // Progress is one table's copy, as far as the target committed it.
@@ -271,7 +276,7 @@ func (cur *cursor) advance(hi keyrange.Key) {
 // read is one reader: it reads chunks until every table of the level is
 // read.
 func (c *Copier) read(ctx context.Context, lv *level) error {
-	rd, err := newReader(ctx, c.cfg.Source, &c.posCache, c.cfg.ByCoordinate, &c.stats.RoundTrips)
+	rd, err := newReader(ctx, c.cfg.Source, &c.posCache, c.cfg.ByCoordinate, &c.stats)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/binlane/binlane/internal/keyrange"
@@ -233,8 +232,16 @@ type reader struct {
 	written chan struct{} // closed when the last chunk handed over committed
 	// moved: the binlog moved during the last snapshot (see above).
 	moved bool
-	// roundTrips counts the reader's round trips to the source.
-	roundTrips *atomic.Int64
+	// stats count the reader's round trips to the source; trips those of
+	// the chunk being read.
+	stats *Stats
+	trips int64
+}
+
+// roundTrip counts a round trip to the source.
+func (r *reader) roundTrip() {
+	r.trips++
+	r.stats.RoundTrips.Add(1)
 }
 
 // waitWritten waits until the reader's last chunk committed.
@@ -250,7 +257,7 @@ func (r *reader) waitWritten(ctx context.Context) error {
 	}
 }
 
-func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache, coordinateOnly bool, roundTrips *atomic.Int64) (*reader, error) {
+func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache, coordinateOnly bool, stats *Stats) (*reader, error) {
 	conn, err := src.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -264,8 +271,8 @@ func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache, coordina
 		conn.Close()
 		return nil, err
 	}
-	roundTrips.Add(2)
-	return &reader{conn: conn, query: q, roundTrips: roundTrips}, nil
+	stats.SetupTrips.Add(2)
+	return &reader{conn: conn, query: q, stats: stats}, nil
 }
 
 func (r *reader) close() {
@@ -315,6 +322,7 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 		limit = cur.prog.sizer.next(c.cfg.MaxChunkBytes)
 	}
 	start := time.Now()
+	rd.trips = 0
 	ticket, pos, rows, withRows, err := c.place(ctx, rd, cur, rng, limit)
 	if err != nil {
 		return nil, err
@@ -331,7 +339,7 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 	}
 	if !withRows {
 		rows.Close()
-		rd.roundTrips.Add(1)
+		rd.roundTrip()
 		if rows, err = rd.conn.QueryContext(ctx, rowsQuery(t, cur.cols, rng, limit)+";\n"+endSnapshot); err != nil {
 			return nil, fmt.Errorf("read %s: %w", t.Quoted(), err)
 		}
@@ -353,6 +361,10 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 	rows.Close()
 	readTook := time.Since(start)
 	c.stats.Chunks.Add(1)
+	if pos.HasGTIDs {
+		c.stats.StillChunks.Add(1)
+		c.stats.StillTrips.Add(rd.trips)
+	}
 	last := chunk(got, bytes)
 	if t.Key != nil {
 		// The chunk ends at its last row when the read stopped short of the
@@ -406,7 +418,7 @@ func (c *Copier) place(ctx context.Context, rd *reader, cur *cursor, rng keyrang
 		if withRows {
 			extra = append(extra, rowsQuery(t, cur.cols, rng, limit), endSnapshot)
 		}
-		rd.roundTrips.Add(1)
+		rd.roundTrip()
 		rows, err = rd.conn.QueryContext(ctx, rd.query.Batch(extra...))
 		if err != nil {
 			ticket.Cancel()

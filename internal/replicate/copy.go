@@ -462,7 +462,8 @@ func (r *run) waitCopied(ctx context.Context, cr *copyRun, rcfg replica.Config, 
 			args := []any{"position", target.String()}
 			if cr != nil {
 				st := cr.copier.Stats()
-				args = append(args, "chunks", st.Chunks.Load(), "source_round_trips", st.RoundTrips.Load())
+				args = append(args, "chunks", st.Chunks.Load(), "source_round_trips", st.RoundTrips.Load(),
+					"chunks_binlog_still", st.StillChunks.Load(), "round_trips_binlog_still", st.StillTrips.Load())
 			}
 			r.log.Info("copy done; the target has caught up", args...)
 			return errCopied

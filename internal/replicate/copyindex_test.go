@@ -53,14 +53,20 @@ func showCreate(t *testing.T, db *sql.DB, table string) string {
 	return create
 }
 
-// seedIndexed creates wl.idx: a primary key, a unique key and plain keys
-// that the copy defers, and rows.
+// seedIndexed creates the workload's tables and wl.idx: a primary key, a
+// unique key and plain keys that the copy defers, and rows.
 func (e *env) seedIndexed(t *testing.T, ctx context.Context, rows int) {
 	t.Helper()
 	if err := workload.Setup(ctx, e.src.OpenT(t, "")); err != nil {
 		t.Fatal(err)
 	}
-	e.src.ExecT(t, `CREATE TABLE wl.idx (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(20) NOT NULL, c INT NULL,
+	e.seedIdx(t, rows)
+}
+
+// seedIdx creates wl.idx alone.
+func (e *env) seedIdx(t *testing.T, rows int) {
+	t.Helper()
+	e.src.ExecT(t, "CREATE DATABASE IF NOT EXISTS wl", `CREATE TABLE wl.idx (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(20) NOT NULL, c INT NULL,
 			KEY ka (a), UNIQUE KEY ub (b), KEY kc (c, a) COMMENT 'kc')`,
 		"INSERT INTO wl.idx SELECT seq, seq % 97, CONCAT('b', seq), IF(seq % 5 = 0, NULL, seq % 13) FROM wl.seq_1_to_"+strconv.Itoa(rows))
 }
@@ -256,4 +262,46 @@ func TestCopyParallelChunks(t *testing.T) {
 	}
 	e.verifyEqual(t)
 	e.sameDefinitions(t)
+}
+
+// TestCopyRoundTrips counts what a chunk costs the source: one round trip
+// while the binlog stands still (a quiet source: every chunk is placed by
+// GTID state), two where it moved (chunks placed by binlog coordinate),
+// besides a second one for the first chunk of a table, whose columns the
+// readers learn with it.
+func TestCopyRoundTrips(t *testing.T) {
+	for _, byCoord := range []bool{false, true} {
+		t.Run(fmt.Sprintf("by-coordinate=%v", byCoord), func(t *testing.T) {
+			e := newEnv(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			e.seedIdx(t, 30000)
+			cfg := e.copyConfig(t)
+			cfg.Copy.ExitWhenDone = true
+			cfg.Copy.ByCoordinate = byCoord
+			cfg.Copy.ChunkTime = time.Millisecond // the smallest chunks: many of them
+			obs := &Observer{}
+			cfg.Observer = obs
+			if err := Run(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			st := obs.copier.Stats()
+			chunks, trips, still, stillTrips := st.Chunks.Load(), st.RoundTrips.Load(), st.StillChunks.Load(), st.StillTrips.Load()
+			t.Logf("%d chunks, %d round trips; binlog still: %d chunks, %d round trips", chunks, trips, still, stillTrips)
+			if chunks < 20 {
+				t.Fatalf("only %d chunks", chunks)
+			}
+			// Placed by coordinate, a reader's first chunk still tries one
+			// round trip (it has not seen the binlog move yet).
+			lo, hi, wantStill := 2*chunks-int64(cfg.Copy.Workers), 2*chunks, int64(0)
+			if !byCoord {
+				lo, hi, wantStill = chunks+1, chunks+1, chunks
+			}
+			if trips < lo || trips > hi || still != wantStill || !byCoord && stillTrips != trips || byCoord && stillTrips != 0 {
+				t.Errorf("%d round trips for %d chunks (%d of them where the binlog stood still, %d round trips), want %d to %d (%d)",
+					trips, chunks, still, stillTrips, lo, hi, wantStill)
+			}
+			e.verifyEqual(t)
+		})
+	}
 }
