@@ -53,6 +53,10 @@ type config struct {
 	only         *regexp.Regexp // contenders to run (nil: all)
 	applyWorkers int            // binlane --workers in the copy benchmark (0: its default)
 	noBinlog     bool           // copy benchmark: also run with the target's binlog off
+	// copyScales are the sizes the copy's time and memory are measured at
+	// (after the comparison; copyScalesOnly: instead of it).
+	copyScales     []copyScale
+	copyScalesOnly bool
 }
 
 func main() {
@@ -78,6 +82,8 @@ func main() {
 	flag.IntVar(&c.copyLoadRate, "copy-load-rate", 300, "sysbench trx/s on the source during the loaded copy runs (0: skip them)")
 	flag.IntVar(&c.applyWorkers, "copy-apply-workers", 0, "binlane --workers (target connections writing chunks) in the copy benchmark (0: binlane's default)")
 	flag.BoolVar(&c.noBinlog, "copy-nobinlog", false, "copy mode: also run binlane, myloader and LOAD DATA with the target's binlog off for the copied rows")
+	scales := flag.String("copy-scales", "", "copy mode: measure binlane's copy and the LOAD DATA ceiling (indexes after) at these sizes: total rows over --tables tables, or ROWSxTABLES (e.g. 500k,2M,8M,8Mx1)")
+	flag.BoolVar(&c.copyScalesOnly, "copy-scales-only", false, "copy mode: run only the --copy-scales measurements")
 	only := flag.String("only", "", "copy mode: run only the contenders whose name matches this regular expression (e.g. 'binlane.*=4|ceiling')")
 	flag.Parse()
 	if *only != "" {
@@ -87,6 +93,11 @@ func main() {
 			os.Exit(2)
 		}
 		c.only = re
+	}
+	var err error
+	if c.copyScales, err = parseScales(*scales, c.tables); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: --copy-scales:", err)
+		os.Exit(2)
 	}
 	for _, w := range split(copyWorkers) {
 		var n int

@@ -105,8 +105,11 @@ func NewBuild(schemaName, table string, ixs []Index, neighbours []txn.TableName)
 	return b
 }
 
+// Statement is the one ALTER TABLE that adds the build's indexes.
+func Statement(b *txn.IndexBuild) string { return statement(b, nil) }
+
 // statement is the one ALTER TABLE that adds the build's indexes in its
-// order. Without ALGORITHM or LOCK the server picks the least locking way
+// order (only those named in only, unless nil). Without ALGORITHM or LOCK the server picks the least locking way
 // it has: for InnoDB, built in place while the table stays readable and
 // writable.
 func statement(b *txn.IndexBuild, only map[string]bool) string {
