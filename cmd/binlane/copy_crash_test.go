@@ -128,8 +128,8 @@ func TestCopyCrashAndResume(t *testing.T) {
 	verifyEqual(t, srcDB, dstDB, "wl")
 	for _, table := range []string{"audit", "accounts", "orders", "items", "kv"} {
 		var n, a, b string
-		srcDB.QueryRow("SHOW CREATE TABLE wl." + table).Scan(&n, &a)
-		dstDB.QueryRow("SHOW CREATE TABLE wl." + table).Scan(&n, &b)
+		srcDB.QueryRow("SHOW CREATE TABLE wl."+table).Scan(&n, &a)
+		dstDB.QueryRow("SHOW CREATE TABLE wl."+table).Scan(&n, &b)
 		if stripCounter(a) != stripCounter(b) {
 			t.Errorf("wl.%s: the target's definition is not the source's:\n%s\n%s", table, a, b)
 		}
