@@ -63,7 +63,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	a.stats.setPosition(start.GTID.String())
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
-			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes}, start.FirstSeq),
+			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites}, start.FirstSeq),
 		jobs: make(chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
 		abortAll: make(chan struct{}), writing: map[uint64]int{}}
 	workers := make([]*worker, a.cfg.Workers)

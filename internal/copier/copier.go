@@ -38,11 +38,13 @@ import (
 
 // Config describes a copy.
 type Config struct {
-	Source  *sql.DB // at least Workers+1 connections, multi-statement
-	Tables  []*Table
-	State   *State
-	Merger  *Merger
-	Workers int
+	Source *sql.DB // at least Readers+1 connections, multi-statement
+	Tables []*Table
+	State  *State
+	Merger *Merger
+	// Readers are the source connections reading chunks; each has at most
+	// one chunk in the stream, not committed, at a time.
+	Readers int
 	// ChunkTime is the time a chunk should take the target; chunk sizes
 	// adapt to it, between MinRows and MaxRows, and to MaxChunkBytes.
 	ChunkTime        time.Duration
@@ -65,8 +67,8 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Workers <= 0 {
-		c.Workers = 4
+	if c.Readers <= 0 {
+		c.Readers = 4
 	}
 	if c.ChunkTime <= 0 {
 		c.ChunkTime = 500 * time.Millisecond
@@ -179,7 +181,7 @@ func (c *Copier) runLevel(ctx context.Context, tables []*Table) error {
 		lv.cursors = append(lv.cursors, cur)
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	for range c.cfg.Workers {
+	for range c.cfg.Readers {
 		g.Go(func() error { return c.read(ctx, lv) })
 	}
 	return g.Wait()

@@ -218,14 +218,16 @@ func appendCompare(b []byte, key []keyrange.Column, k keyrange.Key, op string) [
 // chunk is its last row (at most n rows are read from its lower bound), so
 // no query looks for boundaries ahead.
 //
-// A reader has at most one chunk in the applier: it starts its next chunk
-// once the last one committed. So --copy-workers bounds the chunks the
-// target writes at once too: on the 2-core benchmark machine four apply
-// workers writing chunks for two readers cost the target a fifth more CPU
-// per row than two writers (InnoDB's contention) and made the copy
-// slower, not faster. (It waits before it takes its next place in the
-// stream, not after reading: a reader holding a place it cannot fill
-// stops the stream.)
+// A reader has at most one chunk in the stream not committed: it starts
+// its next chunk once the last one committed, which bounds the copy's
+// memory in bytes. The chunks the target writes at once are bounded by the
+// applier (apply.Config.MaxChunkWrites: on the 2-core benchmark machine
+// four writers cost the target a fifth more CPU per row than two, in
+// InnoDB's contention); there are more readers than that, so that a chunk
+// is ready to be written while another waits for the stream to reach its
+// snapshot. (A reader waits before it takes its next place in the stream,
+// not after reading: a reader holding a place it cannot fill stops the
+// stream.)
 type reader struct {
 	conn    *sql.Conn
 	query   snapshot.Query

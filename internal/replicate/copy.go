@@ -122,7 +122,7 @@ func (r *run) prepareCopy(ctx context.Context, rcfg replica.Config) (*copyRun, e
 	if err != nil {
 		return nil, err
 	}
-	src.SetMaxOpenConns(cfg.Copy.Workers + 3)
+	src.SetMaxOpenConns(copyReaders(cfg.Copy.Workers) + 3)
 	cr := &copyRun{src: src}
 	for _, d := range cfg.Copy.Replicas {
 		db, err := d.OpenDB("")
@@ -368,12 +368,19 @@ func statementBetween(ctx context.Context, rcfg replica.Config, rules filter.Rul
 	return "", err
 }
 
+// copyReaders is the number of source connections reading chunks for
+// --copy-workers chunks written at once: twice as many, so that while a
+// chunk waits for the stream to reach its snapshot (the stream lags a busy
+// source) or for its commit, another reader's chunk is ready to be
+// written; the applier bounds the writes (apply.Config.MaxChunkWrites).
+func copyReaders(workers int) int { return 2 * workers }
+
 // begin makes the merger and the copier of a stream starting after start.
 func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
 	cr.merger = copier.NewMerger(start)
 	throttle := copier.NewThrottle(cr.src, cr.replicas, cfg.Copy.Limits, log)
 	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
-		Workers: cfg.Copy.Workers, ChunkTime: cfg.Copy.ChunkTime, Throttle: throttle, Logger: log,
+		Readers: copyReaders(cfg.Copy.Workers), ChunkTime: cfg.Copy.ChunkTime, Throttle: throttle, Logger: log,
 		AfterRead: cfg.Copy.AfterRead, ByCoordinate: cfg.Copy.ByCoordinate})
 }
 

@@ -305,7 +305,7 @@ func (r *run) once(ctx context.Context) error {
 	acfg := cfg.Apply
 	acfg.Target, acfg.Flavor, acfg.Owner, acfg.RecoveredDDL, acfg.Source = tgt.driver, tgt.flavor, r.currentOwner(), st.DDL, tables
 	if cr != nil {
-		acfg.Copy = cr.state
+		acfg.Copy, acfg.MaxChunkWrites = cr.state, cfg.Copy.Workers
 		cr.begin(cfg, start, r.log)
 		cfg.Observer.AttachCopy(cr.copier, cr.state)
 	}

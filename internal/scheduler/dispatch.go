@@ -21,7 +21,7 @@ func (s *Scheduler) Next() []*Unit {
 		if u.waiting != 0 {
 			continue
 		}
-		if u.headOnly && u.Seq != s.committed+1 {
+		if u.headOnly && u.Seq != s.committed+1 || u.Solo && s.cfg.MaxSolo > 0 && s.solo >= s.cfg.MaxSolo && u.Seq != s.committed+1 {
 			seen++
 			continue
 		}
@@ -32,6 +32,9 @@ func (s *Scheduler) Next() []*Unit {
 				v.state = stateDispatched
 				if v.waiting == 0 {
 					s.ready--
+				}
+				if v.Solo {
+					s.solo++
 				}
 			}
 			s.pending = slices.Delete(s.pending, i, i+len(batch))
@@ -111,6 +114,9 @@ func (s *Scheduler) depsSatisfied(v *Unit, batch uint64) bool {
 // so the batch's units are the oldest in flight.
 func (s *Scheduler) Committed(batch []*Unit) {
 	for _, u := range batch {
+		if u.Solo {
+			s.solo--
+		}
 		u.state = stateCommitted
 		for _, d := range u.dependents {
 			d.waiting--
@@ -155,6 +161,9 @@ func (s *Scheduler) Committed(batch []*Unit) {
 // then runs only at the head, when nothing earlier can still be in its way.
 func (s *Scheduler) Requeue(batch []*Unit) {
 	for i, u := range batch {
+		if u.Solo {
+			s.solo--
+		}
 		u.state, u.batch = statePending, 0
 		u.headOnly = i == 0
 		if u.waiting == 0 {

@@ -114,6 +114,10 @@ type Config struct {
 	// MaxBatch and MaxBatchBytes bound one batch.
 	MaxBatch      int
 	MaxBatchBytes int
+	// MaxSolo bounds the solo units (copied chunks) dispatched at once
+	// (0: no bound), except the one at the head, which always goes: the
+	// others wait for its commit.
+	MaxSolo int
 }
 
 // Scheduler is the dependency graph. Not safe for concurrent use.
@@ -134,6 +138,8 @@ type Scheduler struct {
 	// ready counts pending units that wait for nothing, so that Next can
 	// stop scanning a long window of waiting units early.
 	ready int
+	// solo counts the solo units dispatched and not committed.
+	solo int
 }
 
 // New returns a scheduler whose first unit will have Seq first.

@@ -133,3 +133,68 @@ func TestSoloGoesOffTheHead(t *testing.T) {
 		t.Fatalf("the chunk waited for the head: next = %s", seqs(b))
 	}
 }
+
+// TestMaxSolo: at most MaxSolo copied chunks are written at once, except
+// the one at the head, which always goes (the others wait for its commit).
+func TestMaxSolo(t *testing.T) {
+	s := New(Config{MaxBatch: 1, MaxUnits: 100, MaxSolo: 2}, 1)
+	s.Add(unit(1, "a"))
+	for i := 2; i <= 5; i++ {
+		s.Add(spanUnit(uint64(i), "S:t"+strconv.Itoa(i)+":-:-"))
+	}
+	out := map[uint64][]*Unit{}
+	next := func() string {
+		b := s.Next()
+		if b != nil {
+			out[b[0].Seq] = b
+		}
+		return seqs(b)
+	}
+	var got []string
+	for b := next(); b != "[]"; b = next() {
+		got = append(got, b)
+	}
+	if strings.Join(got, "") != "[1][2][3]" {
+		t.Fatalf("dispatched %v, want [1][2][3]", got)
+	}
+	s.Committed(out[1])
+	s.Committed(out[2])
+	if b := next(); b != "[4]" {
+		t.Fatalf("after a chunk committed: %s", b)
+	}
+	s.Committed(out[3])
+	// 4 is out, 5 would be the second: allowed.
+	if b := next(); b != "[5]" {
+		t.Fatalf("next: %s", b)
+	}
+
+	// The chunk at the head goes whatever the bound.
+	s = New(Config{MaxBatch: 1, MaxUnits: 100, MaxSolo: 1}, 1)
+	s.Add(unit(1, "a"))
+	s.Add(spanUnit(2, "S:x:-:-"))
+	s.Add(spanUnit(3, "S:y:-:-"))
+	out = map[uint64][]*Unit{}
+	if b := next(); b != "[1]" {
+		t.Fatal(b)
+	}
+	if b := next(); b != "[2]" {
+		t.Fatal(b)
+	}
+	if b := next(); b != "[]" {
+		t.Fatalf("over the bound: %s", b)
+	}
+	s.Committed(out[1])
+	// 2 is out and not at the head any more... 2 is the head now; 3 waits.
+	if b := next(); b != "[]" {
+		t.Fatalf("over the bound: %s", b)
+	}
+	// A requeued chunk gives its place back, and runs at the head.
+	s.Requeue(out[2])
+	if b := next(); b != "[2]" {
+		t.Fatalf("after a requeue: %s", b)
+	}
+	s.Committed(out[2])
+	if b := next(); b != "[3]" {
+		t.Fatalf("after the commit: %s", b)
+	}
+}
