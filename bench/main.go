@@ -57,6 +57,9 @@ type config struct {
 	// (after the comparison; copyScalesOnly: instead of it).
 	copyScales     []copyScale
 	copyScalesOnly bool
+	// binlane is a binary to measure instead of one built from this tree
+	// (an A/B of two versions on the same machine).
+	binlane string
 }
 
 func main() {
@@ -84,6 +87,7 @@ func main() {
 	flag.BoolVar(&c.noBinlog, "copy-nobinlog", false, "copy mode: also run binlane, myloader and LOAD DATA with the target's binlog off for the copied rows")
 	scales := flag.String("copy-scales", "", "copy mode: measure binlane's copy and the LOAD DATA ceiling (indexes after) at these sizes: total rows over --tables tables, or ROWSxTABLES (e.g. 500k,2M,8M,8Mx1)")
 	flag.BoolVar(&c.copyScalesOnly, "copy-scales-only", false, "copy mode: run only the --copy-scales measurements")
+	flag.StringVar(&c.binlane, "binlane", "", "measure this binlane binary instead of building one from this tree")
 	only := flag.String("only", "", "copy mode: run only the contenders whose name matches this regular expression (e.g. 'binlane.*=4|ceiling')")
 	flag.Parse()
 	if *only != "" {
@@ -131,9 +135,12 @@ func split(s string) []string {
 }
 
 func run(ctx context.Context, c config, log *slog.Logger) error {
-	bin, err := buildBinlane(ctx)
-	if err != nil {
-		return err
+	bin := c.binlane
+	if bin == "" {
+		var err error
+		if bin, err = buildBinlane(ctx); err != nil {
+			return err
+		}
 	}
 	c.machine = machineSpeed(ctx)
 	log.Info("machine", "speed", c.machine)
@@ -164,6 +171,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		key := spec.backlogKey(c)
 		b := backlogs[key]
 		if b == nil {
+			var err error
 			if b, err = makeBacklog(ctx, c, spec, log); err != nil {
 				return err
 			}
