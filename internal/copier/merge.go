@@ -34,7 +34,7 @@ import (
 // of one ticket, emitted back to back.
 //
 // A position is a GTID state or, when the source wrote while the snapshot
-// began (see snapshot.StartAt), a binlog coordinate. The stream reads the
+// began (see snapshot.Query), a binlog coordinate. The stream reads the
 // same binlog and knows where each transaction starts and ends in it; the
 // coordinate is a transaction boundary (the end of the last group the
 // snapshot holds), so a transaction that starts before it is in the

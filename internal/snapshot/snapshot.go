@@ -78,7 +78,7 @@ func (p Position) String() string {
 // the account lacks BINLOG MONITOR for SHOW MASTER STATUS) the server
 // computes it from the coordinate, which costs a read of the binlog file
 // up to it — 77.9 CPU-s of the source during a 2M-row copy under a 300
-// trx/s load, before the cheap way was added. The copy uses StartAt, which
+// trx/s load, before the cheap way was added. The copy uses Query, which
 // never asks for that.
 func Start(ctx context.Context, conn *sql.Conn, cache *Cache) (gtid.Set, error) {
 	var p Position
