@@ -15,6 +15,7 @@ import (
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/statuspage"
 )
@@ -197,10 +198,18 @@ func printCopy(w io.Writer, tables []position.CopyTable) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, t := range tables {
-		note := ""
+		var notes []string
 		if t.OnePass != "" {
-			note = "one pass: " + t.OnePass
+			notes = append(notes, "one pass: "+t.OnePass)
 		}
+		if ixs, err := provision.Decode(t.Deferred); err == nil && len(ixs) > 0 {
+			names := make([]string, len(ixs))
+			for i, ix := range ixs {
+				names[i] = ix.Name
+			}
+			notes = append(notes, "indexes built after the rows: "+strings.Join(names, ", "))
+		}
+		note := strings.Join(notes, "; ")
 		fmt.Fprintf(tw, "    %s.%s\t%s\t%d / ~%d rows\t%s\n", t.Schema, t.Table, t.State, t.Rows, t.Estimate, note)
 	}
 	tw.Flush()
