@@ -271,16 +271,21 @@ func (s *State) Copying() bool { return !s.Done() }
 func (s *State) Statement(st *txn.Statement) (cps []position.CopyProgress, builds []*txn.IndexBuild, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A statement that may reference another table by foreign key (its
+	// text says REFERENCES) needs the parent's index, which may be one the
+	// copy deferred: it counts as touching every table, like one whose
+	// tables could not be read.
+	anyTable := st.Unknown || containsFold(st.Query, "REFERENCES")
 	var hit []*tableState
 	for _, ts := range s.tables {
-		if !st.Unknown && !touches(st, ts.t) || ts.cov.All && ts.build == nil {
+		if !anyTable && !touches(st, ts.t) || ts.cov.All && ts.build == nil {
 			continue
 		}
 		hit = append(hit, ts)
 	}
 	if st.Renames() {
 		for _, ts := range hit {
-			if !ts.cov.All || st.Unknown {
+			if (!ts.cov.All || st.Unknown) && (st.Unknown || touches(st, ts.t)) {
 				return nil, nil, fmt.Errorf("statement %q renames a table while binlane copies it: the copy cannot follow rows to "+
 					"another name; let the copy finish before renaming, or start the copy again", abbreviate(st.Query))
 			}
@@ -317,6 +322,8 @@ func touches(st *txn.Statement, t *Table) bool {
 	}
 	return false
 }
+
+func containsFold(s, sub string) bool { return strings.Contains(strings.ToUpper(s), sub) }
 
 func abbreviate(q string) string {
 	if len(q) > 200 {

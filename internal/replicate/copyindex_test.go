@@ -75,21 +75,37 @@ func (e *env) seedIdx(t *testing.T, rows int) {
 // secondary indexes and builds them once a table's rows are in. While
 // wl.idx is copied (its indexes deferred: checked on the target), the
 // source swaps unique values between rows of different chunks and runs DDL
-// on the deferred indexes (drops one, renames one, adds two); nothing is
-// lost: the target ends equal row by row, and every table's SHOW CREATE
-// TABLE equals the source's, index order included.
+// on the deferred indexes (drops one, renames one, adds two); while
+// wl.idx2 is copied, it creates a table with a foreign key to wl.idx2's
+// deferred unique key. Nothing is lost: the target ends equal row by row,
+// and every table's SHOW CREATE TABLE equals the source's, index order
+// included.
 func TestCopyDeferredIndexes(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	e.seedIndexed(t, ctx, 20000)
+	e.src.ExecT(t, "CREATE TABLE wl.idx2 LIKE wl.idx", "INSERT INTO wl.idx2 SELECT * FROM wl.idx")
 	e.src.ExecT(t, "INSERT INTO wl.accounts (id, email, handle) SELECT 100000 + seq, CONCAT('e', seq, '@copy'), CONCAT('hc', seq) FROM wl.seq_1_to_3000")
 	src, dst := e.src.OpenT(t, ""), e.dst.OpenT(t, "")
 	cfg := e.copyConfig(t)
 	cfg.Copy.ExitWhenDone = true
 	var chunks atomic.Int32
 	var deferredSeen, ddlDone atomic.Bool
+	var idx2Chunks atomic.Int32
 	cfg.Copy.AfterRead = func(ctx context.Context, schema, table string, rows [][][]byte) error {
+		if table == "idx2" && idx2Chunks.Add(1) == 2 {
+			// A statement on another table that needs an index the copy
+			// deferred (a foreign key's parent index).
+			for _, q := range []string{
+				"CREATE TABLE wl.idx_child (id INT PRIMARY KEY, b VARCHAR(20) NOT NULL, CONSTRAINT by_b FOREIGN KEY (b) REFERENCES wl.idx2 (b))",
+				"INSERT INTO wl.idx_child VALUES (1, 'b77')",
+			} {
+				if _, err := src.ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
 		if table != "idx" || len(rows) < 2 {
 			return nil
 		}
@@ -124,6 +140,7 @@ func TestCopyDeferredIndexes(t *testing.T) {
 				"CREATE INDEX ka2 ON wl.idx (a, c)",
 				"ALTER TABLE wl.idx ADD UNIQUE KEY uba (b, a), ADD COLUMN d INT NULL",
 				"UPDATE wl.idx SET d = id % 3 WHERE id % 100 = 0",
+
 			} {
 				if _, err := src.ExecContext(ctx, q); err != nil {
 					return err
@@ -137,7 +154,7 @@ func TestCopyDeferredIndexes(t *testing.T) {
 	if err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if !deferredSeen.Load() || !ddlDone.Load() {
+	if !deferredSeen.Load() || !ddlDone.Load() || idx2Chunks.Load() < 2 {
 		t.Fatalf("the copy did not defer wl.idx's indexes (%v), or the DDL did not run mid-copy (%v); chunks %d",
 			deferredSeen.Load(), ddlDone.Load(), chunks.Load())
 	}
