@@ -140,7 +140,6 @@ func TestCopyDeferredIndexes(t *testing.T) {
 				"CREATE INDEX ka2 ON wl.idx (a, c)",
 				"ALTER TABLE wl.idx ADD UNIQUE KEY uba (b, a), ADD COLUMN d INT NULL",
 				"UPDATE wl.idx SET d = id % 3 WHERE id % 100 = 0",
-
 			} {
 				if _, err := src.ExecContext(ctx, q); err != nil {
 					return err
