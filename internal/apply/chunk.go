@@ -243,10 +243,7 @@ func (w *worker) runChunk(ctx context.Context, b *batch) error {
 // table's definition then no longer needs the copy's word for its unique
 // keys (schema.Cache.SetPending).
 func (w *worker) build(ctx context.Context, b *txn.IndexBuild) error {
-	w.execStart.Store(time.Now().UnixNano())
-	err := provision.Build(ctx, w.conn.conn, b, w.log)
-	w.execStart.Store(0)
-	if err != nil {
+	if err := provision.Build(ctx, w.conn.conn, b, w.log); err != nil {
 		return err
 	}
 	w.plans.Schema().SetPending(b.Schema, b.Table, nil)
