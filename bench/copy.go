@@ -274,19 +274,24 @@ func copyContenders(c config, bin string, cs *copySource) []copyContender {
 				}},
 			copyContender{name: fmt.Sprintf("ceiling: LOAD DATA threads=%d, binlog off", w), kind: "ceiling-nobinlog", verify: true,
 				run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
-					return runLoadData(ctx, cs, dst, w, false, true)
+					return runLoadData(ctx, cs, dst, w, false, false)
 				}})
 	}
-	if c.only != nil {
-		kept := list[:0]
-		for _, ct := range list {
-			if c.only.MatchString(ct.name) {
-				kept = append(kept, ct)
-			}
-		}
-		list = kept
+	return onlyMatching(c, list)
+}
+
+// onlyMatching keeps the contenders --only selects.
+func onlyMatching(c config, list []copyContender) []copyContender {
+	if c.only == nil {
+		return list
 	}
-	return list
+	kept := list[:0]
+	for _, ct := range list {
+		if c.only.MatchString(ct.name) {
+			kept = append(kept, ct)
+		}
+	}
+	return kept
 }
 
 // runCopyContenders runs the contenders (see interleave), each on a fresh

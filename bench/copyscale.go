@@ -102,15 +102,7 @@ func runCopyScales(ctx context.Context, c config, bin, outDir string, log *slog.
 					return runLoadData(ctx, cs, dst, workers, true, true)
 				}},
 		}
-		if c.only != nil {
-			kept := list[:0]
-			for _, ct := range list {
-				if c.only.MatchString(ct.name) {
-					kept = append(kept, ct)
-				}
-			}
-			list = kept
-		}
+		list = onlyMatching(c, list)
 		res := scenarioResult{Spec: scenarioSpec{name: "copy-scale", title: sc.String()}, Backlog: sc.rows}
 		err = runCopyContenders(ctx, c, cs, list, &res, false, log)
 		cs.close()

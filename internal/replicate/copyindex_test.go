@@ -53,6 +53,19 @@ func showCreate(t *testing.T, db *sql.DB, table string) string {
 	return create
 }
 
+// catchUpAndCompare replicates from where a copy stopped to the source's
+// position, then compares rows and definitions.
+func (e *env) catchUpAndCompare(t *testing.T, ctx context.Context) {
+	t.Helper()
+	cfg := e.copyConfig(t)
+	cfg.StopAtGTID = gtidPos(t, e.src)
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyEqual(t)
+	e.sameDefinitions(t)
+}
+
 // seedIndexed creates the workload's tables and wl.idx: a primary key, a
 // unique key and plain keys that the copy defers, and rows.
 func (e *env) seedIndexed(t *testing.T, ctx context.Context, rows int) {
@@ -157,13 +170,7 @@ func TestCopyDeferredIndexes(t *testing.T) {
 		t.Fatalf("the copy did not defer wl.idx's indexes (%v), or the DDL did not run mid-copy (%v); chunks %d",
 			deferredSeen.Load(), ddlDone.Load(), chunks.Load())
 	}
-	cfg = e.copyConfig(t)
-	cfg.StopAtGTID = gtidPos(t, e.src)
-	if err := Run(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	e.verifyEqual(t)
-	e.sameDefinitions(t)
+	e.catchUpAndCompare(t, ctx)
 	var state string
 	dst.QueryRow("SELECT GROUP_CONCAT(DISTINCT state) FROM binlane.copy").Scan(&state)
 	if state != "done" {
@@ -271,13 +278,7 @@ func TestCopyParallelChunks(t *testing.T) {
 	if beside == 0 {
 		t.Errorf("no two chunks of one table were written at once")
 	}
-	cfg = e.copyConfig(t)
-	cfg.StopAtGTID = gtidPos(t, e.src)
-	if err := Run(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	e.verifyEqual(t)
-	e.sameDefinitions(t)
+	e.catchUpAndCompare(t, ctx)
 }
 
 // TestCopyRoundTrips counts what a chunk costs the source: one round trip
@@ -384,11 +385,5 @@ func TestCopyKeysOfEveryKind(t *testing.T) {
 	if chunks < 30 {
 		t.Errorf("only %d chunks", chunks)
 	}
-	cfg = e.copyConfig(t)
-	cfg.StopAtGTID = gtidPos(t, e.src)
-	if err := Run(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	e.verifyEqual(t)
-	e.sameDefinitions(t)
+	e.catchUpAndCompare(t, ctx)
 }
