@@ -74,8 +74,12 @@ bench: bench-deps build
 bench-apps: bench-deps build
 	$(GO) run ./bench --scenarios apps $(BENCHFLAGS)
 
+
+# bench-copy: the comparison at 2M rows (idle and under load), then binlane
+# and the ceiling at 0.5M, 2M, 8M rows and one table of 8M (COPYSCALES).
+COPYSCALES ?= 500k,2M,8M,8Mx1
 bench-copy: bench-deps build
-	$(GO) run ./bench --mode copy $(BENCHFLAGS)
+	$(GO) run ./bench --mode copy --repeat 3 --copy-scales $(COPYSCALES) $(BENCHFLAGS)
 
 # fuzz runs every fuzz target for FUZZTIME each. Minimizing a new input may
 # take 60 s by default, during which no new inputs are tried: keep it short.

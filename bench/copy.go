@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,11 +29,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/binlane/binlane/internal/sandbox"
 )
@@ -47,7 +45,10 @@ type copySource struct {
 }
 
 func runCopyBench(ctx context.Context, c config, bin, outDir string, log *slog.Logger) error {
-	cs, err := prepareCopySource(ctx, c, log)
+	if c.copyScalesOnly {
+		return runCopyScales(ctx, c, bin, outDir, log)
+	}
+	cs, err := prepareCopySource(ctx, c, c.tables, c.copyRows, log)
 	if err != nil {
 		return err
 	}
@@ -78,18 +79,23 @@ func runCopyBench(ctx context.Context, c config, bin, outDir string, log *slog.L
 		}
 		all = append(all, loaded)
 	}
-	return writeCopyResults(outDir, c, all)
+	if err := writeCopyResults(outDir, c, all); err != nil {
+		return err
+	}
+	cs.close()
+	return runCopyScales(ctx, c, bin, outDir, log)
 }
 
 func (cs *copySource) close() {
 	if cs.src != nil {
 		cs.src.Close()
+		cs.src = nil
 	}
 	os.RemoveAll(cs.dir)
 }
 
-func prepareCopySource(ctx context.Context, c config, log *slog.Logger) (*copySource, error) {
-	cs := &copySource{rows: c.copyRows}
+func prepareCopySource(ctx context.Context, c config, tables, rows int, log *slog.Logger) (*copySource, error) {
+	cs := &copySource{rows: rows}
 	var err error
 	if cs.dir, err = os.MkdirTemp("", "binlane-copybench-"); err != nil {
 		return nil, err
@@ -101,11 +107,11 @@ func prepareCopySource(ctx context.Context, c config, log *slog.Logger) (*copySo
 	if err := cs.src.Exec(ctx, "CREATE DATABASE sbtest"); err != nil {
 		return nil, err
 	}
-	log.Info("preparing sysbench tables", "tables", c.tables, "rows", c.copyRows)
-	if err := sysbench(ctx, cs.src, "oltp_read_write", "prepare", c.tables, c.copyRows, 4, 0); err != nil {
+	log.Info("preparing sysbench tables", "tables", tables, "rows", rows)
+	if err := sysbench(ctx, cs.src, "oltp_read_write", "prepare", tables, rows, 4, 0); err != nil {
 		return nil, err
 	}
-	for i := 1; i <= c.tables; i++ {
+	for i := 1; i <= tables; i++ {
 		cs.tables = append(cs.tables, fmt.Sprintf("sbtest%d", i))
 	}
 	if err := exportTables(ctx, cs); err != nil {
@@ -222,6 +228,12 @@ func copyContenders(c config, bin string, cs *copySource) []copyContender {
 				return runBinlaneCopy(ctx, c, bin, cs, dst, w, true)
 			}})
 	}
+	// What building the secondary indexes after the rows gains: the same
+	// copy maintaining them row by row.
+	list = append(list, copyContender{name: fmt.Sprintf("binlane copy workers=%d, indexes inline", best), kind: "binlane", verify: true,
+		run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
+			return runBinlaneCopy(ctx, c, bin, cs, dst, best, true, "--copy-indexes", "inline")
+		}})
 	list = append(list, copyContender{name: "mariadb-dump piped to mariadb", kind: "mariadb", verify: true,
 		run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
 			return runDumpPipe(ctx, cs, dst)
@@ -239,7 +251,11 @@ func copyContenders(c config, bin string, cs *copySource) []copyContender {
 		}
 		list = append(list, copyContender{name: fmt.Sprintf("ceiling: LOAD DATA threads=%d", w), kind: "ceiling", verify: true,
 			run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
-				return runLoadData(ctx, cs, dst, w, true)
+				return runLoadData(ctx, cs, dst, w, true, false)
+			}})
+		list = append(list, copyContender{name: fmt.Sprintf("ceiling: LOAD DATA threads=%d, indexes after", w), kind: "ceiling", verify: true,
+			run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
+				return runLoadData(ctx, cs, dst, w, true, true)
 			}})
 	}
 	if c.noBinlog {
@@ -258,19 +274,24 @@ func copyContenders(c config, bin string, cs *copySource) []copyContender {
 				}},
 			copyContender{name: fmt.Sprintf("ceiling: LOAD DATA threads=%d, binlog off", w), kind: "ceiling-nobinlog", verify: true,
 				run: func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, error) {
-					return runLoadData(ctx, cs, dst, w, false)
+					return runLoadData(ctx, cs, dst, w, false, false)
 				}})
 	}
-	if c.only != nil {
-		kept := list[:0]
-		for _, ct := range list {
-			if c.only.MatchString(ct.name) {
-				kept = append(kept, ct)
-			}
-		}
-		list = kept
+	return onlyMatching(c, list)
+}
+
+// onlyMatching keeps the contenders --only selects.
+func onlyMatching(c config, list []copyContender) []copyContender {
+	if c.only == nil {
+		return list
 	}
-	return list
+	kept := list[:0]
+	for _, ct := range list {
+		if c.only.MatchString(ct.name) {
+			kept = append(kept, ct)
+		}
+	}
+	return kept
 }
 
 // runCopyContenders runs the contenders (see interleave), each on a fresh
@@ -362,9 +383,9 @@ func catchUp(ctx context.Context, cs *copySource, dst *sandbox.Server) error {
 	return nil
 }
 
-func runBinlaneCopy(ctx context.Context, c config, bin string, cs *copySource, dst *sandbox.Server, workers int, binlog bool) (time.Duration, string, error) {
-	args := []string{"copy", "--source", cs.src.URL(), "--target", dst.URL(), "--stream", "bench",
-		"--databases", "sbtest", "--copy-threads", strconv.Itoa(workers), "--log-level", "warn"}
+func runBinlaneCopy(ctx context.Context, c config, bin string, cs *copySource, dst *sandbox.Server, workers int, binlog bool, extra ...string) (time.Duration, string, error) {
+	args := append([]string{"copy", "--source", cs.src.URL(), "--target", dst.URL(), "--stream", "bench",
+		"--databases", "sbtest", "--copy-threads", strconv.Itoa(workers), "--log-level", "info", "--log-format", "json"}, extra...)
 	if !binlog {
 		args = append(args, "--binlog-applied=false")
 	}
@@ -410,68 +431,11 @@ func runMydumper(ctx context.Context, cs *copySource, dst *sandbox.Server, threa
 	return d1 + d2, fmt.Sprintf("dump %.1f s + load %.1f s; load %s", d1.Seconds(), d2.Seconds(), cpu), nil
 }
 
-// runLoadData creates the tables and loads the exported files with
-// threads parallel LOAD DATA LOCAL INFILE statements (one per table).
-func runLoadData(ctx context.Context, cs *copySource, dst *sandbox.Server, threads int, binlog bool) (time.Duration, string, error) {
-	sdb, err := cs.src.Open("sbtest")
-	if err != nil {
-		return 0, "", err
-	}
-	defer sdb.Close()
-	dcfg, err := mysql.ParseDSN(dst.DSN(""))
-	if err != nil {
-		return 0, "", err
-	}
-	if !binlog {
-		dcfg.Params = map[string]string{"sql_log_bin": "0"}
-	}
-	conn, err := mysql.NewConnector(dcfg)
-	if err != nil {
-		return 0, "", err
-	}
-	ddb := sql.OpenDB(conn)
-	defer ddb.Close()
-	if _, err := ddb.ExecContext(ctx, "CREATE DATABASE sbtest"); err != nil {
-		return 0, "", err
-	}
-	for _, t := range cs.tables {
-		var name, create string
-		if err := sdb.QueryRowContext(ctx, "SHOW CREATE TABLE `"+t+"`").Scan(&name, &create); err != nil {
-			return 0, "", err
-		}
-		if _, err := ddb.ExecContext(ctx, "USE sbtest"); err != nil {
-			return 0, "", err
-		}
-		if _, err := ddb.ExecContext(ctx, strings.Replace(create, "CREATE TABLE ", "CREATE TABLE sbtest.", 1)); err != nil {
-			return 0, "", err
-		}
-	}
-	ddb.SetMaxOpenConns(threads)
-	tgtCPU := processCPU(dst.PID())
-	t0 := time.Now()
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(threads)
-	var mu sync.Mutex
-	for _, t := range cs.tables {
-		path := filepath.Join(cs.dir, t+".tsv")
-		mu.Lock()
-		mysql.RegisterLocalFile(path)
-		mu.Unlock()
-		g.Go(func() error {
-			_, err := ddb.ExecContext(gctx, fmt.Sprintf("LOAD DATA LOCAL INFILE '%s' INTO TABLE sbtest.`%s`", path, t))
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return 0, "", fmt.Errorf("LOAD DATA: %w", err)
-	}
-	elapsed := time.Since(t0)
-	return elapsed, fmt.Sprintf("CPU s: target %.1f", (processCPU(dst.PID()) - tgtCPU).Seconds()), nil
-}
-
 // timedCommand runs cmd and reports its wall time and the CPU it, the
-// target and the source used. Each watch starts when the clock does and
-// its stop function runs when the command has exited.
+// target and the source used; for binlane also its peak memory (RSS) and,
+// from its log, what its copy cost the source in round trips. Each watch
+// starts when the clock does and its stop function runs when the command
+// has exited.
 func timedCommand(cmd *exec.Cmd, dst, src *sandbox.Server, who string, watch ...func(t0 time.Time) (stop func())) (time.Duration, string, error) {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -494,8 +458,44 @@ func timedCommand(cmd *exec.Cmd, dst, src *sandbox.Server, who string, watch ...
 		return 0, "", fmt.Errorf("%s: %w", who, err)
 	}
 	own := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return elapsed, fmt.Sprintf("CPU s: %s %.1f, target %.1f, source %.1f", who, own.Seconds(),
-		(processCPU(dst.PID()) - tgtCPU).Seconds(), (processCPU(src.PID()) - srcCPU).Seconds()), nil
+	detail := fmt.Sprintf("CPU s: %s %.1f, target %.1f, source %.1f", who, own.Seconds(),
+		(processCPU(dst.PID()) - tgtCPU).Seconds(), (processCPU(src.PID()) - srcCPU).Seconds())
+	if who == "binlane" {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			detail += fmt.Sprintf("; peak RSS %.0f MiB", float64(ru.Maxrss)/1024) // KiB on Linux
+		}
+		detail += copyCost(out.String())
+	}
+	return elapsed, detail, nil
+}
+
+// copyCost reads the round trips binlane's copy cost the source from its
+// JSON log line at the end of the copy.
+func copyCost(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, `"copy done; the target has caught up"`) {
+			continue
+		}
+		var v struct {
+			Chunks     int64 `json:"chunks"`
+			Trips      int64 `json:"source_round_trips"`
+			Still      int64 `json:"chunks_binlog_still"`
+			StillTrips int64 `json:"round_trips_binlog_still"`
+		}
+		if json.Unmarshal([]byte(line), &v) != nil || v.Chunks == 0 {
+			return ""
+		}
+		out := fmt.Sprintf("; %d chunks, %.2f source round trips per chunk", v.Chunks, float64(v.Trips)/float64(v.Chunks))
+		if v.Still > 0 {
+			out += fmt.Sprintf(" (binlog still: %d chunks, %.2f per chunk", v.Still, float64(v.StillTrips)/float64(v.Still))
+			if moved := v.Chunks - v.Still; moved > 0 {
+				out += fmt.Sprintf("; moved: %d chunks, %.2f per chunk", moved, float64(v.Trips-v.StillTrips)/float64(moved))
+			}
+			out += ")"
+		}
+		return out
+	}
+	return ""
 }
 
 // writeCopyResults writes copy.md and copy-chart.svg.

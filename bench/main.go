@@ -61,6 +61,13 @@ type config struct {
 	bulkEvery       int
 	analyze         bool // run binlane analyze on every backlog: predicted next to measured speedups
 	progress        *progress
+	// copyScales are the sizes the copy's time and memory are measured at
+	// (after the comparison; copyScalesOnly: instead of it).
+	copyScales     []copyScale
+	copyScalesOnly bool
+	// binlane is a binary to measure instead of one built from this tree
+	// (an A/B of two versions on the same machine).
+	binlane string
 }
 
 func main() {
@@ -94,6 +101,9 @@ func main() {
 	flag.IntVar(&c.copyLoadRate, "copy-load-rate", 300, "sysbench trx/s on the source during the loaded copy runs (0: skip them)")
 	flag.IntVar(&c.applyWorkers, "copy-apply-workers", 0, "binlane --workers (target connections writing chunks) in the copy benchmark (0: binlane's default)")
 	flag.BoolVar(&c.noBinlog, "copy-nobinlog", false, "copy mode: also run binlane, myloader and LOAD DATA with the target's binlog off for the copied rows")
+	scales := flag.String("copy-scales", "", "copy mode: measure binlane's copy and the LOAD DATA ceiling (indexes after) at these sizes: total rows over --tables tables, or ROWSxTABLES (e.g. 500k,2M,8M,8Mx1)")
+	flag.BoolVar(&c.copyScalesOnly, "copy-scales-only", false, "copy mode: run only the --copy-scales measurements")
+	flag.StringVar(&c.binlane, "binlane", "", "measure this binlane binary instead of building one from this tree")
 	only := flag.String("only", "", "copy mode: run only the contenders whose name matches this regular expression (e.g. 'binlane.*=4|ceiling')")
 	flag.Parse()
 	if *only != "" {
@@ -103,6 +113,11 @@ func main() {
 			os.Exit(2)
 		}
 		c.only = re
+	}
+	var err error
+	if c.copyScales, err = parseScales(*scales, c.tables); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: --copy-scales:", err)
+		os.Exit(2)
 	}
 	for _, w := range split(copyWorkers) {
 		var n int
@@ -136,9 +151,12 @@ func split(s string) []string {
 }
 
 func run(ctx context.Context, c config, log *slog.Logger) error {
-	bin, err := buildBinlane(ctx)
-	if err != nil {
-		return err
+	bin := c.binlane
+	if bin == "" {
+		var err error
+		if bin, err = buildBinlane(ctx); err != nil {
+			return err
+		}
 	}
 	c.machine = machineSpeed(ctx)
 	log.Info("machine", "speed", c.machine)
@@ -175,6 +193,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		key := spec.backlogKey(c)
 		b := backlogs[key]
 		if b == nil {
+			var err error
 			if b, err = makeBacklog(ctx, c, spec, log); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"math/rand/v2"
 	"os/exec"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
@@ -16,11 +17,13 @@ import (
 
 // TestCopyCrashAndResume kills `binlane copy` with SIGKILL at random
 // moments, 10 times, while it copies an empty target from a source
-// under a write load with conflicts and DDL; each run resumes from the
-// checkpoints the last one committed. The last run ends by itself (copied
-// and caught up), replicate takes the stream to the source's final
-// position, and the target must equal the source row by row (wl.ledger,
-// without a key, shows any row applied twice).
+// under a write load with conflicts and DDL, and once more while it builds
+// the indexes it deferred on wl.audit (its ALTER TABLE seen running on the
+// target); each run resumes from the checkpoints the last one committed.
+// The last run ends by itself (copied and caught up), replicate takes the
+// stream to the source's final position, and the target must equal the
+// source row by row (wl.ledger, without a key, shows any row applied
+// twice), every table's definition too (SHOW CREATE TABLE).
 func TestCopyCrashAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB")
@@ -38,7 +41,9 @@ func TestCopyCrashAndResume(t *testing.T) {
 	src.ExecT(t,
 		"INSERT INTO wl.audit (order_id, what) SELECT seq, CHAR(65 + seq % 26) FROM wl.seq_1_to_250000",
 		"INSERT INTO wl.log SELECT seq, CONCAT('l', seq), seq / 7 FROM wl.seq_1_to_5000",
-		"INSERT INTO wl.kv (k, v, f, b, ch) SELECT CONCAT('Key', seq), JSON_OBJECT('n', seq), seq / 3, seq % 4096, 'é' FROM wl.seq_1_to_3000")
+		"INSERT INTO wl.kv (k, v, f, b, ch) SELECT CONCAT('Key', seq), JSON_OBJECT('n', seq), seq / 3, seq % 4096, 'é' FROM wl.seq_1_to_3000",
+		// Indexes the copy defers and builds once the table's rows are in.
+		"ALTER TABLE wl.audit ADD KEY by_order (order_id, n), ADD KEY by_what (what, order_id), ADD UNIQUE KEY what_n (what, n)")
 	// The write load, with DDL (columns come and go, side tables are
 	// created and dropped), runs until the last kill, at a rate the stream
 	// keeps up with: chunks wait for the stream to reach their snapshots,
@@ -55,7 +60,7 @@ func TestCopyCrashAndResume(t *testing.T) {
 		"--workers", "4", "--copy-workers", "3", "--chunk-time", "20ms", "--heartbeat", "500ms"}
 	rng := rand.New(rand.NewPCG(3, 4))
 	var logs bytes.Buffer
-	kills, advanced := 0, 0
+	kills, advanced, buildKills := 0, 0, 0
 	for done := false; !done; {
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -68,7 +73,7 @@ func TestCopyCrashAndResume(t *testing.T) {
 		// Kill it once this run committed a chunk (and a little later), so
 		// that the kills land in the copy, not in the catch-up after a start.
 		before, killAt := copiedRows(dstDB), time.Now().Add(20*time.Second)
-		if kills >= 10 {
+		if kills >= 10 && buildKills > 0 {
 			killAt = time.Now().Add(5 * time.Minute) // let it finish
 		}
 	watch:
@@ -83,6 +88,8 @@ func TestCopyCrashAndResume(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 			}
 			switch {
+			case buildKills == 0 && building(dstDB):
+				buildKills++
 			case kills < 10 && copiedRows(dstDB) > before:
 				time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 				advanced++
@@ -97,7 +104,10 @@ func TestCopyCrashAndResume(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("killed binlane copy %d times, %d of them after its checkpoints advanced", kills, advanced)
+	t.Logf("killed binlane copy %d times, %d of them after its checkpoints advanced, %d while it built indexes", kills, advanced, buildKills)
+	if buildKills == 0 {
+		t.Errorf("no kill landed while the deferred indexes were built")
+	}
 	if advanced < 8 {
 		t.Errorf("the kills did not land mid-copy: checkpoints advanced before only %d of %d\n%s", advanced, kills, tail(logs.String(), 6000))
 	}
@@ -116,6 +126,26 @@ func TestCopyCrashAndResume(t *testing.T) {
 		t.Fatalf("final replicate: %v\n%s", err, tail(string(out), 3000))
 	}
 	verifyEqual(t, srcDB, dstDB, "wl")
+	for _, table := range []string{"audit", "accounts", "orders", "items", "kv"} {
+		var n, a, b string
+		srcDB.QueryRow("SHOW CREATE TABLE wl."+table).Scan(&n, &a)
+		dstDB.QueryRow("SHOW CREATE TABLE wl."+table).Scan(&n, &b)
+		if stripCounter(a) != stripCounter(b) {
+			t.Errorf("wl.%s: the target's definition is not the source's:\n%s\n%s", table, a, b)
+		}
+	}
+}
+
+// building reports whether the target runs the ALTER TABLE that builds
+// wl.audit's deferred indexes.
+func building(db *sql.DB) bool {
+	var n int
+	db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'ALTER TABLE `wl`.`audit` ADD %'").Scan(&n)
+	return n > 0
+}
+
+func stripCounter(create string) string {
+	return regexp.MustCompile(` AUTO_INCREMENT=[0-9]+`).ReplaceAllString(create, "")
 }
 
 func copiedRows(db *sql.DB) int64 {

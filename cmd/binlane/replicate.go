@@ -53,6 +53,7 @@ type replicateFlags struct {
 	copyThreads                int
 	chunkTime                  time.Duration
 	limits                     limitFlags
+	copyIndexes                string
 	exitWhenCopied             bool
 }
 
@@ -96,11 +97,14 @@ func newCopyCmd() *cobra.Command {
 		Use:   "copy --source DSN --target DSN",
 		Short: "Copy the selected tables into an empty target online, catch up from the binlog, and exit",
 		Long: `Copy the selected tables of a live source into an empty target: chunks of
-rows read in consistent snapshots by --copy-workers readers at once, each
-applied at its exact place in the binlog stream, which runs at the same
-time; then catch up and exit 0 once every table is copied and the target
-has applied everything the source had committed by then. The tables are
-created on the target from the source's definitions (without triggers).
+rows read in consistent snapshots, each applied at its exact place in the
+binlog stream, which runs at the same time, --copy-workers of them written
+at once; then catch up and exit 0 once every table is copied and the
+target has applied everything the source had committed by then. The tables
+are created on the target from the source's definitions (without
+triggers), without the secondary indexes that can wait: each table gets
+them with one ALTER TABLE once its rows are in, before it counts as copied
+(--copy-indexes=inline keeps them from the start).
 
 Run "binlane replicate" with the same --stream afterwards to keep the target
 in sync from where copy stopped; or run replicate from the start, which
@@ -163,8 +167,9 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go allocation profile at exit to this file")
 	_ = fl.MarkHidden("mem-profile")
 	fl.StringVar(&f.copyMode, "copy", "auto", "auto: copy the tables first when the stream has no position and no --start-gtid; never: assume the target is in sync")
-	fl.IntVar(&f.copyThreads, "copy-threads", 4, "source connections reading chunks at once during the copy")
+	fl.IntVar(&f.copyThreads, "copy-threads", 4, "chunks written on the target at once during the copy (twice as many source connections read them)")
 	deprecatedAlias(fl, "copy-workers", "copy-threads")
+	fl.StringVar(&f.copyIndexes, "copy-indexes", "after", "after: create copied tables without the secondary indexes that can wait and build them once each table's rows are in; inline: maintain them row by row")
 	fl.DurationVar(&f.chunkTime, "chunk-time", 500*time.Millisecond, "time a copied chunk should take; chunk sizes adapt to it")
 	addLimitFlags(fl, &f.limits, "the copy and the applier")
 }
@@ -225,6 +230,9 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	case f.statusInterval < 0:
 		return fmt.Errorf("--status-interval must not be negative")
 	}
+	if f.copyIndexes != "after" && f.copyIndexes != "inline" {
+		return fmt.Errorf("--copy-indexes %q: want after or inline", f.copyIndexes)
+	}
 	th, closeThrottle, err := newThrottle(cmd, f.limits, src, func(addr string) (dsn.DSN, error) {
 		return resolveServer("target-replica", addr, f.targetPassEnv, f.targetPassF, f.targetTLS)
 	}, log)
@@ -269,7 +277,8 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		StartGTID: f.startGTID, StopAtGTID: f.stopAtGTID, ServerID: f.serverID,
 		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, QueueBytes: f.queueBytes, DrainTimeout: f.drainTimeout,
 		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs, Throttle: th,
-		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyThreads, ChunkTime: f.chunkTime, ExitWhenDone: f.exitWhenCopied},
+		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyThreads, ChunkTime: f.chunkTime, InlineIndexes: f.copyIndexes == "inline",
+			ExitWhenDone: f.exitWhenCopied},
 		Apply: apply.Config{Workers: f.threads, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
 			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: int(f.lockWaitTimeout / time.Second)},
 	})

@@ -288,14 +288,21 @@ func printCopy(w io.Writer, tables []streamstatus.CopyTable) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, t := range tables {
-		note, state := "", position.CopyCopying
+		var notes []string
 		if t.OnePass != "" {
-			note = "one pass: " + t.OnePass
+			notes = append(notes, "one pass: "+t.OnePass)
 		}
-		if t.Done {
-			state = position.CopyDone
+		if len(t.DeferredIndexes) > 0 {
+			notes = append(notes, "indexes built after the rows: "+strings.Join(t.DeferredIndexes, ", "))
 		}
-		fmt.Fprintf(tw, "    %s\t%s\t%d / ~%d rows\t%s\n", t.Table, state, t.Rows, t.Estimate, note)
+		state := t.State
+		if state == "" {
+			state = position.CopyCopying
+			if t.Done {
+				state = position.CopyDone
+			}
+		}
+		fmt.Fprintf(tw, "    %s\t%s\t%d / ~%d rows\t%s\n", t.Table, state, t.Rows, t.Estimate, strings.Join(notes, "; "))
 	}
 	tw.Flush()
 }

@@ -86,8 +86,12 @@ type Config struct {
 	// with ROLLBACK TO SAVEPOINT (nil: such transactions are an error).
 	Source SourceTables
 	// Copy is the copy running in the stream (nil when none).
-	Copy   Copy
-	Logger *slog.Logger
+	Copy Copy
+	// MaxChunkWrites bounds the copied chunks written at once (0: no
+	// bound): more concurrent inserts than the target has cores cost
+	// InnoDB more in contention than they gain.
+	MaxChunkWrites int
+	Logger         *slog.Logger
 }
 
 // SourceTables describes the source's tables.
@@ -182,6 +186,9 @@ type work struct {
 	chunk       *txn.Chunk
 	skip        bool
 	checkpoints []position.CopyProgress
+	// builds are the deferred indexes a copy builds before the work's
+	// statements run (see Copy.Statement).
+	builds []*txn.IndexBuild
 }
 
 // batch is what one worker applies as one target transaction.

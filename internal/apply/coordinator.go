@@ -39,6 +39,9 @@ type coordinator struct {
 	// inflight lists the source commit times of the transactions added and
 	// not committed, oldest first: what lag is measured from.
 	inflight []inflightTxn
+	// writing counts the chunks of each table being written (by table
+	// hash), for Stats.ChunksBeside.
+	writing map[uint64]int
 }
 
 type inflightTxn struct {
@@ -60,9 +63,9 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	a.stats.setPosition(start.GTID.String())
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
-			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes}, start.FirstSeq),
+			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites}, start.FirstSeq),
 		jobs: make(chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
-		abortAll: make(chan struct{})}
+		abortAll: make(chan struct{}), writing: map[uint64]int{}}
 	workers := make([]*worker, a.cfg.Workers)
 	for i := range workers {
 		if workers[i], err = newWorker(ctx, a.workerConfig(i, pool, seq, c.abortAll)); err != nil {
@@ -196,7 +199,7 @@ const (
 // add analyses a transaction and puts it into the scheduler.
 func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 	if p.Chunk != nil {
-		return c.addChunk(p)
+		return c.addChunk(ctx, p)
 	}
 	t := p.Txn
 	w := &work{t: t, body: p.Body, added: time.Now()}
@@ -330,7 +333,7 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 		}
 		w.plans[i] = p
 	}
-	filterCopied(c.a.cfg.Copy, &w.body, w.plans)
+	w.unit.Points = filterCopied(c.a.cfg.Copy, &w.body, w.plans)
 	for i, p := range w.plans {
 		if p == nil {
 			continue
@@ -364,6 +367,12 @@ func (c *coordinator) dispatch() {
 			b.depWait += now.Sub(w.added)
 		}
 		c.a.stats.DependencyWait.Add(int64(b.depWait))
+		for _, sp := range units[0].Spans {
+			if c.writing[sp.Table] > 0 {
+				c.a.stats.ChunksBeside.Add(1)
+			}
+			c.writing[sp.Table]++
+		}
 		c.jobs <- b
 		c.busy++
 	}
@@ -372,6 +381,11 @@ func (c *coordinator) dispatch() {
 // handle processes a worker's report.
 func (c *coordinator) handle(r result) {
 	b := r.b
+	for _, sp := range b.units[0].Spans {
+		if c.writing[sp.Table]--; c.writing[sp.Table] == 0 {
+			delete(c.writing, sp.Table)
+		}
+	}
 	switch {
 	case r.err == nil:
 		c.sched.Committed(b.units)
@@ -388,7 +402,7 @@ func (c *coordinator) handle(r result) {
 		}
 		for _, w := range b.works {
 			w.body, w.plans, w.set = txn.Body{}, nil, writeset.Set{} // let the rows go before the unit leaves the window
-			w.chunk = nil
+			w.chunk, w.unit.Points = nil, nil
 		}
 	case c.firstErr != nil:
 		// Stopping: whatever this batch did was rolled back.

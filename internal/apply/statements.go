@@ -35,6 +35,15 @@ func (w *worker) runAlone(ctx context.Context, b *batch) error {
 	}
 	wk := b.works[0]
 	t := wk.t
+	// The indexes a copy deferred on the tables its statements touch come
+	// first: the statements then run on the definitions they ran on at the
+	// source. (Each build is idempotent; the checkpoints that record them
+	// built commit with the transaction.)
+	for _, build := range wk.builds {
+		if err := w.build(ctx, build); err != nil {
+			return fmt.Errorf("transaction %s: before its statement: %w", rowsql.DescribeTxn(t), err)
+		}
+	}
 	w.sql.Collapse, w.sql.OneByOne = false, false
 	s := aloneState{}
 	body := wk.body
@@ -131,7 +140,7 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 			if w.copy != nil && w.copy.Copying() {
 				// Run alone: every chunk before it in the stream is sequenced,
 				// none after it yet.
-				if out, ok := w.copy.Filter(p, changes); ok {
+				if out, _, ok := w.copy.Filter(p, changes); ok {
 					changes = out
 				}
 			}

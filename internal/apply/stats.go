@@ -30,9 +30,12 @@ type Stats struct {
 	DependencyWait atomic.Int64
 	Committed      atomic.Uint64 // source transactions committed
 	CopiedRows     atomic.Uint64 // rows of copied chunks committed
-	InFlight       atomic.Int64  // transactions in the scheduler
-	Pending        atomic.Int64  // of those, not yet dispatched
-	LockWaitKills  atomic.Uint64 // later transactions rolled back to let an earlier one through
+	// ChunksBeside counts copied chunks that started while another chunk of
+	// their table was being written.
+	ChunksBeside  atomic.Uint64
+	InFlight      atomic.Int64  // transactions in the scheduler
+	Pending       atomic.Int64  // of those, not yet dispatched
+	LockWaitKills atomic.Uint64 // later transactions rolled back to let an earlier one through
 	// BlindLockWaitKills are those rolled back without seeing the target's
 	// lock waits (no PROCESS privilege).
 	BlindLockWaitKills atomic.Uint64

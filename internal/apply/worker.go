@@ -117,6 +117,9 @@ func (w *worker) apply(ctx context.Context, b *batch) result {
 	switch {
 	case errors.Is(err, errAborted):
 		res.retry = retryAborted
+	case errors.As(err, new(*builtError)):
+		// The chunk committed; building its table's indexes failed.
+		res.err = fmt.Errorf("%s: %w", b.describe(), err)
 	case errors.Is(err, errStopping), errors.Is(err, txn.ErrStreamBroken), ctx.Err() != nil:
 	case position.IsNotOwner(err):
 		res.err = w.notOwner(ctx, b, err)

@@ -7,12 +7,14 @@
 // range of a table is copied, the applier skips the changes of its rows
 // (State.Filter): the chunk that copies them carries their effect.
 //
-// One producer computes the chunk boundaries of every table ahead of the
-// readers (key order, sized to a target time per chunk); N readers read
-// chunks at once, across and within tables; there is no barrier between
-// chunks. Tables come after the tables they reference by foreign key (a
-// chunk's rows reference rows already copied). A table whose key binlane
-// cannot order as the server does is copied in one pass.
+// N readers read chunks at once, across and within tables; there is no
+// barrier between chunks. Each table has a cursor: a chunk is the next n
+// rows in key order from where the table's last chunk ended (n adapts to a
+// target time per chunk), so chunks of one table are read one after
+// another, and written at once. Tables come after the tables they
+// reference by foreign key (a chunk's rows reference rows already copied).
+// A table whose key binlane cannot order as the server does is copied in
+// one pass.
 //
 // The package reads the source and hands rows to the applier; it must
 // never write to the target itself.
@@ -29,24 +31,29 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/binlane/binlane/internal/keyrange"
 	"github.com/binlane/binlane/internal/snapshot"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/throttle"
-	"github.com/binlane/binlane/internal/txn"
 )
 
 // Config describes a copy.
 type Config struct {
-	Source  *sql.DB // at least Workers+1 connections
-	Tables  []*Table
-	State   *State
-	Merger  *Merger
-	Workers int
+	Source *sql.DB // at least Readers+1 connections, multi-statement
+	Tables []*Table
+	State  *State
+	Merger *Merger
+	// Readers are the source connections reading chunks; each has at most
+	// one chunk in the stream, not committed, at a time.
+	Readers int
 	// ChunkTime is the time a chunk should take the target; chunk sizes
 	// adapt to it, between MinRows and MaxRows, and to MaxChunkBytes.
 	ChunkTime        time.Duration
 	MinRows, MaxRows int
-	MaxChunkBytes    int
+	// MaxChunkBytes bounds a chunk's rows in memory: the rows a chunk
+	// reads are sized to it, and a read that exceeds it twice over (rows
+	// wider than the last ones) ends the chunk at the row it reached.
+	MaxChunkBytes int
 	// Throttle holds each chunk back while binlane's limits say so (nil:
 	// never).
 	Throttle *throttle.Throttle
@@ -63,8 +70,8 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Workers <= 0 {
-		c.Workers = 4
+	if c.Readers <= 0 {
+		c.Readers = 4
 	}
 	if c.ChunkTime <= 0 {
 		c.ChunkTime = 500 * time.Millisecond
@@ -88,6 +95,20 @@ type Copier struct {
 	cfg      Config
 	progress map[string]*Progress
 	posCache snapshot.Cache
+	stats    Stats
+}
+
+// Stats count what the copy cost the source.
+type Stats struct {
+	// Chunks are the chunks read (a whole table's parts count as one).
+	Chunks atomic.Int64
+	// RoundTrips are the readers' round trips to the source for chunks;
+	// SetupTrips those that set a reader up (two per reader and level).
+	RoundTrips, SetupTrips atomic.Int64
+	// StillChunks are the chunks read where the binlog stood still (placed
+	// by GTID state), and StillTrips their round trips; the others' are the
+	// rest.
+	StillChunks, StillTrips atomic.Int64
 }
 
 // Progress is one table's copy, as far as the target committed it.
@@ -115,6 +136,9 @@ func New(cfg Config) *Copier {
 // Throttled says why the copy waits now ("" when it does not).
 func (c *Copier) Throttled() string { return c.cfg.Throttle.Reason() }
 
+// Stats returns the copy's counters.
+func (c *Copier) Stats() *Stats { return &c.stats }
+
 // Tables returns the progress of every table.
 func (c *Copier) Tables() []*Progress {
 	out := make([]*Progress, 0, len(c.cfg.Tables))
@@ -124,13 +148,6 @@ func (c *Copier) Tables() []*Progress {
 	return out
 }
 
-// job is one chunk to read.
-type job struct {
-	t     *Table
-	r     Range
-	whole bool
-}
-
 // Run reads every table's missing ranges and hands them to the merger,
 // level by level of foreign keys; it returns once every chunk is handed
 // over (the applier then writes them).
@@ -138,8 +155,8 @@ func (c *Copier) Run(ctx context.Context) error {
 	for _, level := range Levels(c.cfg.Tables) {
 		var todo []*Table
 		for _, t := range level {
-			if cov := c.cfg.State.coverage(t.ID()); cov.All {
-				c.progress[t.ID()].Done.Store(true)
+			if c.cfg.State.coverage(t.ID()).All {
+				c.progress[t.ID()].Done.Store(c.cfg.State.tableDone(t.ID()))
 			} else {
 				todo = append(todo, t)
 			}
@@ -156,216 +173,169 @@ func (c *Copier) Run(ctx context.Context) error {
 
 // runLevel copies tables that do not reference one another.
 func (c *Copier) runLevel(ctx context.Context, tables []*Table) error {
+	lv := &level{changed: make(chan struct{})}
+	for _, t := range tables {
+		cur := &cursor{t: t, prog: c.progress[t.ID()]}
+		if t.Key != nil {
+			cov := c.cfg.State.coverage(t.ID())
+			cur.gaps = cov.Gaps()
+			cur.lo = cur.gaps[0].Lo
+		}
+		lv.cursors = append(lv.cursors, cur)
+	}
 	g, ctx := errgroup.WithContext(ctx)
-	jobs := make(chan job, 2*c.cfg.Workers) // the producer's lead on the readers
-	g.Go(func() error {
-		defer close(jobs)
-		return c.produce(ctx, tables, jobs)
-	})
-	for range c.cfg.Workers {
-		g.Go(func() error { return c.read(ctx, jobs) })
+	for range c.cfg.Readers {
+		g.Go(func() error { return c.read(ctx, lv) })
 	}
 	return g.Wait()
 }
 
-// produce computes chunk boundaries, round robin over the tables, ahead of
-// the readers: each table's gaps (all of it at first, what a crash left
-// after), cut every sizer.next() rows.
-func (c *Copier) produce(ctx context.Context, tables []*Table, jobs chan<- job) error {
-	type cursor struct {
-		t    *Table
-		gaps []Range
-		lo   Key
-		at   int // gap index
-	}
-	var cursors []*cursor
-	for _, t := range tables {
-		if t.Key == nil {
-			if err := send(ctx, jobs, job{t: t, whole: true}); err != nil {
-				return err
-			}
-			continue
-		}
-		cov := c.cfg.State.coverage(t.ID())
-		gaps := cov.Gaps()
-		cursors = append(cursors, &cursor{t: t, gaps: gaps, lo: gaps[0].Lo})
-	}
-	for len(cursors) > 0 {
-		next := cursors[:0]
-		for _, cur := range cursors {
-			gap := cur.gaps[cur.at]
-			n := c.progress[cur.t.ID()].sizer.next(c.cfg.MaxChunkBytes)
-			hi, err := boundary(ctx, c.cfg.Source, cur.t, cur.lo, n)
-			if sqlerr.Is(err, sqlerr.NoSuchTable) {
-				continue // gone from the source (see read)
-			}
-			if err != nil {
-				return err
-			}
-			if hi == nil || gap.Hi != nil && Compare(cur.t.Key, hi, gap.Hi) >= 0 {
-				hi = gap.Hi // the rest of the gap
-			}
-			if err := send(ctx, jobs, job{t: cur.t, r: Range{Lo: cur.lo, Hi: hi}}); err != nil {
-				return err
-			}
-			cur.lo = hi
-			if hi == nil || gap.Hi != nil && Compare(cur.t.Key, hi, gap.Hi) == 0 {
-				if cur.at++; cur.at == len(cur.gaps) {
-					continue // the table is all produced
-				}
-				cur.lo = cur.gaps[cur.at].Lo
-			}
-			next = append(next, cur)
-		}
-		cursors = next
-	}
-	return nil
+// level is the tables of one level, each with its cursor; a reader takes a
+// cursor that no other reader holds, reads the table's next chunk and
+// gives the cursor back.
+type level struct {
+	mu      sync.Mutex
+	cursors []*cursor
+	next    int           // where the next search starts (round robin)
+	changed chan struct{} // closed when a cursor is given back
 }
 
-func send[T any](ctx context.Context, ch chan<- T, v T) error {
-	select {
-	case ch <- v:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// cursor is where the copy of one table stands.
+type cursor struct {
+	t    *Table
+	prog *Progress
+	// gaps are the ranges left to copy (all of the key space at first, what
+	// a crash left after); lo is where the next chunk starts in gaps[at].
+	gaps []keyrange.Range
+	at   int
+	lo   keyrange.Key
+	// cols are the columns the table's last chunk read: the next batch
+	// reads rows with them, and checks them.
+	cols *chunkColumns
+	// exhausted is set by the reader holding the cursor when the table has
+	// nothing more to read; done (under the level's lock) once it gives
+	// the cursor back.
+	exhausted  bool
+	busy, done bool
+}
+
+// take returns a cursor no reader holds, waiting while all are held; nil
+// once every table is read.
+func (lv *level) take(ctx context.Context) (*cursor, error) {
+	for {
+		lv.mu.Lock()
+		held := false
+		for i := range lv.cursors {
+			cur := lv.cursors[(lv.next+i)%len(lv.cursors)]
+			if cur.done {
+				continue
+			}
+			if cur.busy {
+				held = true
+				continue
+			}
+			cur.busy = true
+			lv.next = (lv.next + i + 1) % len(lv.cursors)
+			lv.mu.Unlock()
+			return cur, nil
+		}
+		wait := lv.changed
+		lv.mu.Unlock()
+		if !held {
+			return nil, nil
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
-// read is one reader: it reads chunks until the producer is done.
-func (c *Copier) read(ctx context.Context, jobs <-chan job) error {
-	rd, err := newReader(ctx, c.cfg.Source, &c.posCache)
-	if err == nil {
-		rd.coordinateOnly = c.cfg.ByCoordinate
+// give hands a cursor back.
+func (lv *level) give(cur *cursor) {
+	lv.mu.Lock()
+	cur.busy, cur.done = false, cur.exhausted
+	close(lv.changed)
+	lv.changed = make(chan struct{})
+	lv.mu.Unlock()
+}
+
+// gapHi is the upper end of the gap the cursor is in.
+func (cur *cursor) gapHi() keyrange.Key { return cur.gaps[cur.at].Hi }
+
+// advance moves the cursor past a chunk that ended at hi.
+func (cur *cursor) advance(hi keyrange.Key) {
+	gapHi := cur.gapHi()
+	if hi == nil || gapHi != nil && keyrange.Compare(cur.t.Key, hi, gapHi) >= 0 {
+		if cur.at++; cur.at == len(cur.gaps) {
+			cur.exhausted = true
+			return
+		}
+		cur.lo = cur.gaps[cur.at].Lo
+		return
 	}
+	cur.lo = hi
+}
+
+// read is one reader: it reads chunks until every table of the level is
+// read.
+func (c *Copier) read(ctx context.Context, lv *level) error {
+	rd, err := newReader(ctx, c.cfg.Source, &c.posCache, c.cfg.ByCoordinate, &c.stats)
 	if err != nil {
 		return err
 	}
 	defer rd.close()
-	for j := range jobs {
-		for attempt := 1; ; attempt++ {
-			err := c.readChunk(ctx, rd, j)
-			if sqlerr.Is(err, sqlerr.NoSuchTable) || errors.Is(err, errGone) {
-				// Dropped (or renamed) since: the stream's statement decides
-				// (see State.Statement); the chunk has nothing to place.
-				c.cfg.Logger.Info("a table being copied is gone from the source", "table", j.t.ID())
-				err = nil
-			}
-			if err == nil {
-				break
-			}
-			// A table altered after the snapshot began (its definition
-			// changed under a consistent read): read again.
-			if !sqlerr.Is(err, tableDefinitionChanged) || attempt >= 5 || ctx.Err() != nil {
-				return err
-			}
-			c.cfg.Logger.Info("re-reading a chunk: its table changed", "table", j.t.ID(), "error", err)
+	for {
+		if err := c.cfg.Throttle.Wait(ctx); err != nil {
+			return err
+		}
+		if err := rd.waitWritten(ctx); err != nil {
+			return err
+		}
+		cur, err := lv.take(ctx)
+		if cur == nil || err != nil {
+			return err
+		}
+		if err := c.readCursor(ctx, rd, lv, cur); err != nil {
+			return err
 		}
 	}
-	return nil
 }
 
 // tableDefinitionChanged is ER_TABLE_DEF_CHANGED.
 const tableDefinitionChanged = 1412
 
-// readChunk reads one chunk in a snapshot and hands it to the merger, once
-// the reader's previous chunk committed (see reader).
-func (c *Copier) readChunk(ctx context.Context, rd *reader, j job) error {
-	if err := c.cfg.Throttle.Wait(ctx); err != nil {
-		return err
-	}
-	if err := rd.waitWritten(ctx); err != nil {
-		return err
-	}
-	ticket, err := c.place(ctx, rd)
-	if err != nil {
-		return err
-	}
-	done := false
+// readCursor reads a table's next chunk and hands it over; the cursor is
+// given back once the chunk is read.
+func (c *Copier) readCursor(ctx context.Context, rd *reader, lv *level, cur *cursor) error {
+	given := false
 	defer func() {
-		if !done { // the chunk is not (all) there: let the stream go on
-			ticket.GiveUp()
+		if !given {
+			lv.give(cur)
 		}
 	}()
-	cols, types, err := columns(ctx, rd.conn, j.t)
-	if err != nil {
-		return err
-	}
-	prog := c.progress[j.t.ID()]
-	start := time.Now()
-	send := func(ch *txn.Chunk) error { return ticket.Send(ctx, ch) }
-	var pending *txn.Chunk
-	emit := func(rows [][][]byte, bytes int) error {
-		if pending != nil { // a whole table's earlier part
-			pending.More = true
-			if err := send(pending); err != nil {
-				return err
-			}
+	for attempt := 1; ; attempt++ {
+		h, err := c.readChunk(ctx, rd, cur)
+		if sqlerr.Is(err, sqlerr.NoSuchTable) || errors.Is(err, errGone) {
+			// Dropped (or renamed) since: the stream's statement decides
+			// (see State.Statement); the table has nothing more to place.
+			c.cfg.Logger.Info("a table being copied is gone from the source", "table", cur.t.ID())
+			cur.exhausted = true
+			return nil
 		}
-		part := 0
-		if pending != nil {
-			part = pending.Part + 1
+		if err == nil {
+			lv.give(cur)
+			given = true
+			return h.send(ctx)
 		}
-		pending = &txn.Chunk{Schema: j.t.Schema, Table: j.t.Name, Columns: cols, Rows: rows, Pos: rd.pos.String(),
-			Covers: j.r, Whole: j.whole, Part: part, Bytes: bytes}
-		return nil
-	}
-	batch := c.cfg.MaxChunkBytes
-	if !j.whole {
-		batch = 1 << 62 // a range is one chunk: its size was chosen by the producer
-	}
-	if err := rd.rows(ctx, j.t, cols, types, j.r, batch, emit); err != nil {
-		return err
-	}
-	readTook := time.Since(start)
-	last := pending
-	if c.cfg.AfterRead != nil {
-		if err := c.cfg.AfterRead(ctx, j.t.Schema, j.t.Name, last.Rows); err != nil {
+		// A table altered after the snapshot began (its definition changed
+		// under a consistent read): read again.
+		if !sqlerr.Is(err, tableDefinitionChanged) || attempt >= 5 || ctx.Err() != nil {
 			return err
 		}
-	}
-	written := make(chan struct{})
-	last.Committed = func(rows int, took time.Duration) {
-		prog.Rows.Add(int64(rows))
-		if j.whole || j.r.Hi == nil {
-			prog.Done.Store(j.whole || c.cfg.State.coverage(j.t.ID()).All)
-		}
-		prog.sizer.observe(rows, last.Bytes, readTook+took)
-		close(written)
-	}
-	if err := send(last); err != nil {
-		return err
-	}
-	rd.written = written
-	done = true
-	return nil
-}
-
-// place starts a snapshot and gets its place in the stream: a snapshot
-// the stream has already passed (see Ticket.SetPos) is begun again.
-func (c *Copier) place(ctx context.Context, rd *reader) (*Ticket, error) {
-	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		ticket, err := c.cfg.Merger.Reserve(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if err := rd.snapshot(ctx); err != nil {
-			ticket.Cancel()
-			return nil, err
-		}
-		ok, err := ticket.SetPos(ctx, rd.pos)
-		if err != nil {
-			ticket.GiveUp()
-			return nil, err
-		}
-		if ok {
-			return ticket, nil
-		}
-		c.cfg.Logger.Debug("snapshot behind the stream: starting another", "position", rd.pos.String())
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		c.cfg.Logger.Info("re-reading a chunk: its table changed", "table", cur.t.ID(), "error", err)
+		cur.cols = nil
 	}
 }
 

@@ -35,7 +35,7 @@ import (
 // of one ticket, emitted back to back.
 //
 // A position is a GTID state or, when the source wrote while the snapshot
-// began (see snapshot.StartAt), a binlog coordinate. The stream reads the
+// began (see snapshot.Query), a binlog coordinate. The stream reads the
 // same binlog and knows where each transaction starts and ends in it; the
 // coordinate is a transaction boundary (the end of the last group the
 // snapshot holds), so a transaction that starts before it is in the
@@ -65,7 +65,7 @@ type Merger struct {
 type Ticket struct {
 	posKnown chan ticketPos
 	placed   chan bool // the merger's answer to SetPos
-	parts    chan *txn.Chunk
+	parts    chan ticketPart
 	pos      snapshot.Position
 	known    bool
 	done     <-chan struct{} // the merger's
@@ -89,7 +89,7 @@ func NewMerger(start gtid.Set) *Merger {
 // Reserve takes a ticket. Call it before starting the snapshot, then
 // SetPos with the snapshot's position (or Cancel).
 func (m *Merger) Reserve(ctx context.Context) (*Ticket, error) {
-	t := &Ticket{posKnown: make(chan ticketPos, 1), placed: make(chan bool, 1), parts: make(chan *txn.Chunk), done: m.done,
+	t := &Ticket{posKnown: make(chan ticketPos, 1), placed: make(chan bool, 1), parts: make(chan ticketPart), done: m.done,
 		gone: make(chan struct{})}
 	select {
 	case m.reserve <- t:
@@ -99,6 +99,13 @@ func (m *Merger) Reserve(ctx context.Context) (*Ticket, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// ticketPart is a part of a ticket's chunk (a nil chunk: the ticket is
+// given up).
+type ticketPart struct {
+	c    *txn.Chunk
+	last bool
 }
 
 type ticketPos struct {
@@ -131,15 +138,16 @@ func (t *Ticket) Cancel() { t.posKnown <- ticketPos{cancelled: true} }
 // GiveUp gives up a ticket whose position was given (or whose SetPos was
 // interrupted, so that the merger may or may not have placed it): when the
 // stream gets to it, nothing (more) of its chunk is placed, and parts sent
-// already are rolled back. It never blocks, so the reader needs no
-// goroutine to wait for the merger. Calling it again does nothing.
+// already are rolled back by the applier. It never blocks, so the reader
+// needs no goroutine to wait for the merger. Calling it again does nothing.
 func (t *Ticket) GiveUp() { t.giveUp.Do(func() { close(t.gone) }) }
 
-// Send hands over a part of the ticket's chunk; it blocks until the stream
-// is at the ticket's position. The last part has More unset.
-func (t *Ticket) Send(ctx context.Context, c *txn.Chunk) error {
+// Send hands over a part of the ticket's chunk (a chunk of a range is one
+// part, last); it blocks until the stream is at the ticket's position.
+func (t *Ticket) Send(ctx context.Context, c *txn.Chunk, last bool) error {
+	p := ticketPart{c: c, last: last}
 	select {
-	case t.parts <- c:
+	case t.parts <- p:
 		return nil
 	case <-t.done:
 		return errMergerDone
@@ -338,13 +346,14 @@ func (m *Merger) emitTicket(ctx context.Context, out *txn.Pipe, t *Ticket) error
 	}
 	header := &txn.Txn{}
 	for first := true; ; first = false {
-		var c *txn.Chunk
+		var tp ticketPart
 		select {
-		case c = <-t.parts:
+		case tp = <-t.parts:
 		case <-t.gone: // parts are sent synchronously: none is pending
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		c := tp.c
 		if c == nil { // the reader gave up: nothing (more) to place
 			if !first {
 				// Parts of a table copied in one pass went ahead: the applier
@@ -357,11 +366,10 @@ func (m *Merger) emitTicket(ctx context.Context, out *txn.Pipe, t *Ticket) error
 			m.seq++
 			header.Seq = m.seq
 		}
-		last := !c.More
-		if err := out.Send(ctx, txn.Part{Txn: header, Chunk: c, First: first, Last: last, Bytes: c.Bytes}); err != nil {
+		if err := out.Send(ctx, txn.Part{Txn: header, Chunk: c, First: first, Last: tp.last, Bytes: c.Bytes}); err != nil {
 			return err
 		}
-		if last {
+		if tp.last {
 			return nil
 		}
 	}

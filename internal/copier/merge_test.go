@@ -85,7 +85,7 @@ func (r *mergeRig) chunk(table string, pos snapshot.Position) (placed bool) {
 		r.t.Fatal(err)
 	}
 	if ok {
-		go func() { _ = tk.Send(r.ctx, &txn.Chunk{Table: table}) }()
+		go func() { _ = tk.Send(r.ctx, &txn.Chunk{Table: table}, true) }()
 	}
 	return ok
 }
@@ -224,7 +224,7 @@ func TestMergerGivenUpTicket(t *testing.T) {
 		r.tx(1, f1, 100, 200)
 		r.expect("T1")
 		tk := placed(r, at(f1, 200))
-		if err := tk.Send(r.ctx, &txn.Chunk{Table: "a", More: true}); err != nil {
+		if err := tk.Send(r.ctx, &txn.Chunk{Table: "a"}, false); err != nil {
 			t.Fatal(err)
 		}
 		tk.GiveUp()

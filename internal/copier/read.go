@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/binlane/binlane/internal/keyrange"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/snapshot"
 	"github.com/binlane/binlane/internal/txn"
@@ -16,48 +18,6 @@ import (
 // (character_set_results binary: no conversion), TIMESTAMP in UTC like the
 // applier's sessions.
 const readSession = "SET SESSION character_set_results = binary, time_zone = '+00:00'"
-
-// columns reads the columns a chunk copies (generated ones are left out:
-// the target computes them), how each renders, and their types. It runs in
-// the chunk's snapshot transaction: a definition changed since the
-// snapshot began makes the chunk's SELECT fail (and the chunk is read
-// again), so the columns always match the rows.
-func columns(ctx context.Context, q schema.Querier, t *Table) ([]txn.ChunkColumn, map[string]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COALESCE(CHARACTER_SET_NAME, ''), EXTRA
-		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, t.Schema, t.Name)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the columns of %s: %w", t.Quoted(), err)
-	}
-	defer rows.Close()
-	var out []txn.ChunkColumn
-	types := map[string]string{}
-	for rows.Next() {
-		var name, dt, cs, extra string
-		if err := rows.Scan(&name, &dt, &cs, &extra); err != nil {
-			return nil, nil, err
-		}
-		ex := strings.ToUpper(extra)
-		if strings.Contains(ex, "VIRTUAL") || strings.Contains(ex, "STORED") || strings.Contains(ex, "PERSISTENT") {
-			continue
-		}
-		dt = strings.ToLower(dt)
-		types[name] = dt
-		kind := renderKind(dt, cs)
-		if kind == "" {
-			return nil, nil, fmt.Errorf("copy %s: column %s has type %s, which binlane cannot copy yet", t.Quoted(), schema.QuoteName(name), dt)
-		}
-		out = append(out, txn.ChunkColumn{Name: name, Kind: kind, Charset: cs})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	if len(out) == 0 {
-		// information_schema is not read in the snapshot: a table dropped
-		// since shows no columns.
-		return nil, nil, errGone
-	}
-	return out, types, nil
-}
 
 // errGone: the table was dropped after the chunk's snapshot began.
 var errGone = errors.New("the table is gone")
@@ -82,133 +42,208 @@ func renderKind(dataType, charset string) string {
 		}
 		return txn.KindText
 	}
-	return "" // a type binlane does not know how to copy: refused by columns
+	return "" // a type binlane does not know how to copy: refused by chunkColumns
 }
 
-// selectList writes the chunk's SELECT list: FLOAT columns widened to
-// DOUBLE, whose text round-trips (a FLOAT's own text is rounded to six
-// digits), BIT as its bytes, INET4, INET6 and UUID in their binary form:
-// a binary string is what those columns take as that form — also from a
-// LOAD DATA file read in CHARACTER SET binary, where their text would not
-// parse.
-func selectList(cols []txn.ChunkColumn, types map[string]string) string {
-	parts := make([]string, len(cols))
-	for i, c := range cols {
-		q := schema.QuoteName(c.Name)
-		switch types[c.Name] {
-		case "float":
-			q = "CAST(" + q + " AS DOUBLE)"
-		case "inet4":
-			q = "CAST(" + q + " AS BINARY(4))"
-		case "inet6", "uuid":
-			q = "CAST(" + q + " AS BINARY(16))"
+// chunkColumns are the columns a chunk copies, as its SELECT reads them.
+type chunkColumns struct {
+	cols   []txn.ChunkColumn
+	types  []string // data types, by position
+	key    []int    // positions of the chunking key's columns
+	list   string   // the SELECT list
+	source []schema.Column
+}
+
+// newChunkColumns takes the columns a chunk copies from the table's
+// columns (generated ones are left out: the target computes them).
+func newChunkColumns(t *Table, all []schema.Column) (*chunkColumns, error) {
+	cc := &chunkColumns{source: all}
+	var list []string
+	for _, c := range all {
+		if c.Generated {
+			continue
 		}
-		parts[i] = q
+		kind := renderKind(c.DataType, c.Charset)
+		if kind == "" {
+			return nil, fmt.Errorf("copy %s: column %s has type %s, which binlane cannot copy yet", t.Quoted(), schema.QuoteName(c.Name), c.DataType)
+		}
+		cc.cols = append(cc.cols, txn.ChunkColumn{Name: c.Name, Kind: kind, Charset: c.Charset})
+		cc.types = append(cc.types, c.DataType)
+		list = append(list, selectExpr(c))
 	}
-	return strings.Join(parts, ", ")
+	if len(cc.cols) == 0 {
+		// A table dropped since shows no columns.
+		return nil, errGone
+	}
+	for _, k := range t.Key {
+		pos := -1
+		for i, c := range cc.cols {
+			if strings.EqualFold(c.Name, k.Name) {
+				pos = i
+			}
+		}
+		if pos < 0 {
+			return nil, fmt.Errorf("copy %s: the chunking key's column %s is not among the table's columns", t.Quoted(), schema.QuoteName(k.Name))
+		}
+		cc.key = append(cc.key, pos)
+	}
+	cc.list = strings.Join(list, ", ")
+	return cc, nil
 }
 
-// keyCondition writes the condition selecting the range (lo, hi] of a
-// chunking key, expanded so that the index serves it: for (a, b) > (x, y),
+// same reports whether the table's columns are still the ones read.
+func (cc *chunkColumns) same(all []schema.Column) bool {
+	if cc == nil || len(all) != len(cc.source) {
+		return false
+	}
+	for i, c := range all {
+		s := cc.source[i]
+		if c.Name != s.Name || c.DataType != s.DataType || c.Charset != s.Charset || c.Generated != s.Generated {
+			return false
+		}
+	}
+	return true
+}
+
+// selectExpr reads a column as a chunk copies it: FLOAT widened to DOUBLE,
+// whose text round-trips (a FLOAT's own text is rounded to six digits),
+// INET4, INET6 and UUID in their binary form: a binary string is what those
+// columns take as that form — also from a LOAD DATA file read in CHARACTER
+// SET binary, where their text would not parse.
+func selectExpr(c schema.Column) string {
+	q := schema.QuoteName(c.Name)
+	switch c.DataType {
+	case "float":
+		return "CAST(" + q + " AS DOUBLE)"
+	case "inet4":
+		return "CAST(" + q + " AS BINARY(4))"
+	case "inet6", "uuid":
+		return "CAST(" + q + " AS BINARY(16))"
+	}
+	return q
+}
+
+// endSnapshot follows a chunk's SELECT in its round trip: the snapshot
+// ends as soon as the rows are sent, instead of staying open (holding the
+// table's metadata lock, which a DDL statement on the source would wait
+// for, and every write after it behind it; and an old read view) while the
+// chunk waits for its place and its commit.
+const endSnapshot = "ROLLBACK"
+
+// rowsQuery is the SELECT of a chunk: the rows of the range in key order,
+// at most limit of them (limit 0: no limit, a whole table). Bounds are
+// literals (keyrange.AppendLiteral), so the query runs in the text protocol
+// with the snapshot's statements, in one round trip; the condition is
+// expanded so that the index serves it: for (a, b) > (x, y),
 // a > x OR (a = x AND b > y).
-func keyCondition(key []KeyColumn, r Range) (string, []any) {
-	var conds []string
-	var args []any
+func rowsQuery(t *Table, cc *chunkColumns, r keyrange.Range, limit int) string {
+	var b []byte
+	b = append(b, "SELECT "...)
+	b = append(b, cc.list...)
+	b = append(b, " FROM "...)
+	b = append(b, t.Quoted()...)
+	if t.Key == nil {
+		return string(b)
+	}
+	conds := 0
 	if r.Lo != nil {
-		c, a := tupleCompare(key, r.Lo, ">")
-		conds, args = append(conds, c), append(args, a...)
+		b = append(b, " WHERE "...)
+		b = appendCompare(b, t.Key, r.Lo, ">")
+		conds++
 	}
 	if r.Hi != nil {
-		c, a := tupleCompare(key, r.Hi, "<=")
-		conds, args = append(conds, c), append(args, a...)
+		if conds == 0 {
+			b = append(b, " WHERE "...)
+		} else {
+			b = append(b, " AND "...)
+		}
+		b = appendCompare(b, t.Key, r.Hi, "<=")
 	}
-	if len(conds) == 0 {
-		return "TRUE", nil
+	b = append(b, " ORDER BY "...)
+	for i, k := range t.Key {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, schema.QuoteName(k.Name)...)
 	}
-	return strings.Join(conds, " AND "), args
+	if limit > 0 {
+		b = fmt.Appendf(b, " LIMIT %d", limit)
+	}
+	return string(b)
 }
 
-// tupleCompare writes key op k lexicographically (op is ">" or "<=").
-func tupleCompare(key []KeyColumn, k Key, op string) (string, []any) {
+// appendCompare writes key op k lexicographically (op is ">" or "<=").
+func appendCompare(b []byte, key []keyrange.Column, k keyrange.Key, op string) []byte {
 	strict := op[:1] // ">" or "<"
-	var ors []string
-	var args []any
+	b = append(b, '(')
 	for i := range key {
-		var ands []string
+		if i > 0 {
+			b = append(b, " OR "...)
+		}
+		b = append(b, '(')
 		for j := 0; j < i; j++ {
-			ands = append(ands, schema.QuoteName(key[j].Name)+" = ?")
-			args = append(args, k[j])
+			b = append(b, schema.QuoteName(key[j].Name)...)
+			b = append(b, " = "...)
+			b = keyrange.AppendLiteral(b, key[j], k[j])
+			b = append(b, " AND "...)
 		}
 		last := strict
 		if i == len(key)-1 {
 			last = op
 		}
-		ands = append(ands, schema.QuoteName(key[i].Name)+" "+last+" ?")
-		args = append(args, k[i])
-		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+		b = append(b, schema.QuoteName(key[i].Name)...)
+		b = append(b, ' ')
+		b = append(b, last...)
+		b = append(b, ' ')
+		b = keyrange.AppendLiteral(b, key[i], k[i])
+		b = append(b, ')')
 	}
-	return "(" + strings.Join(ors, " OR ") + ")", args
-}
-
-func keyList(key []KeyColumn) string {
-	parts := make([]string, len(key))
-	for i, c := range key {
-		parts[i] = schema.QuoteName(c.Name)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// boundary returns the key n rows after lo (inclusive of the n-th), or nil
-// when fewer than n rows follow.
-func boundary(ctx context.Context, src *sql.DB, t *Table, lo Key, n int) (Key, error) {
-	cond, args := keyCondition(t.Key, Range{Lo: lo})
-	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT 1 OFFSET %d",
-		keyList(t.Key), t.Quoted(), cond, keyOrder(t.Key), n-1)
-	vals := make([]any, len(t.Key))
-	ptrs := make([]any, len(t.Key))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	err := src.QueryRowContext(ctx, q, args...).Scan(ptrs...)
-	if err == sql.ErrNoRows {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find the next chunk boundary of %s: %w", t.Quoted(), err)
-	}
-	return FromSQL(t.Key, vals)
-}
-
-func keyOrder(key []KeyColumn) string {
-	parts := make([]string, len(key))
-	for i, c := range key {
-		parts[i] = schema.QuoteName(c.Name)
-	}
-	return strings.Join(parts, ", ")
+	return append(b, ')')
 }
 
 // reader is a connection of its own that reads chunks, each in a
 // consistent snapshot whose binlog position it knows. Starting the next
-// snapshot ends the previous one (START TRANSACTION commits implicitly), so
-// a chunk costs three short round trips besides its SELECT while the
-// source's binlog stands still, four or five when it moved (see
-// snapshot.StartAt), and never a read of the source's binlog.
+// snapshot ends the previous one (START TRANSACTION commits implicitly).
 //
-// A reader has at most one chunk in the applier: it starts its next chunk
-// once the last one committed. So --copy-workers bounds the chunks the
-// target writes at once too: on the 2-core benchmark machine four apply
-// workers writing chunks for two readers cost the target a fifth more CPU
-// per row than two writers (InnoDB's contention) and made the copy
-// slower, not faster. (It waits before it takes its next place in the
-// stream, not after reading: a reader holding a place it cannot fill
-// stops the stream there.)
+// A chunk costs the source one round trip where the binlog stood still
+// since the reader's last snapshot, and two where it moved: the snapshot,
+// its position and the table's columns are one batch of statements
+// (snapshot.Batch); while the binlog stands still, the chunk's SELECT goes
+// with them, and the reader takes the chunk's place in the stream as soon
+// as the position arrives, before its rows. Where the binlog moves, the
+// stream can be a transaction ahead of a new snapshot (see
+// Ticket.SetPos): such a snapshot is taken again, and a batch that read
+// rows for it would have read them for nothing; so the rows come in a
+// second round trip, once the chunk has its place. The boundary of a
+// chunk is its last row (at most n rows are read from its lower bound), so
+// no query looks for boundaries ahead.
+//
+// A reader has at most one chunk in the stream not committed: it starts
+// its next chunk once the last one committed, which bounds the copy's
+// memory in bytes. The chunks the target writes at once are bounded by the
+// applier (apply.Config.MaxChunkWrites: on the 2-core benchmark machine
+// four writers cost the target a fifth more CPU per row than two, in
+// InnoDB's contention); there are more readers than that, so that a chunk
+// is ready to be written while another waits for the stream to reach its
+// snapshot. (A reader waits before it takes its next place in the stream,
+// not after reading: a reader holding a place it cannot fill stops the
+// stream.)
 type reader struct {
 	conn    *sql.Conn
-	cache   *snapshot.Cache
-	pos     snapshot.Position // of the current snapshot
-	written chan struct{}     // closed when the last chunk handed over committed
-	// coordinateOnly: Config.ByCoordinate.
-	coordinateOnly bool
+	query   snapshot.Query
+	written chan struct{} // closed when the last chunk handed over committed
+	// moved: the binlog moved during the last snapshot (see above).
+	moved bool
+	// stats count the reader's round trips to the source; trips those of
+	// the chunk being read.
+	stats *Stats
+	trips int64
+}
+
+// roundTrip counts a round trip to the source.
+func (r *reader) roundTrip() {
+	r.trips++
+	r.stats.RoundTrips.Add(1)
 }
 
 // waitWritten waits until the reader's last chunk committed.
@@ -224,7 +259,7 @@ func (r *reader) waitWritten(ctx context.Context) error {
 	}
 }
 
-func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache) (*reader, error) {
+func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache, coordinateOnly bool, stats *Stats) (*reader, error) {
 	conn, err := src.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -233,13 +268,13 @@ func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache) (*reader
 		conn.Close()
 		return nil, fmt.Errorf("prepare a source session for the copy: %w", err)
 	}
-	return &reader{conn: conn, cache: cache}, nil
-}
-
-// snapshot starts a new consistent snapshot and reads its position.
-func (r *reader) snapshot(ctx context.Context) (err error) {
-	r.pos, err = snapshot.StartAt(ctx, r.conn, r.cache, r.coordinateOnly)
-	return err
+	q, err := snapshot.NewQuery(ctx, conn, cache, coordinateOnly)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	stats.SetupTrips.Add(2)
+	return &reader{conn: conn, query: q, stats: stats}, nil
 }
 
 func (r *reader) close() {
@@ -247,35 +282,218 @@ func (r *reader) close() {
 	r.conn.Close()
 }
 
-// rows reads the rows of a range in key order, calling emit with at most
-// batchBytes of them at a time.
-func (r *reader) rows(ctx context.Context, t *Table, cols []txn.ChunkColumn, types map[string]string, rng Range,
-	batchBytes int, emit func(rows [][][]byte, bytes int) error) error {
-	cond, args := "TRUE", []any(nil)
-	order := ""
+// handOff is a chunk read and placed, to be handed to the stream.
+type handOff struct {
+	ticket *Ticket
+	parts  []*txn.Chunk // a whole table's parts not sent yet, the last one last
+	state  *State
+	h      *handedOver
+	rd     *reader
+}
+
+// send hands the chunk over (blocking until the stream is at its place)
+// and makes the reader wait for its commit before its next chunk.
+func (h *handOff) send(ctx context.Context) error {
+	written := make(chan struct{})
+	committed := h.h.committed
+	h.h.committed = func(rows int, took time.Duration) {
+		committed(rows, took)
+		close(written)
+	}
+	last := h.parts[len(h.parts)-1]
+	h.state.handOver(last, h.h)
+	for i, c := range h.parts {
+		if err := h.ticket.Send(ctx, c, i == len(h.parts)-1); err != nil {
+			h.state.handOver(last, nil)
+			return err
+		}
+	}
+	h.rd.written = written
+	return nil
+}
+
+// readChunk reads the cursor's next chunk in a new snapshot that has its
+// place in the stream, and advances the cursor past it. A whole table's
+// parts but the last are sent as they are read.
+func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handOff, error) {
+	t := cur.t
+	var rng keyrange.Range
+	limit := 0
 	if t.Key != nil {
-		cond, args = keyCondition(t.Key, rng)
-		order = " ORDER BY " + keyOrder(t.Key)
+		rng = keyrange.Range{Lo: cur.lo, Hi: cur.gapHi()}
+		limit = cur.prog.sizer.next(c.cfg.MaxChunkBytes)
 	}
-	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s%s", selectList(cols, types), t.Quoted(), cond, order)
-	rows, err := r.conn.QueryContext(ctx, q, args...)
+	start := time.Now()
+	rd.trips = 0
+	ticket, pos, rows, withRows, err := c.place(ctx, rd, cur, rng, limit)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", t.Quoted(), err)
+		return nil, err
 	}
-	defer rows.Close()
-	raw := make([]sql.RawBytes, len(cols))
-	ptrs := make([]any, len(cols))
+	defer func() { rows.Close() }()
+	handed := false
+	defer func() {
+		if !handed { // the chunk is not (all) there: let the stream go on
+			ticket.GiveUp()
+		}
+	}()
+	if withRows && !rows.NextResultSet() {
+		return nil, fmt.Errorf("read %s: %w", t.Quoted(), resultErr(rows))
+	}
+	if !withRows {
+		rows.Close()
+		rd.roundTrip()
+		if rows, err = rd.conn.QueryContext(ctx, rowsQuery(t, cur.cols, rng, limit)+";\n"+endSnapshot); err != nil {
+			return nil, fmt.Errorf("read %s: %w", t.Quoted(), err)
+		}
+	}
+	chunk := func(rows [][][]byte, bytes int) *txn.Chunk {
+		return &txn.Chunk{Schema: t.Schema, Table: t.Name, Columns: cur.cols.cols, Rows: rows, Pos: pos.String(),
+			Key: t.Key, Whole: t.Key == nil, Bytes: bytes}
+	}
+	partBytes, stopBytes := 1<<62, 2*c.cfg.MaxChunkBytes
+	if t.Key == nil { // a whole table: in parts, sent as they are read
+		partBytes, stopBytes = c.cfg.MaxChunkBytes, 1<<62
+	}
+	got, bytes, stopped, err := scanRows(rows, len(cur.cols.cols), partBytes, stopBytes, func(part [][][]byte, n int) error {
+		return ticket.Send(ctx, chunk(part, n), false)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", t.Quoted(), err)
+	}
+	rows.Close()
+	readTook := time.Since(start)
+	c.stats.Chunks.Add(1)
+	if pos.HasGTIDs {
+		c.stats.StillChunks.Add(1)
+		c.stats.StillTrips.Add(rd.trips)
+	}
+	last := chunk(got, bytes)
+	if t.Key != nil {
+		// The chunk ends at its last row when the read stopped short of the
+		// range's end; else at the range's end.
+		hi := rng.Hi
+		if stopped || len(got) == limit {
+			keyVals := make([][]byte, len(cur.cols.key))
+			for i, p := range cur.cols.key {
+				keyVals[i] = got[len(got)-1][p]
+			}
+			if hi, err = keyrange.FromText(t.Key, keyVals); err != nil {
+				return nil, fmt.Errorf("read %s: %w", t.Quoted(), err)
+			}
+		}
+		last.Covers = keyrange.Range{Lo: rng.Lo, Hi: hi}
+		cur.advance(hi)
+	} else {
+		cur.exhausted = true
+	}
+	if c.cfg.AfterRead != nil {
+		if err := c.cfg.AfterRead(ctx, t.Schema, t.Name, last.Rows); err != nil {
+			return nil, err
+		}
+	}
+	prog, id := cur.prog, t.ID()
+	h := &handOff{ticket: ticket, state: c.cfg.State, rd: rd, parts: []*txn.Chunk{last},
+		h: &handedOver{committed: func(rows int, took time.Duration) {
+			prog.Rows.Add(int64(rows))
+			prog.Done.Store(c.cfg.State.tableDone(id))
+			prog.sizer.observe(rows, last.Bytes, readTook+took)
+		}}}
+	handed = true
+	return h, nil
+}
+
+// place starts a snapshot in which to read a chunk and takes its place in
+// the stream. It sends the batch of the snapshot's statements and the
+// table's columns, with the chunk's SELECT while the binlog stands still
+// (withRows: rows then stand at that statement's result, once the columns
+// are checked); a snapshot the stream has already passed (see
+// Ticket.SetPos) is begun again.
+func (c *Copier) place(ctx context.Context, rd *reader, cur *cursor, rng keyrange.Range, limit int) (
+	ticket *Ticket, pos snapshot.Position, rows *sql.Rows, withRows bool, err error) {
+	t := cur.t
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		if ticket, err = c.cfg.Merger.Reserve(ctx); err != nil {
+			return nil, pos, nil, false, err
+		}
+		withRows = !rd.moved && cur.cols != nil
+		extra := []string{schema.ColumnsStatement(t.Schema, t.Name)}
+		if withRows {
+			extra = append(extra, rowsQuery(t, cur.cols, rng, limit), endSnapshot)
+		}
+		rd.roundTrip()
+		rows, err = rd.conn.QueryContext(ctx, rd.query.Batch(extra...))
+		if err != nil {
+			ticket.Cancel()
+			return nil, pos, nil, false, fmt.Errorf("start a snapshot to read %s: %w", t.Quoted(), err)
+		}
+		pos, err = rd.query.Read(rows)
+		var all []schema.Column
+		if err == nil {
+			if all, err = schema.ScanColumns(rows); err != nil {
+				err = fmt.Errorf("read the columns of %s: %w", t.Quoted(), err)
+			}
+		}
+		if err != nil {
+			rows.Close()
+			ticket.Cancel()
+			return nil, pos, nil, false, fmt.Errorf("start a snapshot to read %s: %w", t.Quoted(), err)
+		}
+		ok, err := ticket.SetPos(ctx, pos)
+		if err != nil {
+			rows.Close()
+			ticket.GiveUp()
+			return nil, pos, nil, false, err
+		}
+		rd.moved = !pos.HasGTIDs
+		same := cur.cols.same(all)
+		if ok && !same {
+			// The table's columns are not the ones the batch would read rows
+			// with (its first chunk, or DDL since).
+			if cur.cols, err = newChunkColumns(t, all); err != nil {
+				rows.Close()
+				ticket.GiveUp()
+				return nil, pos, nil, false, err
+			}
+			if !withRows {
+				return ticket, pos, rows, false, nil // the snapshot is open: read in it
+			}
+			// The batch read rows with the old columns and ended its
+			// snapshot: give the place up and begin another.
+			rows.Close()
+			ticket.GiveUp()
+			continue
+		}
+		if ok {
+			return ticket, pos, rows, withRows, nil
+		}
+		rows.Close()
+		rd.moved = true
+		c.cfg.Logger.Debug("snapshot behind the stream: starting another", "position", pos.String())
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, pos, nil, false, ctx.Err()
+		}
+	}
+}
+
+// scanRows reads a chunk's rows (values in a few arena blocks). Every
+// partBytes of them go to emit (a whole table's earlier parts); reading
+// stops early (stopped) once the rows held reach stopBytes. It returns the
+// rows not emitted and the memory they hold.
+func scanRows(rows *sql.Rows, ncols, partBytes, stopBytes int, emit func(rows [][][]byte, bytes int) error) (
+	batch [][][]byte, size int, stopped bool, err error) {
+	raw := make([]sql.RawBytes, ncols)
+	ptrs := make([]any, ncols)
 	for i := range raw {
 		ptrs[i] = &raw[i]
 	}
-	var batch [][][]byte
 	var a arena
-	size := 0
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return err
+			return nil, 0, false, err
 		}
-		row := a.row(len(cols))
+		row := a.row(ncols)
 		for i, v := range raw {
 			if v != nil {
 				row[i] = a.bytes(v)
@@ -284,17 +502,17 @@ func (r *reader) rows(ctx context.Context, t *Table, cols []txn.ChunkColumn, typ
 			size += 24
 		}
 		batch = append(batch, row)
-		if size >= batchBytes {
+		if size >= stopBytes {
+			return batch, size, true, nil
+		}
+		if size >= partBytes {
 			if err := emit(batch, size); err != nil {
-				return err
+				return nil, 0, false, err
 			}
 			batch, size, a = nil, 0, arena{}
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", t.Quoted(), err)
-	}
-	return emit(batch, size)
+	return batch, size, false, rows.Err()
 }
 
 // arena holds the values of a chunk's rows in a few large blocks instead
@@ -333,4 +551,12 @@ func (a *arena) row(n int) [][]byte {
 	k := len(a.vals)
 	a.vals = a.vals[:k+n]
 	return a.vals[k : k+n : k+n]
+}
+
+// resultErr is why a batch has no (more) results.
+func resultErr(rows *sql.Rows) error {
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return errors.New("a result is missing")
 }

@@ -5,48 +5,67 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/keyrange"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/txn"
 )
 
 // State is the copy as the applier sees it, in stream order: which ranges
-// of each table have taken their place in the stream. The applier's
-// coordinator calls Filter and Sequenced from its one goroutine, in stream
-// order; progress displays read it under the lock.
+// of each table have taken their place in the stream, and which tables
+// still wait for the indexes the copy deferred. The applier's coordinator
+// calls Filter, Sequenced and Statement from its one goroutine, in stream
+// order; its workers call Committed; progress displays read it under the
+// lock.
 type State struct {
 	mu     sync.Mutex
 	tables map[string]*tableState // by "schema.table"
+	// waiting are the chunks handed to the stream whose readers wait for
+	// their commit (see Committed).
+	waiting map[*txn.Chunk]*handedOver
 }
 
 type tableState struct {
 	t   *Table
-	cov Coverage
+	cov keyrange.Coverage
 	// keyPos caches, per plan, the source columns of the chunking key.
 	keyPos map[*plan.Table][]int
-	// skipParts: the whole-table chunk being sequenced is skipped.
-	skipParts bool
+	// build is the table's deferred indexes not built yet, or handed to
+	// the applier with the chunk that completed the table or a statement
+	// on it (then nil); building is set while that chunk's build runs.
+	build    *txn.IndexBuild
+	building bool
+}
+
+// handedOver is what a reader waits for when it handed a chunk over.
+type handedOver struct {
+	committed func(rows int, took time.Duration)
 }
 
 // NewState builds the state of a copy from its tables and their
 // checkpoints (position.CopyTable rows).
 func NewState(tables []*Table, saved []position.CopyTable) (*State, error) {
-	s := &State{tables: map[string]*tableState{}}
+	s := &State{tables: map[string]*tableState{}, waiting: map[*txn.Chunk]*handedOver{}}
 	bySaved := map[string]position.CopyTable{}
 	for _, c := range saved {
 		bySaved[c.Schema+"."+c.Table] = c
 	}
 	for _, t := range tables {
-		ts := &tableState{t: t, cov: Coverage{Cols: t.Key}, keyPos: map[*plan.Table][]int{}}
+		ts := &tableState{t: t, cov: keyrange.Coverage{Cols: t.Key}, keyPos: map[*plan.Table][]int{}, build: t.Build}
 		if c, ok := bySaved[t.ID()]; ok {
-			if c.State == position.CopyDone {
-				ts.cov.All = true
-			} else if c.Coverage != "" {
+			switch {
+			case c.State == position.CopyDone:
+				ts.cov.All, ts.build = true, nil
+			case c.Coverage != "":
 				if err := json.Unmarshal([]byte(c.Coverage), &ts.cov); err != nil {
 					return nil, fmt.Errorf("the copy checkpoint of %s: %w", t.Quoted(), err)
 				}
+			}
+			if c.State == position.CopyIndexing {
+				ts.build = nil // built before the stream starts (see package replicate)
 			}
 		}
 		s.tables[t.ID()] = ts
@@ -66,12 +85,12 @@ func (s *State) Done() bool {
 	return true
 }
 
-// coverage returns a copy of a table's coverage, for the producer.
-func (s *State) coverage(id string) Coverage {
+// coverage returns a copy of a table's coverage, for the readers.
+func (s *State) coverage(id string) keyrange.Coverage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.tables[id].cov
-	c.Ranges = append([]Range(nil), c.Ranges...)
+	c.Ranges = append([]keyrange.Range(nil), c.Ranges...)
 	return c
 }
 
@@ -93,38 +112,51 @@ func (s *State) table(schemaName, table string) *tableState {
 // the chunk's snapshot comes later in the stream. An update that moves a
 // row across the boundary becomes the delete or the insert of it that
 // applies. Tables not being copied are not touched (ok false).
-func (s *State) Filter(p *plan.Table, changes []txn.Change) (out []txn.Change, ok bool) {
+//
+// keys are the chunking key values of the rows the kept changes write
+// (before and after images): the scheduler orders a change after the
+// chunk whose range holds its row (see scheduler.Span).
+func (s *State) Filter(p *plan.Table, changes []txn.Change) (out []txn.Change, keys []keyrange.Key, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.table(p.Target.Schema, p.Target.Name)
 	if ts == nil || ts.cov.All {
-		return changes, false
+		return changes, nil, false
 	}
 	pos, found := ts.keyPos[p]
 	if !found {
 		pos = keyPositions(ts.t, p)
 		ts.keyPos[p] = pos
 	}
-	covered := func(row []binlog.Value) bool {
+	covered := func(row []binlog.Value) (keyrange.Key, bool) {
 		if row == nil || pos == nil {
-			return false // nothing copied of a one-pass table yet
+			return nil, false // nothing copied of a one-pass table yet
 		}
-		k, ok := FromRow(ts.t.Key, row, pos)
-		return ok && ts.cov.Contains(k)
+		k, ok := keyrange.FromRow(ts.t.Key, row, pos)
+		return k, ok && ts.cov.Contains(k)
 	}
 	out = changes[:0:0]
 	for _, c := range changes {
-		b, a := covered(c.Before), covered(c.After)
+		bk, b := covered(c.Before)
+		ak, a := covered(c.After)
 		switch {
 		case c.Kind == binlog.RowsInsert && a, c.Kind == binlog.RowsDelete && b, c.Kind == binlog.RowsUpdate && a && b:
 			out = append(out, c)
 		case c.Kind == binlog.RowsUpdate && b:
 			out = append(out, txn.Change{Table: c.Table, Kind: binlog.RowsDelete, Flags: c.Flags, Before: c.Before})
+			a = false
 		case c.Kind == binlog.RowsUpdate && a:
 			out = append(out, txn.Change{Table: c.Table, Kind: binlog.RowsInsert, Flags: c.Flags, After: c.After})
+			b = false
+		}
+		if b {
+			keys = append(keys, bk)
+		}
+		if a {
+			keys = append(keys, ak)
 		}
 	}
-	return out, true
+	return out, keys, true
 }
 
 // keyPositions maps the chunking key's columns onto a plan's source
@@ -152,7 +184,8 @@ func keyPositions(t *Table, p *plan.Table) []int {
 // counts as copied for every change after it. It returns the table's
 // checkpoint after the chunk; skip is set when the chunk must not be
 // written: the table's contents were replaced (dropped, truncated) earlier
-// in the stream, which then carries every change after that.
+// in the stream, which then carries every change after that. A chunk that
+// completes a table whose indexes the copy deferred gets their Build.
 func (s *State) Sequenced(c *txn.Chunk) (cp position.CopyProgress, skip bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,27 +194,64 @@ func (s *State) Sequenced(c *txn.Chunk) (cp position.CopyProgress, skip bool, er
 		return cp, false, fmt.Errorf("copier: a chunk of %s.%s, which is not being copied", c.Schema, c.Table)
 	}
 	switch {
-	case c.Whole && c.Part > 0:
-		// A later part of a whole table: its parts follow one another in
-		// the stream, and the first one decided.
-		skip = ts.skipParts
 	case ts.cov.All:
-		skip, ts.skipParts = true, true
-	case c.Whole:
-		ts.cov.All, ts.skipParts = true, false
-	default:
-		ts.cov.Add(c.Covers.(Range))
-	}
-	if skip {
 		return cp, true, nil
+	case c.Whole:
+		ts.cov.All = true
+	default:
+		ts.cov.Add(c.Covers)
+	}
+	if ts.cov.All && ts.build != nil {
+		c.Build, ts.build, ts.building = ts.build, nil, true
 	}
 	cp, err = ts.progress(len(c.Rows))
+	// The build records the table done, after it.
+	cp.Indexing, cp.Done = c.Build != nil, cp.Done && c.Build == nil
 	return cp, false, err
 }
 
 func (ts *tableState) progress(rows int) (position.CopyProgress, error) {
 	b, err := json.Marshal(&ts.cov)
-	return position.CopyProgress{Schema: ts.t.Schema, Table: ts.t.Name, Coverage: string(b), Rows: rows, Done: ts.cov.All}, err
+	return position.CopyProgress{Schema: ts.t.Schema, Table: ts.t.Name, Coverage: string(b), Rows: rows,
+		Done: ts.cov.All && ts.build == nil}, err
+}
+
+// handOver registers a chunk whose commit its reader waits for (nil:
+// forget it, it was not handed over).
+func (s *State) handOver(c *txn.Chunk, h *handedOver) {
+	s.mu.Lock()
+	if h == nil {
+		delete(s.waiting, c)
+	} else {
+		s.waiting[c] = h
+	}
+	s.mu.Unlock()
+}
+
+// Committed says that a chunk (the last part of a whole table) committed,
+// with the rows it wrote and the time the target took (the indexes it
+// built included): its reader goes on, and sizes its next chunks from it.
+func (s *State) Committed(c *txn.Chunk, rows int, took time.Duration) {
+	s.mu.Lock()
+	h := s.waiting[c]
+	delete(s.waiting, c)
+	if ts := s.table(c.Schema, c.Table); ts != nil && ts.cov.All {
+		// The chunk that completed the table, its indexes built (one that
+		// follows it is skipped, and runs after it).
+		ts.building = false
+	}
+	s.mu.Unlock()
+	if h != nil {
+		h.committed(rows, took)
+	}
+}
+
+// tableDone reports whether a table is copied, its indexes built.
+func (s *State) tableDone(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts := s.tables[id]
+	return ts.cov.All && ts.build == nil && !ts.building
 }
 
 // Copying reports whether a table is still being copied.
@@ -193,38 +263,67 @@ func (s *State) Copying() bool { return !s.Done() }
 // at that point: the stream carries everything after it, and chunks read
 // later are skipped. One that renames a table being copied stops the
 // stream: the copy cannot follow rows to another name.
-func (s *State) Statement(st *txn.Statement) ([]position.CopyProgress, error) {
+//
+// Before any statement on a table whose deferred indexes are not built,
+// the applier builds them (builds): the statement then runs on the
+// definition it ran on at the source, whatever it changes (an index the
+// copy deferred included), and nothing of it is lost.
+func (s *State) Statement(st *txn.Statement) (cps []position.CopyProgress, builds []*txn.IndexBuild, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A statement that may reference another table by foreign key (its
+	// text says REFERENCES) needs the parent's index, which may be one the
+	// copy deferred: it counts as touching every table, like one whose
+	// tables could not be read.
+	anyTable := st.Unknown || containsFold(st.Query, "REFERENCES")
 	var hit []*tableState
-	for _, n := range st.Tables {
-		for _, ts := range s.tables {
-			if ts.cov.All || !strings.EqualFold(ts.t.Schema, n.Schema) {
-				continue
-			}
-			if n.Table == "" || strings.EqualFold(ts.t.Name, n.Table) {
-				hit = append(hit, ts)
+	for _, ts := range s.tables {
+		if !anyTable && !touches(st, ts.t) || ts.cov.All && ts.build == nil {
+			continue
+		}
+		hit = append(hit, ts)
+	}
+	if st.Renames() {
+		for _, ts := range hit {
+			if (!ts.cov.All || st.Unknown) && (st.Unknown || touches(st, ts.t)) {
+				return nil, nil, fmt.Errorf("statement %q renames a table while binlane copies it: the copy cannot follow rows to "+
+					"another name; let the copy finish before renaming, or start the copy again", abbreviate(st.Query))
 			}
 		}
 	}
-	if st.Renames() && (len(hit) > 0 || st.Unknown) {
-		return nil, fmt.Errorf("statement %q renames a table while binlane copies it: the copy cannot follow rows to another name; "+
-			"let the copy finish before renaming, or start the copy again", abbreviate(st.Query))
-	}
-	if !st.ReplacesContents() {
-		return nil, nil
-	}
-	var out []position.CopyProgress
+	replaces := st.ReplacesContents()
 	for _, ts := range hit {
-		ts.cov = Coverage{Cols: ts.t.Key, All: true}
-		cp, err := ts.progress(0)
-		if err != nil {
-			return nil, err
+		built := ts.build != nil
+		if built {
+			builds, ts.build = append(builds, ts.build), nil
 		}
-		out = append(out, cp)
+		replaced := replaces && touches(st, ts.t) && !ts.cov.All
+		if replaced {
+			ts.cov = keyrange.Coverage{Cols: ts.t.Key, All: true}
+		}
+		if built || replaced {
+			cp, err := ts.progress(0)
+			if err != nil {
+				return nil, nil, err
+			}
+			cp.Built = built
+			cps = append(cps, cp)
+		}
 	}
-	return out, nil
+	return cps, builds, nil
 }
+
+// touches reports whether a statement names a table (or its schema).
+func touches(st *txn.Statement, t *Table) bool {
+	for _, n := range st.Tables {
+		if strings.EqualFold(t.Schema, n.Schema) && (n.Table == "" || strings.EqualFold(t.Name, n.Table)) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(s, sub string) bool { return strings.Contains(strings.ToUpper(s), sub) }
 
 func abbreviate(q string) string {
 	if len(q) > 200 {

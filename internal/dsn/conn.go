@@ -59,7 +59,13 @@ func (d DSN) DriverConfig(db string) (*mysql.Config, error) {
 // made with DriverConfig. It does not connect; a connection that fails
 // because of TLS fails with a *TLSError naming d and its mode.
 func (d DSN) OpenDB(db string) (*sql.DB, error) {
-	c, err := d.Connector(db, nil)
+	return d.OpenDBWith(db, nil)
+}
+
+// OpenDBWith is OpenDB with the driver configuration changed by tune (nil:
+// unchanged), such as multi-statement round trips.
+func (d DSN) OpenDBWith(db string, tune func(*mysql.Config)) (*sql.DB, error) {
+	c, err := d.Connector(db, tune)
 	if err != nil {
 		return nil, err
 	}

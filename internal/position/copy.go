@@ -13,18 +13,24 @@ import (
 // transaction as the rows it covers).
 type CopyTable struct {
 	Schema, Table string
-	State         string // CopyCopying or CopyDone
+	State         string // CopyCopying, CopyIndexing or CopyDone
 	Coverage      string // the copier's JSON
 	Rows          int64  // rows copied
 	Estimate      int64  // rows the source estimated at the start
 	OnePass       string // why the table is copied in one pass ("" chunked)
-	UpdatedAt     time.Time
+	// Deferred are the indexes the target's table was created without,
+	// until they are built (package provision's JSON; "" for none).
+	Deferred  string
+	UpdatedAt time.Time
 }
 
 // Copy states.
 const (
 	CopyCopying = "copying"
-	CopyDone    = "done"
+	// CopyIndexing: every row is copied; the indexes the copy deferred are
+	// not built yet.
+	CopyIndexing = "indexing"
+	CopyDone     = "done"
 )
 
 // CopyDDL creates binlane.copy.
@@ -37,6 +43,7 @@ const CopyDDL = "CREATE TABLE IF NOT EXISTS " + CopyTableName + ` (
 	rows_copied BIGINT NOT NULL DEFAULT 0,
 	rows_estimate BIGINT NOT NULL DEFAULT 0,
 	one_pass VARCHAR(255) NOT NULL DEFAULT '',
+	deferred MEDIUMTEXT NOT NULL DEFAULT '',
 	updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
 	PRIMARY KEY (stream, schema_name, table_name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
@@ -58,8 +65,8 @@ func StartCopy(ctx context.Context, db *sql.DB, stream, owner, start string, tab
 	}
 	for _, t := range tables {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO "+CopyTableName+
-			" (stream, schema_name, table_name, state, coverage, rows_estimate, one_pass) VALUES (?, ?, ?, ?, '', ?, ?)",
-			stream, t.Schema, t.Table, CopyCopying, t.Estimate, t.OnePass); err != nil {
+			" (stream, schema_name, table_name, state, coverage, rows_estimate, one_pass, deferred) VALUES (?, ?, ?, ?, '', ?, ?, ?)",
+			stream, t.Schema, t.Table, CopyCopying, t.Estimate, t.OnePass, t.Deferred); err != nil {
 			return fmt.Errorf("start the copy of %s.%s: %w", t.Schema, t.Table, err)
 		}
 	}
@@ -78,7 +85,7 @@ func StartCopy(ctx context.Context, db *sql.DB, stream, owner, start string, tab
 // LoadCopy reads a stream's copy (nil when it has none).
 func LoadCopy(ctx context.Context, db *sql.DB, stream string) ([]CopyTable, error) {
 	rows, err := db.QueryContext(ctx, "SELECT schema_name, table_name, state, coverage, rows_copied, rows_estimate, one_pass, "+
-		"UNIX_TIMESTAMP(updated_at) FROM "+CopyTableName+" WHERE stream = ? ORDER BY schema_name, table_name", stream)
+		"deferred, UNIX_TIMESTAMP(updated_at) FROM "+CopyTableName+" WHERE stream = ? ORDER BY schema_name, table_name", stream)
 	if isNoTable(err) {
 		return nil, nil
 	}
@@ -90,7 +97,7 @@ func LoadCopy(ctx context.Context, db *sql.DB, stream string) ([]CopyTable, erro
 	for rows.Next() {
 		var t CopyTable
 		var upd float64
-		if err := rows.Scan(&t.Schema, &t.Table, &t.State, &t.Coverage, &t.Rows, &t.Estimate, &t.OnePass, &upd); err != nil {
+		if err := rows.Scan(&t.Schema, &t.Table, &t.State, &t.Coverage, &t.Rows, &t.Estimate, &t.OnePass, &t.Deferred, &upd); err != nil {
 			return nil, err
 		}
 		t.UpdatedAt = unix(upd)
@@ -105,20 +112,28 @@ type CopyProgress struct {
 	Schema, Table string
 	Coverage      string // the copier's JSON
 	Rows          int    // rows the chunk copied
-	Done          bool
+	// Done: the table is copied; Indexing: its rows are, its deferred
+	// indexes not yet; Built: they are (the record of them goes).
+	Done, Indexing, Built bool
 }
 
 // AppendCopyProgress appends the statement that records a chunk's rows and
 // the table's coverage after it, for the transaction that writes the chunk.
 func AppendCopyProgress(buf []byte, stream string, p CopyProgress) []byte {
 	state := CopyCopying
-	if p.Done {
+	switch {
+	case p.Done:
 		state = CopyDone
+	case p.Indexing:
+		state = CopyIndexing
 	}
 	buf = append(buf, "UPDATE "+CopyTableName+" SET coverage="...)
 	buf = appendQuoted(buf, p.Coverage)
 	buf = append(buf, ",state="...)
 	buf = appendQuoted(buf, state)
+	if p.Built {
+		buf = append(buf, ",deferred=''"...)
+	}
 	buf = append(buf, ",rows_copied=rows_copied+"...)
 	buf = strconv.AppendInt(buf, int64(p.Rows), 10)
 	buf = append(buf, " WHERE stream="...)
@@ -127,4 +142,17 @@ func AppendCopyProgress(buf []byte, stream string, p CopyProgress) []byte {
 	buf = appendQuoted(buf, p.Schema)
 	buf = append(buf, " AND table_name="...)
 	return appendQuoted(buf, p.Table)
+}
+
+// CopyBuilt records that a table's deferred indexes are built: its copy is
+// done. It is written outside the stream's transactions (the build cannot
+// be part of one: DDL commits by itself), after the build; a crash before
+// it leaves the table indexing, and the next run builds what is missing.
+func CopyBuilt(ctx context.Context, db *sql.DB, stream, schemaName, table string) error {
+	_, err := db.ExecContext(ctx, "UPDATE "+CopyTableName+" SET state = ?, deferred = '' WHERE stream = ? AND schema_name = ? AND table_name = ?",
+		CopyDone, stream, schemaName, table)
+	if err != nil {
+		return fmt.Errorf("record the indexes of %s.%s as built: %w", schemaName, table, err)
+	}
+	return nil
 }

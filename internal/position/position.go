@@ -157,27 +157,51 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("create %s: %w", Table, err)
 		}
 	}
-	return migrate(ctx, db)
+	if err := migrate(ctx, db); err != nil {
+		return err
+	}
+	return migrateCopy(ctx, db)
 }
 
-func migrate(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0) FROM information_schema.COLUMNS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'streams'`, Schema)
+// migrateCopy adds the column of the indexes a copy deferred to a
+// binlane.copy of an older binlane.
+func migrateCopy(ctx context.Context, db *sql.DB) error {
+	have, err := columnsOf(ctx, db, "copy")
 	if err != nil {
-		return fmt.Errorf("read %s: %w", Table, err)
+		return err
 	}
+	if have["deferred"] == 0 {
+		if _, err := db.ExecContext(ctx, "ALTER TABLE "+CopyTableName+" ADD COLUMN deferred MEDIUMTEXT NOT NULL DEFAULT '' AFTER one_pass"); err != nil {
+			return fmt.Errorf("upgrade %s: %w", CopyTableName, err)
+		}
+	}
+	return nil
+}
+
+// columnsOf returns the columns of a table of the binlane schema, with
+// their lengths (at least 1).
+func columnsOf(ctx context.Context, db *sql.DB, table string) (map[string]int64, error) {
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COALESCE(CHARACTER_MAXIMUM_LENGTH, 0) FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, Schema, table)
+	if err != nil {
+		return nil, fmt.Errorf("read %s.%s: %w", Schema, table, err)
+	}
+	defer rows.Close()
 	have := map[string]int64{}
 	for rows.Next() {
 		var c string
 		var n int64
 		if err := rows.Scan(&c, &n); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
 		have[strings.ToLower(c)] = max(n, 1)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	return have, rows.Err()
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	have, err := columnsOf(ctx, db, "streams")
+	if err != nil {
 		return err
 	}
 	for _, m := range migrations {

@@ -10,12 +10,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/binlane/binlane/internal/copier"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/keyrange"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/replica"
+	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -35,6 +40,14 @@ type CopyConfig struct {
 	AroundListing func(listed bool)
 	// ByCoordinate is copier.Config.ByCoordinate (tests).
 	ByCoordinate bool
+	// InlineIndexes creates the copied tables with all their indexes,
+	// maintained row by row while the rows go in; by default the secondary
+	// indexes that can wait are built once a table's rows are in (package
+	// provision).
+	InlineIndexes bool
+	// BeforeBuild, when set (tests), runs before the stream starts when a
+	// resumed copy builds the indexes of a table whose rows are copied.
+	BeforeBuild func(table string)
 	// ExitWhenDone ends the run once every table is copied and the target
 	// caught up with the source's position at that moment (binlane copy).
 	ExitWhenDone bool
@@ -93,11 +106,13 @@ func (r *run) prepareCopy(ctx context.Context, rcfg replica.Config) (*copyRun, e
 		return nil, fmt.Errorf("--start-gtid cannot be used while the stream's copy is unfinished (%d tables); "+
 			"let it resume, or drop the target's tables and start again", len(saved))
 	}
-	src, err := cfg.Source.OpenDB("")
+	// The readers send a snapshot's statements with their reads in one
+	// round trip.
+	src, err := cfg.Source.OpenDBWith("", func(c *mysql.Config) { c.MultiStatements = true })
 	if err != nil {
 		return nil, err
 	}
-	src.SetMaxOpenConns(cfg.Copy.Workers + 3)
+	src.SetMaxOpenConns(copyReaders(cfg.Copy.Workers) + 3)
 	cr := &copyRun{src: src}
 	if err := r.setUpCopy(ctx, cr, rcfg, saved, unfinished); err != nil {
 		cr.close()
@@ -109,7 +124,7 @@ func (r *run) prepareCopy(ctx context.Context, rcfg replica.Config) (*copyRun, e
 func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, saved []position.CopyTable, resume bool) error {
 	cfg := &r.cfg
 	if resume {
-		tables, err := copier.ListTables(ctx, cr.src, cfg.Rules)
+		tables, err := copier.ListTables(ctx, cr.src, cfg.Rules, false)
 		if err != nil {
 			return fmt.Errorf("copy: %w", err)
 		}
@@ -117,6 +132,9 @@ func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, s
 			return err
 		}
 		r.log.Info("resuming the copy", "tables", len(tables))
+		if err := r.buildCopied(ctx, tables, saved); err != nil {
+			return err
+		}
 		cr.state, err = copier.NewState(tables, saved)
 		cr.tables = tables
 		return err
@@ -128,31 +146,85 @@ func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, s
 	if err != nil {
 		return err
 	}
-	{
-		if len(tables) == 0 {
-			return fmt.Errorf("copy: no source table matches the stream's filters")
+	if len(tables) == 0 {
+		return fmt.Errorf("copy: no source table matches the stream's filters")
+	}
+	sources := make([]provision.Source, len(tables))
+	for i, t := range tables {
+		sources[i] = provision.Source{Def: t.Def, Create: t.Create}
+	}
+	deferred, nonEmpty, err := provision.CreateTables(ctx, r.meta, sources, !cfg.Copy.InlineIndexes)
+	if err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	if len(nonEmpty) > 0 {
+		return fmt.Errorf("copy: the target's tables %s already hold rows; binlane copies into empty tables only "+
+			"(empty them, or use --copy=never with --start-gtid if the target is already in sync)", strings.Join(nonEmpty, ", "))
+	}
+	rows := make([]position.CopyTable, len(tables))
+	for i, t := range tables {
+		t.Build = provision.NewBuild(t.Schema, t.Name, deferred[i], copier.Neighbours(t.Def))
+		rows[i] = position.CopyTable{Schema: t.Schema, Table: t.Name, Estimate: t.Rows, OnePass: t.OnePass,
+			Deferred: provision.Encode(deferred[i])}
+	}
+	if err := position.StartCopy(ctx, r.meta, cfg.Stream, r.currentOwner(), pos.String(), rows); err != nil {
+		return err
+	}
+	r.log.Info("copying", "tables", len(tables), "start", pos.String(), "workers", cfg.Copy.Workers)
+	cr.tables = tables
+	cr.state, err = copier.NewState(tables, rows)
+	return err
+}
+
+// buildCopied builds, before the stream starts, the deferred indexes of
+// the tables a previous run copied every row of (it stopped before it had
+// built them, or during the build).
+func (r *run) buildCopied(ctx context.Context, tables []*copier.Table, saved []position.CopyTable) error {
+	for i, s := range saved {
+		if s.State != position.CopyIndexing {
+			continue
 		}
-		nonEmpty, err := copier.PrepareTarget(ctx, r.meta, tables)
-		if err != nil {
-			return fmt.Errorf("copy: %w", err)
+		t := tables[i]
+		if t.Build != nil {
+			if r.cfg.Copy.BeforeBuild != nil {
+				r.cfg.Copy.BeforeBuild(t.ID())
+			}
+			conn, err := r.meta.Conn(ctx)
+			if err != nil {
+				return err
+			}
+			err = provision.Build(ctx, conn, t.Build, r.log)
+			conn.Close()
+			if err != nil {
+				return fmt.Errorf("copy: %w", err)
+			}
+			t.Build = nil
 		}
-		if len(nonEmpty) > 0 {
-			return fmt.Errorf("copy: the target's tables %s already hold rows; binlane copies into empty tables only "+
-				"(empty them, or use --copy=never with --start-gtid if the target is already in sync)", strings.Join(nonEmpty, ", "))
-		}
-		rows := make([]position.CopyTable, len(tables))
-		for i, t := range tables {
-			rows[i] = position.CopyTable{Schema: t.Schema, Table: t.Name, Estimate: t.Rows, OnePass: t.OnePass}
-		}
-		if err := position.StartCopy(ctx, r.meta, cfg.Stream, r.currentOwner(), pos.String(), rows); err != nil {
+		if err := position.CopyBuilt(ctx, r.meta, r.cfg.Stream, t.Schema, t.Name); err != nil {
 			return err
 		}
-		saved = rows
-		r.log.Info("copying", "tables", len(tables), "start", pos.String(), "workers", cfg.Copy.Workers)
+		saved[i].State = position.CopyDone
 	}
-	cr.tables = tables
-	cr.state, err = copier.NewState(tables, saved)
-	return err
+	return nil
+}
+
+// setPending tells the target's schema cache the unique keys the copy
+// deferred (see schema.Cache.SetPending).
+func (cr *copyRun) setPending(cache *schema.Cache) {
+	for _, t := range cr.tables {
+		if t.Build == nil {
+			continue
+		}
+		var keys []schema.PendingKey
+		if t.Def != nil {
+			for _, name := range t.Build.Keys {
+				if ix := t.Def.IndexByName(name); ix != nil && ix.Unique {
+					keys = append(keys, schema.PendingKey{Name: ix.Name, Columns: t.Def.ColumnNames(ix), Prefix: ix.Prefix})
+				}
+			}
+		}
+		cache.SetPending(t.Schema, t.Name, keys)
+	}
 }
 
 // stableTables lists the tables to copy and the source's position, which
@@ -191,7 +263,7 @@ func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Co
 		if cfg.Copy.AroundListing != nil {
 			cfg.Copy.AroundListing(false)
 		}
-		tables, err := copier.ListTables(ctx, src, cfg.Rules)
+		tables, err := copier.ListTables(ctx, src, cfg.Rules, true)
 		if err != nil {
 			return nil, gtid.Set{}, fmt.Errorf("copy: %w", err)
 		}
@@ -280,17 +352,26 @@ func statementBetween(ctx context.Context, rcfg replica.Config, rules filter.Rul
 	return "", err
 }
 
+// copyReaders is the number of source connections reading chunks for
+// --copy-workers chunks written at once: twice as many, so that while a
+// chunk waits for the stream to reach its snapshot (the stream lags a busy
+// source) or for its commit, another reader's chunk is ready to be
+// written; the applier bounds the writes (apply.Config.MaxChunkWrites).
+func copyReaders(workers int) int { return 2 * workers }
+
 // begin makes the merger and the copier of a stream starting after start.
 func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
 	cr.merger = copier.NewMerger(start)
 	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
-		Workers: cfg.Copy.Workers, ChunkTime: cfg.Copy.ChunkTime, Throttle: cfg.Throttle, Logger: log,
+		Readers: copyReaders(cfg.Copy.Workers), ChunkTime: cfg.Copy.ChunkTime, Throttle: cfg.Throttle, Logger: log,
 		AfterRead: cfg.Copy.AfterRead, ByCoordinate: cfg.Copy.ByCoordinate})
 }
 
 // resumeTables keeps the tables of a saved copy; one the source no longer
 // has (its DROP is ahead in the stream) keeps its saved key, so that the
-// changes before the DROP are still filtered the same way.
+// changes before the DROP are still filtered the same way. The indexes a
+// table's copy deferred come from its checkpoint, in the same order as
+// saved.
 func resumeTables(listed []*copier.Table, saved []position.CopyTable) ([]*copier.Table, error) {
 	byID := map[string]*copier.Table{}
 	for _, t := range listed {
@@ -298,7 +379,7 @@ func resumeTables(listed []*copier.Table, saved []position.CopyTable) ([]*copier
 	}
 	var out []*copier.Table
 	for _, s := range saved {
-		var cov copier.Coverage
+		var cov keyrange.Coverage
 		if s.Coverage != "" {
 			if err := json.Unmarshal([]byte(s.Coverage), &cov); err != nil {
 				return nil, fmt.Errorf("the copy checkpoint of %s.%s: %w", s.Schema, s.Table, err)
@@ -308,12 +389,23 @@ func resumeTables(listed []*copier.Table, saved []position.CopyTable) ([]*copier
 		switch {
 		case t == nil:
 			t = &copier.Table{Schema: s.Schema, Name: s.Table, Key: cov.Cols, OnePass: s.OnePass}
-		case s.State != position.CopyDone && len(cov.Ranges) > 0 && !copier.SameKey(t.Key, cov.Cols):
+		case s.State != position.CopyDone && len(cov.Ranges) > 0 && !keyrange.Same(t.Key, cov.Cols):
 			return nil, fmt.Errorf("the chunking key of %s changed since its copy started; drop the target's copy of the "+
 				"table and the stream (binlane.copy, binlane.streams) and start the copy again", t.Quoted())
 		}
-		if s.State != position.CopyDone && cov.Cols != nil {
-			t.Key = cov.Cols
+		if s.State != position.CopyDone && cov.Cols != nil && !keyrange.Same(t.Key, cov.Cols) {
+			t.Key = cov.Cols // (the listed key, the same, also knows its columns' charsets)
+		}
+		if s.State != position.CopyDone {
+			ixs, err := provision.Decode(s.Deferred)
+			if err != nil {
+				return nil, fmt.Errorf("the copy checkpoint of %s.%s: %w", s.Schema, s.Table, err)
+			}
+			var neighbours []txn.TableName
+			if t.Def != nil {
+				neighbours = copier.Neighbours(t.Def)
+			}
+			t.Build = provision.NewBuild(t.Schema, t.Name, ixs, neighbours)
 		}
 		out = append(out, t)
 	}
@@ -357,7 +449,13 @@ func (r *run) waitCopied(ctx context.Context, cr *copyRun, rcfg replica.Config, 
 			return err
 		}
 		if applied.ContainsSet(target) && copyFinished(ctx, r.meta, r.cfg.Stream) {
-			r.log.Info("copy done; the target has caught up", "position", target.String())
+			args := []any{"position", target.String()}
+			if cr != nil {
+				st := cr.copier.Stats()
+				args = append(args, "chunks", st.Chunks.Load(), "source_round_trips", st.RoundTrips.Load(),
+					"chunks_binlog_still", st.StillChunks.Load(), "round_trips_binlog_still", st.StillTrips.Load())
+			}
+			r.log.Info("copy done; the target has caught up", args...)
 			return errCopied
 		}
 	}

@@ -272,6 +272,9 @@ func (r *run) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if cr != nil {
+		cr.setPending(tgt.cache)
+	}
 	start, st, err := startPosition(ctx, *cfg, r.meta, rcfg, r.log)
 	if err != nil {
 		return err
@@ -320,7 +323,7 @@ func (r *run) once(ctx context.Context) error {
 	acfg := cfg.Apply
 	acfg.Target, acfg.Flavor, acfg.Owner, acfg.RecoveredDDL, acfg.Source = cfg.Target, tgt.flavor, r.currentOwner(), st.DDL, tables
 	if cr != nil {
-		acfg.Copy = cr.state
+		acfg.Copy, acfg.MaxChunkWrites = cr.state, cfg.Copy.Workers
 		cr.begin(cfg, start, r.log)
 		cfg.Observer.AttachCopy(cr.copier, cr.state)
 	}

@@ -3,18 +3,17 @@ package replicate
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/dsn"
+	"github.com/binlane/binlane/internal/schema"
 )
 
 // sourceTables answers which source tables are transactional, from the
-// source's information_schema (SELECT on the replicated tables is enough to
-// see them). It opens its connection only when first asked: only
+// source's definitions (package schema; SELECT on the replicated tables is
+// enough to see them). It opens its connection only when first asked: only
 // transactions that roll back to a savepoint over non-transactional
 // changes need it.
 type sourceTables struct {
@@ -43,23 +42,19 @@ func (s *sourceTables) Transactional(ctx context.Context, tm *binlog.TableMap) (
 		s.db = db
 		s.db.SetMaxOpenConns(1)
 	}
-	var engine, tx sql.NullString
-	err := s.db.QueryRowContext(ctx, `SELECT t.ENGINE, e.TRANSACTIONS FROM information_schema.TABLES t
-		LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
-		WHERE t.TABLE_SCHEMA = ? AND t.TABLE_NAME = ?`, tm.Schema, tm.Table).Scan(&engine, &tx)
-	if errors.Is(err, sql.ErrNoRows) {
+	t, err := schema.ReadTable(ctx, s.db, tm.Schema, tm.Table)
+	if err != nil {
+		return false, fmt.Errorf("read the engine of %s on the source %s (the source user needs SELECT on it): %w",
+			tm.QualifiedName(), s.d, err)
+	}
+	if t == nil {
 		// The stream is behind the source, which has dropped the table
 		// since: the DROP will reach the target too and remove whatever
 		// this transaction leaves in it. Take it as the usual kind.
 		return true, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("read the engine of %s on the source %s (the source user needs SELECT on it): %w",
-			tm.QualifiedName(), s.d, err)
-	}
-	transactional := strings.EqualFold(tx.String, "YES")
-	s.seen[key] = transactional
-	return transactional, nil
+	s.seen[key] = t.Transactional
+	return t.Transactional, nil
 }
 
 func (s *sourceTables) close() {

@@ -72,39 +72,27 @@ func routineCreation(ctx context.Context, meta *sql.DB, skipBinlog bool) string 
 // apply to correctly. information_schema shows a table's triggers only to
 // users with the TRIGGER privilege on it (the README's grants include it).
 func checkTargetTables(ctx context.Context, meta *sql.DB, rules filter.Rules, allowTriggers bool) error {
-	rows, err := meta.QueryContext(ctx, `SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_TYPE, COALESCE(t.ENGINE, ''), COALESCE(e.TRANSACTIONS, 'YES'),
-			(SELECT COUNT(*) FROM information_schema.TRIGGERS g
-			  WHERE g.EVENT_OBJECT_SCHEMA = t.TABLE_SCHEMA AND g.EVENT_OBJECT_TABLE = t.TABLE_NAME)
-		FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
-		WHERE t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND t.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys', 'binlane')`)
+	tables, err := schema.ReadCatalog(ctx, meta, rules, true)
 	if err != nil {
 		return fmt.Errorf("read the target's tables: %w", err)
 	}
-	defer rows.Close()
 	var problems []string
-	for rows.Next() {
-		var sc, name, kind, engine, tx string
-		var triggers int
-		if err := rows.Scan(&sc, &name, &kind, &engine, &tx, &triggers); err != nil {
-			return err
-		}
-		if !rules.Match(sc, name) {
+	for _, t := range tables {
+		q := t.QualifiedName()
+		if t.Type == "SYSTEM VERSIONED" {
+			problems = append(problems, fmt.Sprintf("table %s: %v", q, txn.ErrVersioned))
 			continue
 		}
-		q := schema.QuoteName(sc) + "." + schema.QuoteName(name)
-		if kind == "SYSTEM VERSIONED" {
-			problems = append(problems, fmt.Sprintf("table %s: %v", q, txn.ErrVersioned))
+		if t.Type != "BASE TABLE" {
+			continue
 		}
-		if !strings.EqualFold(tx, "YES") {
+		if !t.Transactional {
 			problems = append(problems, fmt.Sprintf("table %s uses the %s engine, which cannot roll back: binlane's retries and "+
-				"crash recovery need a transactional engine (ALTER TABLE %s ENGINE=InnoDB)", q, engine, q))
+				"crash recovery need a transactional engine (ALTER TABLE %s ENGINE=InnoDB)", q, t.Engine, q))
 		}
-		if triggers > 0 && !allowTriggers {
+		if t.HasTriggers && !allowTriggers {
 			problems = append(problems, (&plan.TriggerError{Table: q}).Error())
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	if len(problems) > 0 {
 		return &TargetError{Problems: problems}

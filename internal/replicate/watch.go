@@ -47,19 +47,5 @@ func (r *run) watch(ctx context.Context, stop context.CancelCauseFunc) {
 
 // triggeredTable returns a replicated target table with a trigger, if any.
 func triggeredTable(ctx context.Context, meta *sql.DB, cfg Config) (string, error) {
-	rows, err := meta.QueryContext(ctx, `SELECT DISTINCT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS`)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var sc, t string
-		if err := rows.Scan(&sc, &t); err != nil {
-			return "", err
-		}
-		if cfg.Rules.Match(sc, t) {
-			return schema.QuoteName(sc) + "." + schema.QuoteName(t), nil
-		}
-	}
-	return "", rows.Err()
+	return schema.TriggeredTable(ctx, meta, cfg.Rules)
 }

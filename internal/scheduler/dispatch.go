@@ -21,7 +21,7 @@ func (s *Scheduler) Next() []*Unit {
 		if u.waiting != 0 {
 			continue
 		}
-		if u.headOnly && u.Seq != s.committed+1 {
+		if u.headOnly && u.Seq != s.committed+1 || u.Solo && s.cfg.MaxSolo > 0 && s.solo >= s.cfg.MaxSolo && u.Seq != s.committed+1 {
 			seen++
 			continue
 		}
@@ -32,6 +32,9 @@ func (s *Scheduler) Next() []*Unit {
 				v.state = stateDispatched
 				if v.waiting == 0 {
 					s.ready--
+				}
+				if v.Solo {
+					s.solo++
 				}
 			}
 			s.pending = slices.Delete(s.pending, i, i+len(batch))
@@ -81,11 +84,14 @@ func (s *Scheduler) grow(start int) (batch []*Unit, bytes int) {
 // 2,405 trx/s with 4 workers against 52,599 with 1). So a batch goes out
 // when it is at the head (it would commit next anyway; a ready barrier or
 // retry is always there), when it is large enough to pay for its own
-// commit, or when there is no backlog (a trickle of transactions: latency
-// matters more than merging).
+// commit, when there is no backlog (a trickle of transactions: latency
+// matters more than merging), or when it is a solo unit, which no other
+// unit could join (a copied chunk: holding it back until it is at the head
+// made every chunk wait for the stream before it under a load, and
+// serialized the copy with the stream).
 func (s *Scheduler) worthDispatching(batch []*Unit, bytes int) bool {
 	minUnits := (s.cfg.MaxBatch + 3) / 4
-	return batch[0].Seq == s.committed+1 ||
+	return batch[0].Seq == s.committed+1 || batch[0].Solo ||
 		len(batch) >= minUnits || bytes >= s.cfg.MaxBatchBytes/4 ||
 		len(s.pending) < s.cfg.MaxBatch
 }
@@ -108,6 +114,9 @@ func (s *Scheduler) depsSatisfied(v *Unit, batch uint64) bool {
 // so the batch's units are the oldest in flight.
 func (s *Scheduler) Committed(batch []*Unit) {
 	for _, u := range batch {
+		if u.Solo {
+			s.solo--
+		}
 		u.state = stateCommitted
 		for _, d := range u.dependents {
 			d.waiting--
@@ -131,6 +140,7 @@ func (s *Scheduler) Committed(batch []*Unit) {
 				}
 			}
 		}
+		s.spansCommitted(u)
 		if s.barrier == u {
 			s.barrier = nil
 		}
@@ -151,6 +161,9 @@ func (s *Scheduler) Committed(batch []*Unit) {
 // then runs only at the head, when nothing earlier can still be in its way.
 func (s *Scheduler) Requeue(batch []*Unit) {
 	for i, u := range batch {
+		if u.Solo {
+			s.solo--
+		}
 		u.state, u.batch = statePending, 0
 		u.headOnly = i == 0
 		if u.waiting == 0 {

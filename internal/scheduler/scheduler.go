@@ -76,6 +76,10 @@ type Unit struct {
 	// unit added after them, as a barrier does; Seal gives their writeset,
 	// and units added afterwards wait only if they conflict with it.
 	Open bool
+	// Spans are key ranges the unit writes whole (a copied chunk), Points
+	// the rows it changes in tables that may have spans (see Span).
+	Spans  []Span
+	Points []Point
 	// Bytes counts toward the window.
 	Bytes int
 	// Commit-order metadata.
@@ -122,6 +126,10 @@ type Config struct {
 	// MaxBatch and MaxBatchBytes bound one batch.
 	MaxBatch      int
 	MaxBatchBytes int
+	// MaxSolo bounds the solo units (copied chunks) dispatched at once
+	// (0: no bound), except the one at the head, which always goes: the
+	// others wait for its commit.
+	MaxSolo int
 }
 
 // Scheduler is the dependency graph. Not safe for concurrent use.
@@ -136,11 +144,14 @@ type Scheduler struct {
 	keyOwner  map[uint64]*Unit
 	tableExcl map[uint64]*Unit
 	tableLast map[uint64]*Unit // the last unit that touched each table
+	spans     spanState        // units with spans in flight, by table
 	order     commitOrder
 	batchID   uint64
 	// ready counts pending units that wait for nothing, so that Next can
 	// stop scanning a long window of waiting units early.
 	ready int
+	// solo counts the solo units dispatched and not committed.
+	solo int
 }
 
 // New returns a scheduler whose first unit will have Seq first.
@@ -158,7 +169,7 @@ func New(cfg Config, first uint64) *Scheduler {
 		cfg.MaxBatchBytes = 8 << 20
 	}
 	return &Scheduler{cfg: cfg, committed: first - 1, keyOwner: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
-		order: commitOrder{domains: map[uint32]*domainState{}}}
+		spans: spanState{}, order: commitOrder{domains: map[uint32]*domainState{}}}
 }
 
 // Full reports whether the window has no room for another unit. A window
@@ -205,6 +216,7 @@ func (s *Scheduler) Add(u *Unit) {
 }
 
 func (s *Scheduler) addWriteset(u *Unit) {
+	s.addSpans(u)
 	if u.Set == nil {
 		return
 	}
@@ -223,8 +235,11 @@ func (s *Scheduler) addWriteset(u *Unit) {
 			// (copied chunks of different tables, above all).
 			s.depend(u, s.tableLast[t.Table])
 			s.tableExcl[t.Table] = u
-		} else if e := s.tableExcl[t.Table]; e != nil {
-			s.depend(u, e)
+		} else {
+			if e := s.tableExcl[t.Table]; e != nil {
+				s.depend(u, e)
+			}
+			s.afterSpans(u, t.Table)
 		}
 		s.tableLast[t.Table] = u
 	}

@@ -3,76 +3,132 @@ package schema
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 )
 
-// load reads one table's definition; nil when the table does not exist.
-func load(ctx context.Context, db *sql.DB, schemaName, table string) (*Table, error) {
-	t := &Table{byName: map[string]int{}}
-	var engine sql.NullString
-	var tx sql.NullString
-	err := db.QueryRowContext(ctx, `SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.ENGINE, e.TRANSACTIONS
-		FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
-		WHERE t.TABLE_SCHEMA = ? AND t.TABLE_NAME = ?`, schemaName, table).Scan(&t.Schema, &t.Name, &engine, &tx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Views have no engine: writes go through to their base table, which
-	// decides. (ENGINES lists an engine's TRANSACTIONS; SEQUENCE tables
-	// report their underlying engine.)
-	t.Engine = engine.String
-	t.Transactional = !engine.Valid || strings.EqualFold(tx.String, "YES")
-	if err := loadColumns(ctx, db, t); err != nil {
-		return nil, err
-	}
-	if len(t.Columns) == 0 {
-		return nil, nil
-	}
-	if err := loadIndexes(ctx, db, t); err != nil {
-		return nil, err
-	}
-	if t.ForeignKeys, err = loadForeignKeys(ctx, db, "k.TABLE_SCHEMA = ? AND k.TABLE_NAME = ?", t.Schema, t.Name); err != nil {
-		return nil, err
-	}
-	if t.ReferencedBy, err = loadForeignKeys(ctx, db, "k.REFERENCED_TABLE_SCHEMA = ? AND k.REFERENCED_TABLE_NAME = ?", t.Schema, t.Name); err != nil {
-		return nil, err
-	}
-	var n int
-	err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TRIGGERS
-		WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ?`, t.Schema, t.Name).Scan(&n)
-	if err != nil {
-		return nil, err
-	}
-	t.HasTriggers = n > 0
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%v|%v|%v|%v|%v|%v", t.Engine, t.Columns, t.PrimaryKey, t.UniqueKeys,
-		t.ForeignKeys, t.ReferencedBy, t.HasTriggers))
-	t.Signature = hex.EncodeToString(sum[:])
-	return t, nil
+// scope says which tables a load reads: one table, or every table of some
+// schemas. Each query of a load reads the whole scope at once, so that a
+// catalog of hundreds of tables costs as many queries as one table.
+type scope struct {
+	schemas []string
+	table   string // with exactly one schema
+	// triggers: read them (a catalog may not need them: the query makes the
+	// server write a temporary table to disk).
+	triggers bool
 }
 
-func loadColumns(ctx context.Context, db *sql.DB, t *Table) error {
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE,
-			COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), EXTRA,
-			COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_OCTET_LENGTH, 0)
-		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?
-		ORDER BY ORDINAL_POSITION`, t.Schema, t.Name)
+// where returns the condition selecting the scope's rows of an
+// information_schema table whose schema and table name columns are given.
+func (s scope) where(schemaCol, tableCol string) (string, []any) {
+	if s.table != "" {
+		return schemaCol + " = ? AND " + tableCol + " = ?", []any{s.schemas[0], s.table}
+	}
+	args := make([]any, len(s.schemas))
+	for i, sc := range s.schemas {
+		args[i] = sc
+	}
+	return schemaCol + " IN (?" + strings.Repeat(", ?", len(s.schemas)-1) + ")", args
+}
+
+// tableKey identifies a table within one load: the server's own spelling.
+type tableKey struct{ schema, name string }
+
+// loaded is the tables one load found, by their spelling in
+// information_schema, in name order.
+type loaded struct {
+	byKey map[tableKey]*Table
+	order []*Table
+}
+
+func (l *loaded) get(schemaName, name string) *Table { return l.byKey[tableKey{schemaName, name}] }
+
+// load reads the definitions of the tables in scope: base tables,
+// system-versioned tables, views and sequences alike (a view has no
+// engine, no keys and no columns of its own that matter here).
+func load(ctx context.Context, q Querier, sc scope) (*loaded, error) {
+	l := &loaded{byKey: map[tableKey]*Table{}}
+	if len(sc.schemas) == 0 {
+		return l, nil
+	}
+	if err := loadTables(ctx, q, sc, l); err != nil {
+		return nil, fmt.Errorf("read tables: %w", err)
+	}
+	if len(l.order) == 0 {
+		return l, nil
+	}
+	if err := loadColumns(ctx, q, sc, l); err != nil {
+		return nil, fmt.Errorf("read columns: %w", err)
+	}
+	if err := loadIndexes(ctx, q, sc, l); err != nil {
+		return nil, fmt.Errorf("read indexes: %w", err)
+	}
+	if err := loadForeignKeys(ctx, q, sc, l); err != nil {
+		return nil, fmt.Errorf("read foreign keys: %w", err)
+	}
+	if sc.triggers {
+		if err := loadTriggers(ctx, q, sc, l); err != nil {
+			return nil, fmt.Errorf("read triggers: %w", err)
+		}
+	}
+	for _, t := range l.order {
+		t.digest()
+	}
+	return l, nil
+}
+
+func loadTables(ctx context.Context, q Querier, sc scope, l *loaded) error {
+	where, args := sc.where("t.TABLE_SCHEMA", "t.TABLE_NAME")
+	rows, err := q.QueryContext(ctx, `SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.TABLE_TYPE, COALESCE(t.ENGINE, ''),
+			e.TRANSACTIONS IS NULL OR e.TRANSACTIONS = 'YES', t.ENGINE IS NULL, COALESCE(t.TABLE_ROWS, 0)
+		FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
+		WHERE `+where+` ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME`, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
+		t := &Table{byName: map[string]int{}}
+		var noEngine bool
+		if err := rows.Scan(&t.Schema, &t.Name, &t.Type, &t.Engine, &t.Transactional, &noEngine, &t.Rows); err != nil {
+			return err
+		}
+		// Views have no engine: writes go through to their base table, which
+		// decides. (ENGINES lists an engine's TRANSACTIONS; SEQUENCE tables
+		// report their underlying engine.)
+		t.Transactional = t.Transactional || noEngine
+		l.byKey[tableKey{t.Schema, t.Name}] = t
+		l.order = append(l.order, t)
+	}
+	return rows.Err()
+}
+
+func loadColumns(ctx context.Context, q Querier, sc scope, l *loaded) error {
+	where, args := sc.where("TABLE_SCHEMA", "TABLE_NAME")
+	rows, err := q.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE,
+			COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), EXTRA,
+			COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_OCTET_LENGTH, 0),
+			COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0)
+		FROM information_schema.COLUMNS WHERE `+where+`
+		ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s, n string
 		var c Column
 		var nullable, extra string
-		if err := rows.Scan(&c.Name, &c.DataType, &c.ColumnType, &nullable, &c.Charset, &c.Collation, &extra,
-			&c.DatetimePrecision, &c.MaxBytes); err != nil {
+		if err := rows.Scan(&s, &n, &c.Name, &c.DataType, &c.ColumnType, &nullable, &c.Charset, &c.Collation, &extra,
+			&c.DatetimePrecision, &c.MaxBytes, &c.Precision, &c.Scale); err != nil {
 			return err
+		}
+		t := l.get(s, n)
+		if t == nil {
+			continue // created after the table list was read
 		}
 		c.DataType = strings.ToLower(c.DataType)
 		c.Nullable = nullable == "YES"
@@ -80,38 +136,48 @@ func loadColumns(ctx context.Context, db *sql.DB, t *Table) error {
 		ex := strings.ToUpper(extra)
 		c.Generated = strings.Contains(ex, "VIRTUAL") || strings.Contains(ex, "STORED") || strings.Contains(ex, "PERSISTENT")
 		c.OnUpdate = strings.Contains(ex, "ON UPDATE")
+		c.AutoIncrement = strings.Contains(ex, "AUTO_INCREMENT")
 		t.byName[strings.ToLower(c.Name)] = len(t.Columns)
 		t.Columns = append(t.Columns, c)
 	}
 	return rows.Err()
 }
 
-func loadIndexes(ctx context.Context, db *sql.DB, t *Table) error {
-	rows, err := db.QueryContext(ctx, `SELECT INDEX_NAME, COLUMN_NAME, COALESCE(SUB_PART, 0)
-		FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0
-		ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX`, t.Schema, t.Name)
+func loadIndexes(ctx context.Context, q Querier, sc scope, l *loaded) error {
+	where, args := sc.where("TABLE_SCHEMA", "TABLE_NAME")
+	rows, err := q.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, NON_UNIQUE = 0, COALESCE(COLUMN_NAME, ''),
+			COALESCE(SUB_PART, 0), INDEX_TYPE
+		FROM information_schema.STATISTICS WHERE `+where+`
+		ORDER BY TABLE_SCHEMA, TABLE_NAME, INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX`, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	var cur *Index
-	var order []string
-	byName := map[string]*Index{}
+	var curTable *Table
 	for rows.Next() {
-		var name, col string
+		var s, n, name, col, typ string
+		var unique bool
 		var sub int
-		if err := rows.Scan(&name, &col, &sub); err != nil {
+		if err := rows.Scan(&s, &n, &name, &unique, &col, &sub, &typ); err != nil {
 			return err
+		}
+		t := l.get(s, n)
+		if t == nil {
+			continue
+		}
+		if cur == nil || curTable != t || cur.Name != name {
+			t.Indexes = append(t.Indexes, Index{Name: name, Unique: unique, Type: typ})
+			cur, curTable = &t.Indexes[len(t.Indexes)-1], t
 		}
 		pos, ok := t.Column(col)
 		if !ok {
-			continue // a functional index part; not a column
-		}
-		if cur = byName[name]; cur == nil {
-			cur = &Index{Name: name}
-			byName[name] = cur
-			order = append(order, name)
+			// A functional key part (MySQL), not a column: the index is unique
+			// over its column parts and the expression together, so conflict
+			// keys over the column parts alone are coarser, never finer; but
+			// it cannot order or name rows by columns (see ChunkKey).
+			cur.Functional = true
+			continue
 		}
 		cur.Columns = append(cur.Columns, pos)
 		cur.Prefix = append(cur.Prefix, sub)
@@ -120,51 +186,164 @@ func loadIndexes(ctx context.Context, db *sql.DB, t *Table) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	for _, name := range order {
-		ix := byName[name]
-		if name == "PRIMARY" {
-			t.PrimaryKey = ix
-		} else {
-			t.UniqueKeys = append(t.UniqueKeys, *ix)
-		}
+	for _, t := range l.order {
+		t.indexKeys()
 	}
 	return nil
 }
 
-func loadForeignKeys(ctx context.Context, db *sql.DB, where string, args ...any) ([]ForeignKey, error) {
-	rows, err := db.QueryContext(ctx, `SELECT k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME,
-			k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME,
-			r.UPDATE_RULE, r.DELETE_RULE
+// indexKeys derives PrimaryKey and UniqueKeys from Indexes.
+func (t *Table) indexKeys() {
+	t.PrimaryKey, t.UniqueKeys = nil, nil
+	for i := range t.Indexes {
+		ix := &t.Indexes[i]
+		switch {
+		case !ix.Unique:
+		case ix.Name == "PRIMARY":
+			p := *ix
+			t.PrimaryKey = &p
+		default:
+			t.UniqueKeys = append(t.UniqueKeys, *ix)
+		}
+	}
+}
+
+// loadForeignKeys reads the foreign keys of the tables in scope, and those
+// that reference them: for one table, from anywhere (a cascade into a table
+// of another schema must be known); for a catalog, from the tables in
+// scope only (the condition on the referenced schema cannot use
+// information_schema's lookup by schema: the server would scan every
+// schema's tables, information_schema's own included).
+func loadForeignKeys(ctx context.Context, q Querier, sc scope, l *loaded) error {
+	all, err := foreignKeys(ctx, q, sc, "k.TABLE_SCHEMA", "k.TABLE_NAME")
+	if err != nil {
+		return err
+	}
+	for _, f := range all {
+		if t := l.get(f.ChildSchema, f.ChildTable); t != nil {
+			t.ForeignKeys = append(t.ForeignKeys, f)
+		}
+	}
+	if sc.table != "" {
+		if all, err = foreignKeys(ctx, q, sc, "k.REFERENCED_TABLE_SCHEMA", "k.REFERENCED_TABLE_NAME"); err != nil {
+			return err
+		}
+	}
+	for _, f := range all {
+		if t := l.get(f.ParentSchema, f.ParentTable); t != nil {
+			t.ReferencedBy = append(t.ReferencedBy, f)
+		}
+	}
+	for _, t := range l.order {
+		// In a stable order whatever the query's (the signature digests it).
+		sort.SliceStable(t.ReferencedBy, func(i, j int) bool {
+			a, b := &t.ReferencedBy[i], &t.ReferencedBy[j]
+			if a.ChildSchema != b.ChildSchema {
+				return a.ChildSchema < b.ChildSchema
+			}
+			if a.ChildTable != b.ChildTable {
+				return a.ChildTable < b.ChildTable
+			}
+			return a.Name < b.Name
+		})
+	}
+	return nil
+}
+
+// foreignKeys reads the foreign keys whose child (or parent) is in scope.
+// Their rules come from a second query instead of a join: each of the two
+// information_schema tables is then read by its own lookup fields, where
+// the join made the server materialize every schema's constraints.
+func foreignKeys(ctx context.Context, q Querier, sc scope, schemaCol, tableCol string) ([]ForeignKey, error) {
+	where, args := sc.where(schemaCol, tableCol)
+	rows, err := q.QueryContext(ctx, `SELECT k.CONSTRAINT_SCHEMA, k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME,
+			k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME
 		FROM information_schema.KEY_COLUMN_USAGE k
-		LEFT JOIN information_schema.REFERENTIAL_CONSTRAINTS r
-		  ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME
-		 AND r.TABLE_NAME = k.TABLE_NAME
-		WHERE `+where+` AND k.REFERENCED_TABLE_NAME IS NOT NULL
+		WHERE k.REFERENCED_TABLE_NAME IS NOT NULL AND `+where+`
 		ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION`, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []ForeignKey
+	var all []ForeignKey
+	var inSchemas []string // the constraints' schemas, for their rules
 	for rows.Next() {
 		var f ForeignKey
-		var col, pcol string
-		var onUpdate, onDelete sql.NullString
-		if err := rows.Scan(&f.Name, &f.ChildSchema, &f.ChildTable, &col, &f.ParentSchema, &f.ParentTable, &pcol,
-			&onUpdate, &onDelete); err != nil {
+		var cs, col, pcol string
+		if err := rows.Scan(&cs, &f.Name, &f.ChildSchema, &f.ChildTable, &col, &f.ParentSchema, &f.ParentTable, &pcol); err != nil {
+			rows.Close()
 			return nil, err
 		}
-		// REFERENTIAL_CONSTRAINTS hides a constraint from an account with
-		// no privilege beyond SELECT on the table, KEY_COLUMN_USAGE does
-		// not: the key is known, its rules are not.
-		f.OnUpdate, f.OnDelete, f.RulesHidden = onUpdate.String, onDelete.String, !onUpdate.Valid
-		if n := len(out); n > 0 && out[n-1].Name == f.Name && out[n-1].ChildTable == f.ChildTable && out[n-1].ChildSchema == f.ChildSchema {
-			out[n-1].ChildColumns = append(out[n-1].ChildColumns, col)
-			out[n-1].ParentColumns = append(out[n-1].ParentColumns, pcol)
+		if n := len(all); n > 0 && all[n-1].Name == f.Name && all[n-1].ChildTable == f.ChildTable && all[n-1].ChildSchema == f.ChildSchema {
+			all[n-1].ChildColumns = append(all[n-1].ChildColumns, col)
+			all[n-1].ParentColumns = append(all[n-1].ParentColumns, pcol)
 			continue
 		}
 		f.ChildColumns, f.ParentColumns = []string{col}, []string{pcol}
-		out = append(out, f)
+		all = append(all, f)
+		if !slices.Contains(inSchemas, cs) {
+			inSchemas = append(inSchemas, cs)
+		}
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil || len(all) == 0 {
+		return nil, err
+	}
+	type ruleKey struct{ schema, table, name string }
+	rules := map[ruleKey][2]string{}
+	where, args = scope{schemas: inSchemas}.where("CONSTRAINT_SCHEMA", "TABLE_NAME")
+	rows, err = q.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, UPDATE_RULE, DELETE_RULE
+		FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k ruleKey
+		var upd, del string
+		if err := rows.Scan(&k.schema, &k.table, &k.name, &upd, &del); err != nil {
+			return nil, err
+		}
+		rules[k] = [2]string{upd, del}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range all {
+		// A constraint lives in its child table's schema.
+		// REFERENTIAL_CONSTRAINTS hides a constraint from an account with no
+		// privilege beyond SELECT on the table, KEY_COLUMN_USAGE does not: the
+		// key is known, its rules are not.
+		r, ok := rules[ruleKey{all[i].ChildSchema, all[i].ChildTable, all[i].Name}]
+		all[i].OnUpdate, all[i].OnDelete, all[i].RulesHidden = r[0], r[1], !ok
+	}
+	return all, nil
+}
+
+func loadTriggers(ctx context.Context, q Querier, sc scope, l *loaded) error {
+	where, args := sc.where("EVENT_OBJECT_SCHEMA", "EVENT_OBJECT_TABLE")
+	// No DISTINCT: its temporary table would hold the materialized rows'
+	// long text columns, on disk.
+	rows, err := q.QueryContext(ctx, `SELECT EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE
+		FROM information_schema.TRIGGERS WHERE `+where, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s, n string
+		if err := rows.Scan(&s, &n); err != nil {
+			return err
+		}
+		if t := l.get(s, n); t != nil {
+			t.HasTriggers = true
+		}
+	}
+	return rows.Err()
+}
+
+// digest sets the table's Signature: what plans are built from.
+func (t *Table) digest() {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%v|%v|%v|%v|%v|%v", t.Engine, t.Columns, t.PrimaryKey, t.UniqueKeys,
+		t.ForeignKeys, t.ReferencedBy, t.HasTriggers))
+	t.Signature = hex.EncodeToString(sum[:])
 }

@@ -1,7 +1,10 @@
-// Package schema reads the target's table definitions from
-// information_schema — columns, primary and unique keys, foreign keys in
-// both directions, triggers, collations — and caches them per table until a
-// DDL statement invalidates them.
+// Package schema is binlane's one reader of table metadata: columns,
+// indexes (primary, unique and plain, with their types and prefixes),
+// foreign keys in both directions, triggers, engines, collations and the
+// key that chunks a table. Everything that needs to know a table's
+// definition asks it: the applier's plans (a Cache of the target's tables,
+// kept per table until a DDL statement invalidates it), the copy and
+// verify (a Catalog of the selected tables of a server, read at once).
 //
 // The package only reads metadata; it must never change a server.
 package schema
@@ -19,19 +22,29 @@ type Table struct {
 	// Schema and Name are the server's own spelling of the table's name
 	// (information_schema's), whatever spelling it was asked for.
 	Schema, Name string
+	// Type is information_schema's TABLE_TYPE: BASE TABLE, SYSTEM
+	// VERSIONED, VIEW, SEQUENCE.
+	Type string
 	// Engine is the storage engine; Transactional whether it can roll back.
 	Engine        string
 	Transactional bool
-	Columns       []Column
+	// Rows is the server's estimate of the table's rows (TABLE_ROWS).
+	Rows    int64
+	Columns []Column
+	// Indexes are all of the table's indexes, unique or not: the primary
+	// key first, then by name.
+	Indexes []Index
 	// PrimaryKey is nil for tables without one.
 	PrimaryKey *Index
-	// UniqueKeys are the unique indexes other than the primary key.
+	// UniqueKeys are the unique indexes other than the primary key, those
+	// a copy has deferred (Index.Deferred, see Cache.SetPending) included.
 	UniqueKeys []Index
 	// ForeignKeys are the constraints in which this table is the child.
 	ForeignKeys []ForeignKey
 	// ReferencedBy are the constraints in which this table is the parent.
 	ReferencedBy []ForeignKey
-	// HasTriggers is set when any trigger is defined on the table.
+	// HasTriggers is set when any trigger is defined on the table (read
+	// by the Cache, and by ReadCatalog when asked).
 	HasTriggers bool
 	// Version changes whenever the definition is reloaded.
 	Version uint64
@@ -54,13 +67,17 @@ type Column struct {
 	// OnUpdate columns change by themselves on UPDATE (ON UPDATE
 	// CURRENT_TIMESTAMP) unless the statement sets them.
 	OnUpdate bool
+	// AutoIncrement is the table's AUTO_INCREMENT column.
+	AutoIncrement bool
 	// DatetimePrecision is the fsp of temporal columns.
 	DatetimePrecision int
 	// MaxBytes is the maximum length in bytes of character/binary columns.
 	MaxBytes int64
+	// Precision and Scale are DECIMAL's (NUMERIC_PRECISION and _SCALE).
+	Precision, Scale int64
 }
 
-// Index is a primary or unique key.
+// Index is one index of a table.
 type Index struct {
 	Name    string
 	Columns []int // positions in Table.Columns
@@ -70,6 +87,16 @@ type Index struct {
 	// Nullable is set when any column can be NULL (such a unique key admits
 	// several rows with NULL in it).
 	Nullable bool
+	// Unique is set for the primary key and unique keys.
+	Unique bool
+	// Type is INDEX_TYPE: BTREE, HASH (MEMORY tables, MariaDB's long
+	// unique keys), FULLTEXT, SPATIAL.
+	Type string
+	// Functional is set when a key part is an expression, not a column.
+	Functional bool
+	// Deferred is set for a unique key the target does not have yet: a copy
+	// builds it once the table's rows are in (see Cache.SetPending).
+	Deferred bool
 }
 
 // ForeignKey is one constraint.
@@ -144,6 +171,8 @@ type Cache struct {
 	// lower case (lower_case_table_names 1 or 2): names that differ only in
 	// case are then one table.
 	lowerCase bool
+	// pending are the unique keys a copy deferred, by table (SetPending).
+	pending map[string][]PendingKey
 }
 
 // NewCache returns a cache reading from db; it asks the server how it
@@ -153,7 +182,7 @@ func NewCache(ctx context.Context, db *sql.DB) (*Cache, error) {
 	if err := db.QueryRowContext(ctx, "SELECT @@lower_case_table_names").Scan(&lctn); err != nil {
 		return nil, fmt.Errorf("read @@lower_case_table_names: %w", err)
 	}
-	return &Cache{db: db, tables: make(map[string]*Table), lowerCase: lctn != 0}, nil
+	return &Cache{db: db, tables: make(map[string]*Table), lowerCase: lctn != 0, pending: map[string][]PendingKey{}}, nil
 }
 
 // Ident is a table's identity: its schema and name as the server compares
@@ -183,18 +212,78 @@ func (c *Cache) Get(ctx context.Context, schemaName, table string) (*Table, erro
 	if ok {
 		return t, nil
 	}
-	t, err := load(ctx, c.db, id.Schema, id.Table)
+	l, err := load(ctx, c.db, scope{schemas: []string{id.Schema}, table: id.Table, triggers: true})
 	if err != nil {
 		return nil, fmt.Errorf("read definition of %s.%s: %w", QuoteName(schemaName), QuoteName(table), err)
+	}
+	if len(l.order) > 0 && len(l.order[0].Columns) > 0 { // none: dropped meanwhile
+		t = l.order[0]
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t != nil {
 		c.version++
 		t.Version = c.version
+		if p := c.pending[id.key()]; len(p) > 0 {
+			t.addPending(p)
+		}
 	}
 	c.tables[id.key()] = t
 	return t, nil
+}
+
+// PendingKey is a unique key a table is to have that the target has not
+// built yet: a copy creates its tables without their secondary indexes and
+// adds them once the rows are in (package provision).
+type PendingKey struct {
+	Name    string
+	Columns []string
+	Prefix  []int
+}
+
+// SetPending records the unique keys of a table that a copy deferred (nil
+// once they are built). Until then the table's definition lists them among
+// its UniqueKeys (Deferred set): the applier detects conflicts on them and
+// writes the table's rows as it will once they exist, so that the build
+// changes nothing it relies on.
+func (c *Cache) SetPending(schemaName, table string, keys []PendingKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := c.Ident(schemaName, table).key()
+	if len(keys) == 0 {
+		delete(c.pending, k)
+	} else {
+		c.pending[k] = keys
+	}
+	delete(c.tables, k)
+}
+
+// addPending lists deferred unique keys the target does not have (yet).
+func (t *Table) addPending(keys []PendingKey) {
+	for _, pk := range keys {
+		have := false
+		for _, ix := range t.Indexes {
+			have = have || strings.EqualFold(ix.Name, pk.Name)
+		}
+		if have {
+			continue
+		}
+		ix := Index{Name: pk.Name, Unique: true, Type: "BTREE", Deferred: true, Prefix: pk.Prefix}
+		ok := true
+		for _, name := range pk.Columns {
+			pos, found := t.Column(name)
+			if !found {
+				ok = false // cannot be: DDL on the table builds its keys first
+				break
+			}
+			ix.Columns = append(ix.Columns, pos)
+			ix.Nullable = ix.Nullable || t.Columns[pos].Nullable
+		}
+		if ok {
+			t.UniqueKeys = append(t.UniqueKeys, ix)
+		}
+	}
+	t.digest()
 }
 
 // Invalidate forgets one table, and the tables whose foreign keys point to

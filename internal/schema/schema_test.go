@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/schema"
 )
@@ -69,18 +70,24 @@ func TestLoadTable(t *testing.T) {
 	if i, ok := p.Column("CODE"); !ok || i != 1 {
 		t.Errorf("Column(CODE) = %d, %v: names are case-insensitive", i, ok)
 	}
-	if p.PrimaryKey == nil || !reflect.DeepEqual(*p.PrimaryKey, schema.Index{Name: "PRIMARY", Columns: []int{0}, Prefix: []int{0}}) {
+	if p.PrimaryKey == nil || !reflect.DeepEqual(*p.PrimaryKey, schema.Index{Name: "PRIMARY", Columns: []int{0}, Prefix: []int{0}, Unique: true, Type: "BTREE"}) {
 		t.Errorf("primary key %+v", p.PrimaryKey)
 	}
 	wantUnique := []schema.Index{
-		{Name: "code", Columns: []int{1}, Prefix: []int{0}},
-		{Name: "pfx", Columns: []int{2, 4}, Prefix: []int{5, 0}, Nullable: true},
+		{Name: "code", Columns: []int{1}, Prefix: []int{0}, Unique: true, Type: "BTREE"},
+		{Name: "pfx", Columns: []int{2, 4}, Prefix: []int{5, 0}, Nullable: true, Unique: true, Type: "BTREE"},
 	}
 	if !reflect.DeepEqual(p.UniqueKeys, wantUnique) {
 		t.Errorf("unique keys (the plain key n must not be listed):\n got %+v\nwant %+v", p.UniqueKeys, wantUnique)
 	}
 	if k := p.UsableKey(); k != p.PrimaryKey {
 		t.Errorf("usable key %+v, want the primary key", k)
+	}
+	if n := p.IndexByName("N"); n == nil || n.Unique || !reflect.DeepEqual(p.ColumnNames(n), []string{"note"}) || len(p.Indexes) != 4 {
+		t.Errorf("indexes %+v: want the plain key n among them", p.Indexes)
+	}
+	if k := p.ChunkKey(); k == nil || k.Name != "PRIMARY" {
+		t.Errorf("chunk key %+v, want the primary key", k)
 	}
 	if len(p.ForeignKeys) != 0 || len(p.ReferencedBy) != 2 || p.HasTriggers {
 		t.Errorf("parent: foreign keys %+v, referenced by %+v, triggers %v", p.ForeignKeys, p.ReferencedBy, p.HasTriggers)
@@ -151,5 +158,63 @@ func TestLoadTable(t *testing.T) {
 	}
 	if get("child") == c {
 		t.Error("invalidating the parent must drop the child's definition too")
+	}
+}
+
+// TestCatalog reads the tables the rules select at once, with the key that
+// chunks each, and the unique keys a copy deferred as the cache lists them.
+func TestCatalog(t *testing.T) {
+	srv := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	srv.ExecT(t, "CREATE DATABASE s", "CREATE DATABASE other",
+		"CREATE TABLE s.pk (id BIGINT PRIMARY KEY, u INT NOT NULL, UNIQUE KEY u (u))",
+		// No primary key: the unique key with the fewest columns, of those
+		// that qualify (not the one with a NULL-able column, not a prefix).
+		`CREATE TABLE s.uk (a INT NOT NULL, b INT NOT NULL, c VARCHAR(20) NOT NULL, d INT NULL,
+			UNIQUE KEY ab (a, b), UNIQUE KEY c (c), UNIQUE KEY d (d), UNIQUE KEY pc (c(3), a))`,
+		"CREATE TABLE s.nokey (a FLOAT, b TEXT, KEY a (a))",
+		"CREATE TABLE s.floaty (f DOUBLE NOT NULL, UNIQUE KEY f (f))",
+		"CREATE VIEW s.v AS SELECT id FROM s.pk",
+		"CREATE TABLE other.x (id INT PRIMARY KEY)")
+	ctx := context.Background()
+	db := srv.OpenBinlaneT(t, "s", "other")
+	rules, err := filter.New([]string{"s"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := schema.ReadCatalog(ctx, db, rules, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tb := range tables {
+		key := "-"
+		if k := tb.ChunkKey(); k != nil {
+			key = k.Name
+		}
+		got[tb.Name] = tb.Type + " " + key
+	}
+	want := map[string]string{"pk": "BASE TABLE PRIMARY", "uk": "BASE TABLE c", "nokey": "BASE TABLE -",
+		"floaty": "BASE TABLE -", "v": "VIEW -"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("catalog:\n got %v\nwant %v", got, want)
+	}
+
+	cache, err := schema.NewCache(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.ExecT(t, "ALTER TABLE s.pk DROP INDEX u")
+	cache.SetPending("s", "pk", []schema.PendingKey{{Name: "u", Columns: []string{"u"}, Prefix: []int{0}}})
+	pk, err := cache.Get(ctx, "s", "pk")
+	if err != nil || pk == nil {
+		t.Fatal(pk, err)
+	}
+	if len(pk.UniqueKeys) != 1 || !pk.UniqueKeys[0].Deferred || pk.UniqueKeys[0].Name != "u" || pk.IndexByName("u") != nil {
+		t.Errorf("a deferred unique key: unique keys %+v, indexes %+v", pk.UniqueKeys, pk.Indexes)
+	}
+	srv.ExecT(t, "ALTER TABLE s.pk ADD UNIQUE KEY u (u)") // built
+	cache.SetPending("s", "pk", nil)
+	if pk, err = cache.Get(ctx, "s", "pk"); err != nil || len(pk.UniqueKeys) != 1 || pk.UniqueKeys[0].Deferred {
+		t.Errorf("after the build: %+v %v", pk.UniqueKeys, err)
 	}
 }

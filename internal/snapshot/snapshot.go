@@ -2,15 +2,17 @@
 // reads the binlog position each one sees, as a GTID position or a binlog
 // coordinate: the copy places chunks read in a snapshot at that position
 // of the stream, and an online verify pairs a source snapshot with a
-// target held at that (GTID) position. It owns that one query sequence (and its cost); it must never
-// write.
+// target held at that (GTID) position. It owns that one query sequence (and
+// its cost); it must never write.
 package snapshot
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/binlane/binlane/internal/gtid"
@@ -76,7 +78,7 @@ func (p Position) String() string {
 // the account lacks BINLOG MONITOR for SHOW MASTER STATUS) the server
 // computes it from the coordinate, which costs a read of the binlog file
 // up to it — 77.9 CPU-s of the source during a 2M-row copy under a 300
-// trx/s load, before the cheap way was added. The copy uses StartAt, which
+// trx/s load, before the cheap way was added. The copy uses Query, which
 // never asks for that.
 func Start(ctx context.Context, conn *sql.Conn, cache *Cache) (gtid.Set, error) {
 	var p Position
@@ -96,16 +98,146 @@ func Start(ctx context.Context, conn *sql.Conn, cache *Cache) (gtid.Set, error) 
 	return parse(t.String, p.File+":"+strconv.FormatUint(p.Offset, 10), cache)
 }
 
-// StartAt begins a new consistent snapshot on conn and returns its
-// position: the GTID state when the cheap way finds it, else the binlog
-// coordinate alone. It costs the source no binlog read. With
-// coordinateOnly it does not look for the GTID state (tests: the position
-// a busy source gives).
-func StartAt(ctx context.Context, conn *sql.Conn, cache *Cache, coordinateOnly bool) (Position, error) {
-	if coordinateOnly {
-		return begin(ctx, conn, nil, false)
+// Query starts snapshots in batches: the statements that start a snapshot
+// and read its position go to the server in one round trip with the
+// statements that read in it (Batch), and the position is read from their
+// first results (Read). It costs the source no binlog read.
+type Query struct {
+	cache *Cache
+	// coordinateOnly: the position is not looked for as a GTID state
+	// (tests: the position a busy source gives).
+	coordinateOnly bool
+	// masterStatus: the session may read SHOW MASTER STATUS (BINLOG
+	// MONITOR), which tells whether the snapshot sits at the binlog's end.
+	masterStatus bool
+}
+
+// NewQuery returns the way conn starts snapshots; cache may be nil.
+func NewQuery(ctx context.Context, conn *sql.Conn, cache *Cache, coordinateOnly bool) (Query, error) {
+	q := Query{cache: cache, coordinateOnly: coordinateOnly}
+	if !coordinateOnly {
+		rows, err := conn.QueryContext(ctx, "SHOW MASTER STATUS")
+		if err == nil {
+			q.masterStatus = true
+			rows.Close()
+		}
 	}
-	return begin(ctx, conn, cache, true)
+	return q, nil
+}
+
+// snapshotStatements start a snapshot and read its coordinate and the
+// binlog's GTID state around it (see begin).
+const (
+	beforeStatement = "SELECT @@gtid_binlog_pos"
+	startStatement  = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
+	coordStatement  = `SELECT f.VARIABLE_VALUE, p.VARIABLE_VALUE, @@gtid_binlog_pos
+	FROM information_schema.SESSION_STATUS f, information_schema.SESSION_STATUS p
+	WHERE f.VARIABLE_NAME = 'BINLOG_SNAPSHOT_FILE' AND p.VARIABLE_NAME = 'BINLOG_SNAPSHOT_POSITION'`
+	endStatement = "SHOW MASTER STATUS"
+)
+
+// Batch returns the statements that begin a new snapshot (ending the
+// session's current transaction) and read its position, followed by
+// extra, which run in the snapshot (their results follow in order; those
+// of statements that return no rows are skipped). Send it as one
+// multi-statement query and hand its rows to Read.
+func (q Query) Batch(extra ...string) string {
+	stmts := make([]string, 0, 4+len(extra))
+	if !q.coordinateOnly {
+		stmts = append(stmts, beforeStatement)
+	}
+	stmts = append(stmts, startStatement, coordStatement)
+	if q.masterStatus {
+		stmts = append(stmts, endStatement)
+	}
+	return strings.Join(append(stmts, extra...), ";\n")
+}
+
+// Read reads a batch's snapshot position from its first result sets and
+// leaves rows at the result of the first extra statement. The position is
+// the GTID state when the binlog stood still around the snapshot (the GTID
+// state read before it and after it is the same, and the snapshot's
+// coordinate is the binlog's end) or when the cache knows the coordinate;
+// else the coordinate alone (HasGTIDs unset).
+func (q Query) Read(rows *sql.Rows) (Position, error) {
+	// rows stand at the batch's first result set.
+	var before string
+	first := true
+	if !q.coordinateOnly {
+		if err := scanOne(rows, first, &before); err != nil {
+			return Position{}, fmt.Errorf("read the source's binlog state: %w", err)
+		}
+		first = false
+	}
+	var f, o, after sql.NullString
+	if err := scanOne(rows, first, &f, &o, &after); err != nil || !f.Valid || f.String == "" {
+		return Position{}, fmt.Errorf("%s: %v", needBinlog, err)
+	}
+	off, err := strconv.ParseUint(o.String, 10, 64)
+	if err != nil {
+		return Position{}, fmt.Errorf("%s: binlog_snapshot_position %q: %v", needBinlog, o.String, err)
+	}
+	p := Position{File: f.String, Offset: off}
+	coord := p.File + ":" + o.String
+	end := ""
+	if q.masterStatus {
+		if !rows.NextResultSet() {
+			return Position{}, fmt.Errorf("read the binlog's end: %w", resultErr(rows))
+		}
+		cols, _ := rows.Columns()
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				return Position{}, err
+			}
+			if len(vals) >= 2 {
+				end = string(vals[0]) + ":" + string(vals[1])
+			}
+		}
+	}
+	if !rows.NextResultSet() {
+		return Position{}, fmt.Errorf("read in the snapshot: %w", resultErr(rows))
+	}
+	if q.coordinateOnly {
+		return p, nil
+	}
+	if q.cache != nil {
+		if pos, ok := q.cache.get(coord); ok {
+			p.GTIDs, p.HasGTIDs = pos, true
+			return p, nil
+		}
+	}
+	if end == coord && after.String == before {
+		if p.GTIDs, err = parse(before, coord, q.cache); err != nil {
+			return Position{}, err
+		}
+		p.HasGTIDs = true
+	}
+	return p, nil
+}
+
+// scanOne moves rows to its next result set (unless at the first) and
+// scans its one row.
+func scanOne(rows *sql.Rows, first bool, dest ...any) error {
+	if !first && !rows.NextResultSet() {
+		return resultErr(rows)
+	}
+	if !rows.Next() {
+		return resultErr(rows)
+	}
+	return rows.Scan(dest...)
+}
+
+// resultErr is why a batch has no (more) results.
+func resultErr(rows *sql.Rows) error {
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return errors.New("a result is missing")
 }
 
 // begin starts a snapshot and reads its coordinate, and its GTID state

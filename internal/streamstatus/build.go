@@ -6,6 +6,7 @@ import (
 
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/replicate"
 )
 
@@ -51,8 +52,14 @@ func FromStored(s Stored) Stream {
 		}
 	}
 	for _, t := range s.Copy {
-		d.Copy = append(d.Copy, CopyTable{Table: t.Schema + "." + t.Table, Done: t.State == position.CopyDone, Rows: t.Rows,
-			Estimate: t.Estimate, OnePass: t.OnePass})
+		ct := CopyTable{Table: t.Schema + "." + t.Table, Done: t.State == position.CopyDone, State: t.State, Rows: t.Rows,
+			Estimate: t.Estimate, OnePass: t.OnePass, DeferredIndexes: []string{}}
+		if ixs, err := provision.Decode(t.Deferred); err == nil {
+			for _, ix := range ixs {
+				ct.DeferredIndexes = append(ct.DeferredIndexes, ix.Name)
+			}
+		}
+		d.Copy = append(d.Copy, ct)
 	}
 	if row.DDL.GTID != "" {
 		d.Statement = &Statement{GTID: row.DDL.GTID, State: row.DDL.State}

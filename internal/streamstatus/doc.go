@@ -129,9 +129,13 @@ type Worker struct {
 type CopyTable struct {
 	Table    string `json:"table"` // db.table
 	Done     bool   `json:"done"`
+	State    string `json:"state"` // copying, indexing (its deferred indexes are being built), done
 	Rows     int64  `json:"rows"`
 	Estimate int64  `json:"estimate"`
 	OnePass  string `json:"one_pass"` // why it is copied in one pass ("": in chunks)
+	// DeferredIndexes are the secondary indexes built after the table's
+	// rows (--copy-indexes after).
+	DeferredIndexes []string `json:"deferred_indexes"`
 }
 
 // Statement is a statement (DDL) in progress or failed.

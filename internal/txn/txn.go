@@ -15,10 +15,9 @@
 package txn
 
 import (
-	"time"
-
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/keyrange"
 )
 
 // Txn is one source transaction (an event group): what is known of it
@@ -236,7 +235,9 @@ func (b *Body) Empty() bool { return len(b.Items) == 0 }
 // snapshot whose position is Pos: it belongs in the stream right after the
 // last transaction Pos contains. The applier writes it there, so that every
 // change before it is in its rows and every change after it is applied on
-// top (see package copier).
+// top (see package copier). A table copied in one pass (Whole) arrives as
+// the parts of one ticket, like a transaction sent in parts: Part.Last
+// marks its last one.
 type Chunk struct {
 	Schema, Table string
 	Columns       []ChunkColumn
@@ -244,20 +245,35 @@ type Chunk struct {
 	// Pos names the snapshot's position (a GTID state or a binlog
 	// coordinate), for messages; the merger placed the chunk by it.
 	Pos string
-	// Covers is what the chunk copies, in the copier's terms (a key range,
-	// or nil for the whole table); the applier hands it back to the copier
-	// when the chunk takes its place in the stream.
-	Covers any
-	// Whole is set when the chunk is the whole table (copied in one pass);
-	// such a chunk arrives in parts, each but the last with More set.
+	// Key is the table's chunking key and Covers the range of it the chunk
+	// copies (both unset for a whole table): the applier hands the range
+	// back to the copy when the chunk takes its place in the stream, and
+	// its scheduler lets chunks of disjoint ranges write at once.
+	Key    []keyrange.Column
+	Covers keyrange.Range
+	// Whole is set when the chunk is the whole table (copied in one pass).
 	Whole bool
-	More  bool
-	Part  int // of a whole table's parts, from 0
 	// Bytes is the memory the rows hold.
 	Bytes int
-	// Committed, when set, is called once the chunk committed, with the
-	// time the target took: the copier sizes the next chunks from it.
-	Committed func(rows int, took time.Duration)
+	// Build, set by the copy when the chunk takes its place (it completes
+	// its table), is the statement that adds the indexes the copy deferred:
+	// the applier runs it once the chunk committed, before the table counts
+	// as copied.
+	Build *IndexBuild
+}
+
+// IndexBuild adds the secondary indexes a copy deferred to one table (see
+// package provision).
+type IndexBuild struct {
+	Schema, Table string
+	// Keys name the indexes and Definitions define them as SHOW CREATE
+	// TABLE does ("UNIQUE KEY `u` (`a`)"), in the order one ALTER TABLE
+	// adds them.
+	Keys, Definitions []string
+	// Neighbours are the tables linked to this one by foreign keys: a
+	// statement on them opens this table too, and must not run while the
+	// build waits for its metadata lock.
+	Neighbours []TableName
 }
 
 // Chunk column kinds: how a column's text renders as SQL.

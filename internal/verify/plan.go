@@ -26,7 +26,7 @@ const (
 )
 
 func newPlan(src, tgt *tableDef) *plan {
-	p := &plan{ID: src.ID, Cols: src.Columns, Key: src.chunkKey()}
+	p := &plan{ID: src.ID, Cols: src.Columns, Key: src.key}
 	if p.Key == nil {
 		return p
 	}

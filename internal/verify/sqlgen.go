@@ -105,19 +105,6 @@ func rowHash(cols []column) string {
 	return "CAST(CONV(SUBSTRING(MD5(" + rowString(cols) + "), 1, 16), 16, 10) AS UNSIGNED)"
 }
 
-// keyable reports whether a column can bound a chunk: its values must come
-// back from the server as text that converts back to the same value and
-// compares in index order.
-func (c column) keyable() bool {
-	switch c.DataType {
-	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year",
-		"decimal", "numeric", "date", "time", "datetime", "timestamp",
-		"char", "varchar", "binary", "varbinary":
-		return true
-	}
-	return false
-}
-
 // param is the SQL placeholder expression for a bound on this key column.
 // It gives the bound the column's own type, charset and collation, so the
 // comparison follows the index order and the range optimizer can use the

@@ -77,49 +77,6 @@ func TestKeyArgs(t *testing.T) {
 	}
 }
 
-func TestChunkKeyChoice(t *testing.T) {
-	cols := []column{
-		{Name: "id", DataType: "int"},
-		{Name: "a", DataType: "varchar"},
-		{Name: "b", DataType: "int"},
-		{Name: "n", DataType: "int", Nullable: true},
-		{Name: "f", DataType: "float"},
-		{Name: "tx", DataType: "text"},
-	}
-	def := func(ix ...index) *tableDef {
-		for i := range ix {
-			ix[i].BTree = true
-		}
-		return &tableDef{Columns: cols, Unique: ix}
-	}
-	cases := []struct {
-		name string
-		t    *tableDef
-		want string
-	}{
-		{"primary", def(index{Name: "a_b", Columns: []string{"a"}}, index{Name: "PRIMARY", Columns: []string{"id", "b"}}), "PRIMARY"},
-		{"fewest columns", def(index{Name: "ab", Columns: []string{"a", "b"}}, index{Name: "b", Columns: []string{"b"}}), "b"},
-		{"nullable unique skipped", def(index{Name: "n", Columns: []string{"n"}}), ""},
-		{"float primary skipped", def(index{Name: "PRIMARY", Columns: []string{"f"}}, index{Name: "a", Columns: []string{"a"}}), "a"},
-		{"prefix skipped", def(index{Name: "PRIMARY", Columns: []string{"a"}, Prefix: true}), ""},
-		{"text skipped", def(index{Name: "tx", Columns: []string{"tx"}}), ""},
-		{"none", def(), ""},
-	}
-	for _, c := range cases {
-		got := ""
-		if ix := c.t.chunkKey(); ix != nil {
-			got = ix.Name
-		}
-		if got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
-		}
-	}
-	hash := &tableDef{Columns: cols, Unique: []index{{Name: "PRIMARY", Columns: []string{"id"}}}}
-	if hash.chunkKey() != nil {
-		t.Error("a HASH index cannot give an order")
-	}
-}
-
 func TestCompareColumns(t *testing.T) {
 	src := []column{
 		{Name: "id", Type: "int(11)"},

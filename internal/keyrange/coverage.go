@@ -1,4 +1,4 @@
-package copier
+package keyrange
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 // of ranges, not a cursor; what it records is what committed, never what
 // is being read.
 type Coverage struct {
-	Cols   []KeyColumn
+	Cols   []Column
 	Ranges []Range
 	// All is set once the whole table is copied.
 	All bool
@@ -95,9 +95,9 @@ func (c *Coverage) Gaps() []Range {
 // encoded is the checkpoint form: each key value as a number or as hex
 // bytes (kept in JSON in binlane.copy).
 type encoded struct {
-	All    bool        `json:"all,omitempty"`
-	Cols   []KeyColumn `json:"cols,omitempty"`
-	Ranges [][2][]any  `json:"ranges,omitempty"`
+	All    bool       `json:"all,omitempty"`
+	Cols   []Column   `json:"cols,omitempty"`
+	Ranges [][2][]any `json:"ranges,omitempty"`
 }
 
 // MarshalJSON writes the checkpoint form.
@@ -118,7 +118,7 @@ func (c *Coverage) UnmarshalJSON(b []byte) error {
 	}
 	if c.Cols == nil {
 		c.Cols = e.Cols
-	} else if e.Cols != nil && !SameKey(c.Cols, e.Cols) {
+	} else if e.Cols != nil && !Same(c.Cols, e.Cols) {
 		return fmt.Errorf("the checkpoint's key (%s) is not the table's key (%s)", keyNames(e.Cols), keyNames(c.Cols))
 	}
 	c.All, c.Ranges = e.All, nil
@@ -166,9 +166,9 @@ func (c *Coverage) decodeKey(vals []any) (Key, error) {
 		s, _ := v.(string)
 		var err error
 		switch c.Cols[i].Kind {
-		case KeyInt:
+		case Int:
 			k[i], err = strconv.ParseInt(s, 10, 64)
-		case KeyUint:
+		case Uint:
 			k[i], err = strconv.ParseUint(s, 10, 64)
 		default:
 			var b []byte
@@ -188,7 +188,7 @@ func (c *Coverage) decodeKey(vals []any) (Key, error) {
 	return k, nil
 }
 
-func keyNames(cols []KeyColumn) string {
+func keyNames(cols []Column) string {
 	names := make([]string, len(cols))
 	for i, k := range cols {
 		names[i] = k.Name

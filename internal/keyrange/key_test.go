@@ -1,4 +1,4 @@
-package copier
+package keyrange
 
 import (
 	"encoding/json"
@@ -6,41 +6,69 @@ import (
 	"testing"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/schema"
 )
 
-var intKey = []KeyColumn{{Name: "id", Kind: KeyInt}}
+var intKey = []Column{{Name: "id", Kind: Int}}
 
 func ik(n int64) Key { return Key{n} }
 
-func TestKeyKindOf(t *testing.T) {
+func TestKindOf(t *testing.T) {
 	cases := []struct {
-		dt, ct, coll string
-		kind         KeyKind
-		pad, ok      bool
+		dt, coll string
+		unsigned bool
+		kind     Kind
+		pad, ok  bool
 	}{
-		{"int", "int(11)", "", KeyInt, false, true},
-		{"bigint", "bigint(20) unsigned", "", KeyUint, false, true},
-		{"datetime", "datetime(6)", "", KeyText, false, true},
-		{"varbinary", "varbinary(10)", "", KeyBytes, false, true},
-		{"varchar", "varchar(10)", "utf8mb4_bin", KeyBytes, true, true},
-		{"varchar", "varchar(10)", "utf8mb4_nopad_bin", KeyBytes, false, true},
+		{"int", "", false, Int, false, true},
+		{"bigint", "", true, Uint, false, true},
+		{"datetime", "", false, Text, false, true},
+		{"varbinary", "", false, Bytes, false, true},
+		{"varchar", "utf8mb4_bin", false, Bytes, true, true},
+		{"varchar", "utf8mb4_nopad_bin", false, Bytes, false, true},
 		// The server's order of these is not byte order.
-		{"varchar", "varchar(10)", "utf8mb4_general_ci", 0, false, false},
-		{"varchar", "varchar(10)", "latin1_swedish_ci", 0, false, false},
-		{"double", "double", "", 0, false, false},
-		{"decimal", "decimal(10,2)", "", 0, false, false},
-		{"time", "time", "", 0, false, false},
+		{"varchar", "utf8mb4_general_ci", false, 0, false, false},
+		{"varchar", "latin1_swedish_ci", false, 0, false, false},
+		{"double", "", false, 0, false, false},
+		{"decimal", "", false, 0, false, false},
+		{"time", "", false, 0, false, false},
 	}
 	for _, c := range cases {
-		k, ok := KeyKindOf(c.dt, c.ct, c.coll)
+		k, ok := KindOf(&schema.Column{Name: "c", DataType: c.dt, Collation: c.coll, Unsigned: c.unsigned})
 		if ok != c.ok || ok && (k.Kind != c.kind || k.PadSpace != c.pad) {
-			t.Errorf("%s %s %s: %+v %v", c.dt, c.ct, c.coll, k, ok)
+			t.Errorf("%s %s: %+v %v", c.dt, c.coll, k, ok)
 		}
 	}
 }
 
+func TestAppendLiteral(t *testing.T) {
+	cases := []struct {
+		c    Column
+		v    any
+		want string
+	}{
+		{Column{Kind: Int}, int64(-5), "-5"},
+		{Column{Kind: Uint}, uint64(1 << 63), "9223372036854775808"},
+		{Column{Kind: Text}, []byte("2024-01-02 03:04:05.123456"), "'2024-01-02 03:04:05.123456'"},
+		{Column{Kind: Bytes}, []byte("a'\\\x00"), "X'61275c00'"},
+		{Column{Kind: Bytes, Charset: "latin1", PadSpace: true}, []byte("\xe9 "), "_latin1 X'e920'"},
+	}
+	for _, c := range cases {
+		if got := string(AppendLiteral(nil, c.c, c.v)); got != c.want {
+			t.Errorf("%+v %v: %s, want %s", c.c, c.v, got, c.want)
+		}
+	}
+	k, err := FromText([]Column{{Kind: Int}, {Kind: Uint}, {Kind: Bytes}}, [][]byte{[]byte("-3"), []byte("18446744073709551615"), []byte("x")})
+	if err != nil || !reflect.DeepEqual(k, Key{int64(-3), uint64(1<<64 - 1), []byte("x")}) {
+		t.Errorf("FromText: %v %v", k, err)
+	}
+	if _, err := FromText([]Column{{Name: "id", Kind: Int}}, [][]byte{nil}); err == nil {
+		t.Error("FromText took a NULL key value")
+	}
+}
+
 func TestCompare(t *testing.T) {
-	cols := []KeyColumn{{Kind: KeyBytes, PadSpace: true}, {Kind: KeyUint}}
+	cols := []Column{{Kind: Bytes, PadSpace: true}, {Kind: Uint}}
 	cases := []struct {
 		a, b Key
 		want int
@@ -59,7 +87,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestFromRow(t *testing.T) {
-	cols := []KeyColumn{{Kind: KeyInt}, {Kind: KeyBytes}}
+	cols := []Column{{Kind: Int}, {Kind: Bytes}}
 	row := []binlog.Value{{Kind: binlog.KindString, B: []byte("x")}, {Kind: binlog.KindInt, N: -4}}
 	k, ok := FromRow(cols, row, []int{1, 0})
 	if !ok || !reflect.DeepEqual(k, Key{int64(-4), []byte("x")}) {
@@ -104,7 +132,7 @@ func TestCoverage(t *testing.T) {
 	if g := empty.Gaps(); len(g) != 1 || g[0].Lo != nil || g[0].Hi != nil {
 		t.Errorf("gaps of nothing: %+v", g)
 	}
-	bytesCov := Coverage{Cols: []KeyColumn{{Kind: KeyBytes}}}
+	bytesCov := Coverage{Cols: []Column{{Kind: Bytes}}}
 	bytesCov.Add(Range{Lo: Key{[]byte{}}, Hi: Key{[]byte("m\x00")}})
 	b, _ = json.Marshal(&bytesCov)
 	back = Coverage{Cols: bytesCov.Cols}

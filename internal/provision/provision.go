@@ -1,0 +1,195 @@
+// Package provision prepares the target for a copy: it creates the schemas
+// and tables the copy writes into from the source's definitions, with the
+// secondary indexes that can wait left out (Split), and builds those
+// indexes with one ALTER TABLE per table once the table's rows are in
+// (Build): inserting rows into a table without them, then sorting each
+// index once, costs the target less than maintaining them row by row.
+//
+// It changes the target's definitions only; it must never read or write
+// rows.
+package provision
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/txn"
+)
+
+// Source is a source table to create on the target.
+type Source struct {
+	Def    *schema.Table
+	Create string // SHOW CREATE TABLE on the source (schema.ShowCreateTable)
+}
+
+// CreateTables creates the schemas and tables the target lacks, from the
+// source's definitions (the source's triggers are not created: see the
+// README), with the indexes Split defers left out when deferIndexes is
+// set. It returns what it left out of each table (by position in tables;
+// nil for tables it did not create), and the existing tables that hold
+// rows.
+func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexes bool) (deferred [][]Index, nonEmpty []string, err error) {
+	deferred = make([][]Index, len(tables))
+	created := map[string]bool{}
+	for i, src := range tables {
+		t := src.Def
+		if !created[t.Schema] {
+			if _, err := dst.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+schema.QuoteName(t.Schema)); err != nil {
+				return nil, nil, fmt.Errorf("create database %s on the target: %w", schema.QuoteName(t.Schema), err)
+			}
+			created[t.Schema] = true
+		}
+		var one int
+		err := dst.QueryRowContext(ctx, "SELECT 1 FROM "+t.QualifiedName()+" LIMIT 1").Scan(&one)
+		switch {
+		case err == nil:
+			nonEmpty = append(nonEmpty, t.QualifiedName())
+		case err == sql.ErrNoRows:
+		case sqlerr.Is(err, sqlerr.NoSuchTable):
+			create := src.Create
+			if deferIndexes {
+				create, deferred[i] = Split(create, t)
+			}
+			if err := createTable(ctx, dst, t, create); err != nil {
+				return nil, nil, err
+			}
+		default:
+			return nil, nil, fmt.Errorf("read %s on the target: %w", t.QualifiedName(), err)
+		}
+	}
+	return deferred, nonEmpty, nil
+}
+
+// createTable runs a CREATE TABLE in the table's schema, with foreign keys
+// checked only once the parents exist too (they may be created later).
+func createTable(ctx context.Context, dst *sql.DB, t *schema.Table, create string) error {
+	conn, err := dst.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, "USE "+schema.QuoteName(t.Schema))
+	if err == nil {
+		_, err = conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0")
+	}
+	if err == nil {
+		_, err = conn.ExecContext(ctx, create)
+	}
+	// The session goes back to the pool: checks on again.
+	if _, rerr := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("create %s on the target: %w", t.QualifiedName(), err)
+	}
+	return nil
+}
+
+// NewBuild describes the build of a table's deferred indexes; neighbours
+// are the tables linked to it by foreign keys.
+func NewBuild(schemaName, table string, ixs []Index, neighbours []txn.TableName) *txn.IndexBuild {
+	if len(ixs) == 0 {
+		return nil
+	}
+	b := &txn.IndexBuild{Schema: schemaName, Table: table, Neighbours: neighbours}
+	for _, ix := range ixs {
+		b.Keys = append(b.Keys, ix.Name)
+		b.Definitions = append(b.Definitions, ix.Definition)
+	}
+	return b
+}
+
+// Statement is the one ALTER TABLE that adds the build's indexes.
+func Statement(b *txn.IndexBuild) string { return statement(b, nil) }
+
+// statement is the one ALTER TABLE that adds the build's indexes in its
+// order (only those named in only, unless nil). Without ALGORITHM or LOCK the server picks the least locking way
+// it has: for InnoDB, built in place while the table stays readable and
+// writable.
+func statement(b *txn.IndexBuild, only map[string]bool) string {
+	var s strings.Builder
+	s.WriteString("ALTER TABLE " + schema.QuoteName(b.Schema) + "." + schema.QuoteName(b.Table))
+	n := 0
+	for i, def := range b.Definitions {
+		if only != nil && !only[b.Keys[i]] {
+			continue
+		}
+		if n > 0 {
+			s.WriteByte(',')
+		}
+		s.WriteString(" ADD " + def)
+		n++
+	}
+	return s.String()
+}
+
+// Build adds a table's deferred indexes on conn, once: it first waits
+// while the server still runs a previous run's build of them (a process
+// killed during an ALTER TABLE leaves the statement running on the
+// server), then adds those the table lacks (all of them, unless that
+// statement completed). A value duplicated under a deferred unique key
+// fails the build with the server's error, which names the key and the
+// value: the target's rows are then not the source's, and nothing may
+// count the table as copied.
+func Build(ctx context.Context, conn *sql.Conn, b *txn.IndexBuild, log *slog.Logger) error {
+	full := statement(b, nil)
+	for waited := time.Duration(0); ; waited += time.Second {
+		var n int
+		err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ? AND ID <> CONNECTION_ID()",
+			full).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("build the indexes of %s.%s: look for a build still running: %w",
+				schema.QuoteName(b.Schema), schema.QuoteName(b.Table), err)
+		}
+		if n == 0 {
+			break
+		}
+		if waited%(30*time.Second) == 0 {
+			log.Warn("waiting for the index build a previous run started to finish on the target", "table", b.Schema+"."+b.Table)
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	t, err := schema.ReadTable(ctx, conn, b.Schema, b.Table)
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return nil // dropped since (by the stream): nothing to build
+	}
+	missing := map[string]bool{}
+	for _, k := range b.Keys {
+		if t.IndexByName(k) == nil {
+			missing[k] = true
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	q := full
+	if len(missing) < len(b.Keys) {
+		q = statement(b, missing)
+	}
+	start := time.Now()
+	if _, err := conn.ExecContext(ctx, q); err != nil {
+		if sqlerr.Is(err, sqlerr.DupEntry) {
+			return fmt.Errorf("build the indexes the copy deferred on %s.%s: %w: the copied rows hold a value twice under a "+
+				"unique key of the source, so the target's rows are not the source's; the table is not copied "+
+				"(start its copy again)", schema.QuoteName(b.Schema), schema.QuoteName(b.Table), err)
+		}
+		return fmt.Errorf("build the indexes the copy deferred on %s.%s (%s): %w", schema.QuoteName(b.Schema),
+			schema.QuoteName(b.Table), strings.Join(b.Keys, ", "), err)
+	}
+	log.Info("built the indexes the copy deferred", "table", b.Schema+"."+b.Table, "indexes", strings.Join(b.Keys, ","),
+		"took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
