@@ -37,13 +37,16 @@ uninstall:
 
 # deps installs what is missing: the MariaDB server (tests and the demo
 # start their own throwaway instances from its binaries), sysbench for the
-# benchmarks, Chromium (the status page's test loads it headless), and the
-# Go modules.
+# benchmarks, Chromium (the status page's test loads it headless),
+# percona-toolkit (pt-heartbeat: the throttle's test reads lag from it), tmux
+# (the progress bars' test runs binlane on a terminal), and the Go modules.
 deps:
 	@missing=""; \
 	{ command -v mariadbd && command -v mariadb-binlog; } >/dev/null 2>&1 || missing="$$missing mariadb-server mariadb-client"; \
 	command -v sysbench >/dev/null 2>&1 || missing="$$missing sysbench"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v pt-heartbeat >/dev/null 2>&1 || missing="$$missing percona-toolkit"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing"; \
 		$(SUDO) apt-get update -qq && \

@@ -21,7 +21,7 @@ import (
 // by a bar redrawn over it.
 func TestBarsAndLogsOnATerminal(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("no tmux")
+		t.Fatal("no tmux: make deps installs it") // a skip would let CI pass by accident
 	}
 	if testing.Short() {
 		t.Skip("builds the binary")
