@@ -111,7 +111,7 @@ func (c *Collector) analyse(t *Txn, b *txn.Body) error {
 	if t.Set == nil {
 		t.Set = &writeset.Set{}
 	}
-	from := len(t.Set.Keys)
+	from, fromShared := len(t.Set.Keys), len(t.Set.Shared)
 	conflict := false
 	for i := range b.Items {
 		it := &b.Items[i]
@@ -127,18 +127,23 @@ func (c *Collector) analyse(t *Txn, b *txn.Body) error {
 			c.ws.AddChange(t.Set, p, &b.Changes[j])
 		}
 	}
-	for _, k := range t.Set.Keys[from:] {
-		if c.seen[k] {
-			if _, ok := c.keys[k]; !ok {
-				conflict = true
+	added := [][]uint64{t.Set.Keys[from:], t.Set.Shared[fromShared:]}
+	for _, keys := range added {
+		for _, k := range keys {
+			if c.seen[k] {
+				if _, ok := c.keys[k]; !ok {
+					conflict = true
+				}
 			}
 		}
 	}
 	if conflict {
 		c.label(b)
 	}
-	for _, k := range t.Set.Keys[from:] {
-		c.seen[k] = true
+	for _, keys := range added {
+		for _, k := range keys {
+			c.seen[k] = true
+		}
 	}
 	return nil
 }
@@ -189,22 +194,24 @@ func (c *Collector) label(b *txn.Body) {
 func (c *Collector) name(q *plan.Table, ch *txn.Change, table, what string, cols []int) {
 	c.tmp.Reset()
 	c.ws.AddChange(&c.tmp, q, ch)
-	for n, k := range c.tmp.Keys {
-		if !c.seen[k] {
-			continue
+	for _, keys := range [][]uint64{c.tmp.Keys, c.tmp.Shared} {
+		for n, k := range keys {
+			if !c.seen[k] {
+				continue
+			}
+			if _, ok := c.keys[k]; ok {
+				continue
+			}
+			row := ch.After
+			if row == nil || n == 0 && ch.Before != nil {
+				row = ch.Before
+			}
+			if cols == nil {
+				c.keys[k] = [2]string{table, fmt.Sprintf("row key %016x", k)}
+				continue
+			}
+			c.keys[k] = [2]string{table, what + " (" + values(q, row, cols) + ")"}
 		}
-		if _, ok := c.keys[k]; ok {
-			continue
-		}
-		row := ch.After
-		if row == nil || n == 0 && ch.Before != nil {
-			row = ch.Before
-		}
-		if cols == nil {
-			c.keys[k] = [2]string{table, fmt.Sprintf("row key %016x", k)}
-			continue
-		}
-		c.keys[k] = [2]string{table, what + " (" + values(q, row, cols) + ")"}
 	}
 }
 

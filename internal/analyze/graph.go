@@ -125,13 +125,14 @@ func criticalPath(deps [][]int, costs []float64) Path {
 
 // hot counts, per table and per key, the transactions that wait for an
 // earlier one because of it, by the scheduler's rules (Scheduler.Add): a
-// key waits for its last earlier holder; a table taken whole waits for the
+// key waits for its last earlier holder (a key held shared, for the last
+// one that held it exclusively); a table taken whole waits for the
 // last earlier transaction that touched the table, and any access waits
 // for the last earlier one that took it whole. A key or table a
 // transaction holds twice (a row and the reference to it, both in one
 // transaction) is no wait.
 func (g *graph) hot(txns []Txn, namer Namer, top int) (tables, keys []Count) {
-	owner := map[uint64]int{}
+	keyLast, keyExcl := map[uint64]int{}, map[uint64]int{}
 	last, excl := map[uint64]int{}, map[uint64]int{}
 	byTable, byKey := map[string]int64{}, map[string]int64{}
 	name := func(h uint64) string {
@@ -154,28 +155,37 @@ func (g *graph) hot(txns []Txn, namer Namer, top int) (tables, keys []Count) {
 		}
 		clear(seenT)
 		clear(seenK)
-		for _, k := range t.Set.Keys {
-			if earlier(owner, k, i) {
-				table, value := "", ""
-				if namer != nil {
-					table, value = namer.Key(k)
-				}
-				if table == "" {
-					table = "(unknown table)"
-				}
-				if value == "" {
-					value = fmt.Sprintf("key %016x", k)
-				}
-				if !seenT[table] {
-					seenT[table] = true
-					byTable[table]++
-				}
-				if kn := table + " " + value; !seenK[kn] {
-					seenK[kn] = true
-					byKey[kn]++
-				}
+		countKey := func(k uint64) {
+			table, value := "", ""
+			if namer != nil {
+				table, value = namer.Key(k)
 			}
-			owner[k] = i
+			if table == "" {
+				table = "(unknown table)"
+			}
+			if value == "" {
+				value = fmt.Sprintf("key %016x", k)
+			}
+			if !seenT[table] {
+				seenT[table] = true
+				byTable[table]++
+			}
+			if kn := table + " " + value; !seenK[kn] {
+				seenK[kn] = true
+				byKey[kn]++
+			}
+		}
+		for _, k := range t.Set.Keys {
+			if earlier(keyLast, k, i) {
+				countKey(k)
+			}
+			keyLast[k], keyExcl[k] = i, i
+		}
+		for _, k := range t.Set.Shared {
+			if earlier(keyExcl, k, i) {
+				countKey(k)
+			}
+			keyLast[k] = i
 		}
 		for _, a := range t.Set.Tables {
 			if a.Exclusive && earlier(last, a.Table, i) || earlier(excl, a.Table, i) {

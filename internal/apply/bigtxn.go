@@ -25,7 +25,7 @@ const (
 
 // bound keeps a writeset within maxSetKeys.
 func bound(s *writeset.Set) {
-	if len(s.Keys) > maxSetKeys {
+	if len(s.Keys)+len(s.Shared) > maxSetKeys {
 		s.Coarsen()
 	}
 }

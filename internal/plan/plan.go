@@ -43,6 +43,10 @@ type Table struct {
 	// that change child rows by themselves (CASCADE, SET NULL, SET
 	// DEFAULT).
 	Children []Child
+	// Referenced: other tables' foreign keys reference this one (any
+	// action), so changes of its keys order against changes of the rows
+	// that reference them (writeset.RefSeed).
+	Referenced bool
 	// TableHash identifies the table in coarse (table-level) conflicts.
 	TableHash uint64
 	// OrderedRows tables reference themselves (directly or through other
@@ -228,6 +232,7 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 	if err := b.mapForeignKeys(ctx, p); err != nil {
 		return nil, err
 	}
+	p.Referenced = len(t.ReferencedBy) > 0
 	p.Collapsible = len(t.UniqueKeys) == 0 && t.PrimaryKey != nil && len(t.ForeignKeys) == 0 &&
 		len(t.ReferencedBy) == 0 && !t.HasTriggers
 	if t.HasTriggers {

@@ -19,6 +19,9 @@ type RowCountError struct {
 }
 
 func (e *RowCountError) Error() string {
+	if e.Got < 0 {
+		return fmt.Sprintf("%s: %s: the target reported no row count (expected %d)", Describe(e.Stmt), e.Stmt.What, e.Stmt.Expect)
+	}
 	return fmt.Sprintf("%s: %s affected %d rows on the target, expected %d", Describe(e.Stmt), e.Stmt.What, e.Got, e.Stmt.Expect)
 }
 
@@ -36,13 +39,18 @@ func (e *StmtError) Error() string {
 func (e *StmtError) Unwrap() error { return e.Err }
 
 // Check compares the rows each statement of a round trip affected with
-// what it should have.
+// what it should have. A statement without a count fails the check: most
+// row statements have no guard on the server (see guardedRows), so this
+// check is all that stands between a missing row and a COMMIT.
 func Check(stmts []Stmt, counts []int64) error {
 	for i, st := range stmts {
-		if st.Expect < 0 || i >= len(counts) || counts[i] == st.Expect {
-			continue
+		switch {
+		case st.Expect < 0:
+		case i >= len(counts):
+			return &RowCountError{Stmt: st, Got: -1}
+		case counts[i] != st.Expect:
+			return &RowCountError{Stmt: st, Got: counts[i]}
 		}
-		return &RowCountError{Stmt: st, Got: counts[i]}
 	}
 	return nil
 }

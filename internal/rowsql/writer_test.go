@@ -3,6 +3,7 @@ package rowsql
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -321,5 +322,93 @@ func TestSelfReferencingOrder(t *testing.T) {
 		"DELETE FROM `d`.`tree` WHERE `a` IN (2)", "DELETE FROM `d`.`tree` WHERE `a` IN (1)"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("statements:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// countingSink answers every statement with the row count it expects,
+// except statement miss of the first round trip, which affects none: what
+// a row missing on the target looks like. It checks each round trip as the
+// applier's worker does.
+type countingSink struct {
+	sink
+	miss int
+}
+
+func (s *countingSink) Send(sql []byte, stmts []Stmt) error {
+	counts := make([]int64, len(stmts))
+	for i, st := range stmts {
+		counts[i] = max(st.Expect, 0)
+	}
+	if len(s.trips) == 0 && s.miss < len(counts) {
+		counts[s.miss] = 0
+	}
+	s.sink.Send(sql, stmts)
+	return Check(stmts, counts)
+}
+
+// TestGuardedRows: the first guardedRows row statements of a transaction
+// carry a guard, so a small transaction commits in one round trip; later
+// ones do not (a guard costs the server two thirds of an UPDATE), and their
+// round trip is sent and checked before the position update and COMMIT.
+func TestGuardedRows(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	updates := func(n int) []txn.Change {
+		var out []txn.Change
+		for i := range n {
+			out = append(out, upd(row(i64(int64(i)), null), row(i64(int64(i)), i64(1))))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name          string
+		rows, miss    int
+		trips, guards int
+		err           bool
+	}{
+		{"small: one round trip", 3, -1, 1, 3, false},
+		{"at the limit", guardedRows, -1, 1, guardedRows, false},
+		{"large: rows first", guardedRows + 10, -1, 2, guardedRows, false},
+		{"large, unguarded row missing: no COMMIT", guardedRows + 10, 2 + 2*guardedRows + 5, 1, guardedRows, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &countingSink{miss: tc.miss}
+			if tc.miss < 0 {
+				s.miss = math.MaxInt
+			}
+			w := NewWriter(s)
+			w.Begin()
+			if err := w.Rows(t1, kv, updates(tc.rows)); err != nil {
+				t.Fatal(err)
+			}
+			w.Finish()
+			err := w.Commit("s", "owner", position.Save{GTID: "0-1-5", Applied: 1})
+			if (err != nil) != tc.err || tc.err && !errors.Is(err, ErrRowCount) {
+				t.Fatalf("Commit: %v", err)
+			}
+			all := s.all()
+			if got := strings.Count(strings.Join(all, "\n"), "ROW_COUNT()"); got != tc.guards {
+				t.Errorf("%d guards, want %d", got, tc.guards)
+			}
+			if len(s.trips) != tc.trips {
+				t.Errorf("%d round trips, want %d", len(s.trips), tc.trips)
+			}
+			committed := slices.Contains(all, "COMMIT")
+			if committed == tc.err {
+				t.Errorf("COMMIT sent: %v\n%s", committed, strings.Join(all, "\n"))
+			}
+			if !tc.err && tc.trips == 2 && slices.ContainsFunc(s.trips[0], func(q string) bool { return q == "COMMIT" || strings.Contains(q, "streams") }) {
+				t.Errorf("position or COMMIT rode with unguarded rows:\n%s", strings.Join(s.trips[0], "\n"))
+			}
+		})
+	}
+}
+
+// TestCheckWithoutCounts: a round trip whose result holds fewer counts than
+// statements fails the check instead of passing unchecked rows.
+func TestCheckWithoutCounts(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	stmts := []Stmt{{Expect: -1, What: "session"}, {Expect: 1, Txn: &txn.Txn{}, Table: kv, What: "update", Row: row(i64(7), null), Key: []int{0}}}
+	if err := Check(stmts, []int64{0}); !errors.Is(err, ErrRowCount) || !strings.Contains(err.Error(), "no row count") {
+		t.Fatalf("check without counts: %v", err)
 	}
 }

@@ -126,9 +126,14 @@ func (s *Scheduler) Committed(batch []*Unit) {
 		}
 		u.dependents, u.deps = nil, nil
 		if u.Set != nil {
-			for _, k := range u.Set.Keys {
-				if s.keyOwner[k] == u {
-					delete(s.keyOwner, k)
+			for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
+				for _, k := range keys {
+					if s.keyExcl[k] == u {
+						delete(s.keyExcl, k)
+					}
+					if s.keyLast[k] == u {
+						delete(s.keyLast, k)
+					}
 				}
 			}
 			for _, t := range u.Set.Tables {

@@ -137,11 +137,12 @@ type Scheduler struct {
 	cfg       Config
 	inflight  int // added, not committed
 	bytes     int
-	pending   []*Unit // not dispatched, by Seq
-	committed uint64  // every unit with Seq <= committed has committed
-	last      *Unit   // last unit added
-	barrier   *Unit   // uncommitted barrier, if any
-	keyOwner  map[uint64]*Unit
+	pending   []*Unit          // not dispatched, by Seq
+	committed uint64           // every unit with Seq <= committed has committed
+	last      *Unit            // last unit added
+	barrier   *Unit            // uncommitted barrier, if any
+	keyExcl   map[uint64]*Unit // the last unit that held each key exclusively
+	keyLast   map[uint64]*Unit // the last unit that held each key at all
 	tableExcl map[uint64]*Unit
 	tableLast map[uint64]*Unit // the last unit that touched each table
 	spans     spanState        // units with spans in flight, by table
@@ -168,7 +169,7 @@ func New(cfg Config, first uint64) *Scheduler {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 8 << 20
 	}
-	return &Scheduler{cfg: cfg, committed: first - 1, keyOwner: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
+	return &Scheduler{cfg: cfg, committed: first - 1, keyExcl: map[uint64]*Unit{}, keyLast: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
 		spans: spanState{}, order: commitOrder{domains: map[uint32]*domainState{}}}
 }
 
@@ -220,11 +221,16 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	if u.Set == nil {
 		return
 	}
+	// Keys as tables: an exclusive key waits for the last holder of any
+	// kind (units commit in order), a shared one for the last exclusive
+	// holder only.
 	for _, k := range u.Set.Keys {
-		if owner := s.keyOwner[k]; owner != nil {
-			s.depend(u, owner)
-		}
-		s.keyOwner[k] = u
+		s.depend(u, s.keyLast[k])
+		s.keyExcl[k], s.keyLast[k] = u, u
+	}
+	for _, k := range u.Set.Shared {
+		s.depend(u, s.keyExcl[k])
+		s.keyLast[k] = u
 	}
 	for _, t := range u.Set.Tables {
 		if t.Exclusive {
@@ -260,8 +266,15 @@ func (s *Scheduler) Seal(u *Unit, set *writeset.Set) {
 	// owner of what it holds: later units must wait for the latest one.
 	earlier := func(o *Unit) bool { return o == nil || o.Seq < u.Seq }
 	for _, k := range set.Keys {
-		if earlier(s.keyOwner[k]) {
-			s.keyOwner[k] = u
+		if earlier(s.keyExcl[k]) {
+			s.keyExcl[k] = u
+		}
+	}
+	for _, keys := range [][]uint64{set.Keys, set.Shared} {
+		for _, k := range keys {
+			if earlier(s.keyLast[k]) {
+				s.keyLast[k] = u
+			}
 		}
 	}
 	for _, t := range set.Tables {

@@ -9,8 +9,8 @@ import (
 )
 
 // unit builds a writeset unit from a compact description: "k1,k2" are row
-// keys, "T:x" a shared access to table x, "X:x" an exclusive one, "B" a
-// barrier.
+// keys, "S:k" a row key held shared, "T:x" a shared access to table x,
+// "X:x" an exclusive one, "B" a barrier.
 func unit(seq uint64, desc string) *Unit {
 	u := &Unit{Seq: seq, Set: &writeset.Set{}, Bytes: 1}
 	for _, f := range strings.Split(desc, ",") {
@@ -20,6 +20,8 @@ func unit(seq uint64, desc string) *Unit {
 			u.Barrier = true
 		case f == "H":
 			u.Head = true
+		case strings.HasPrefix(f, "S:"):
+			u.Set.Shared = append(u.Set.Shared, hash(f[2:]))
 		case strings.HasPrefix(f, "T:"):
 			u.Set.Tables = append(u.Set.Tables, writeset.TableAccess{Table: hash(f[2:])})
 		case strings.HasPrefix(f, "X:"):
@@ -91,6 +93,18 @@ func TestSchedulerScenarios(t *testing.T) {
 				{"commit", ""}, {"commit", ""}, {"next", "[4]"}}},
 		{"shared table accesses do not conflict", []string{"T:t,a", "T:t,b"}, 1,
 			[]step{{"next", "[1]"}, {"next", "[2]"}}},
+		// Children of one parent row hold its reference shared; a change
+		// of the parent's key holds it exclusively.
+		{"shared keys do not conflict", []string{"S:k,a", "S:k,b"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[2]"}}},
+		{"an exclusive key waits for the last shared holder", []string{"S:k,a", "S:k,b", "k", "c"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[2]"}, {"next", "[4]"}, {"next", "[]"}, {"commit", ""}, {"next", "[]"},
+				{"commit", ""}, {"next", "[3]"}}},
+		{"a shared key waits for the exclusive holder, not for other shared ones", []string{"k", "S:k,a", "S:k,b", "S:k,c"}, 1,
+			[]step{{"next", "[1]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}, {"next", "[3]"}, {"next", "[4]"}}},
+		{"shared after a committed exclusive holder runs at once", []string{"k"}, 1,
+			[]step{{"next", "[1]"}, {"commit", ""}, {"add", "S:k"}, {"next", "[2]"}, {"add", "k"}, {"next", "[]"},
+				{"commit", ""}, {"next", "[3]"}}},
 		{"batch bound", []string{"a", "b", "c"}, 2,
 			[]step{{"next", "[1 2]"}, {"next", "[3]"}}},
 		{"head unit waits for every earlier one, but not later ones for it", []string{"a", "b,H", "c", "b"}, 8,

@@ -16,10 +16,21 @@
 // folded, trailing spaces trimmed) but never finer: where a value cannot be
 // normalized with certainty the change takes the whole table instead.
 //
-// Foreign keys. A change of a child row hashes the parent key it references
-// (before and after), with the parent index's seed: it shares that key with
-// every change of the parent row itself. That orders a child insert after
-// its parent's insert, and a parent delete after changes of its children.
+// Foreign keys. Two hashes stand for a parent key value K: K itself (the
+// parent index's seed), held by every change of the parent row, and "the
+// rows referencing K" (RefSeed), held shared by every change of a child row
+// that references K (before and after: children of one parent row do not
+// conflict through it) and exclusively by a parent change that creates,
+// removes or changes K. That orders a child insert after its parent's
+// insert, and a parent delete after changes of its children; a parent
+// update that keeps its keys (a balance, a stock count) shares nothing with
+// the changes of its child rows and runs beside them. Such an update does
+// lock the parent row, and InnoDB checks a child insert, or an update that
+// re-points a child row, under a shared lock of the new parent row: those
+// child changes hold K shared as well (with foreign_key_checks off nothing is
+// checked or locked), so they keep source order with updates of that
+// parent row instead of waiting on its lock out of turn. A child change
+// that keeps its reference takes no lock on the parent.
 //
 // The target's foreign-key actions change child rows the binlog never shows
 // (a cascaded delete, SET NULL, an ON UPDATE CASCADE). Why naming the parent
@@ -85,6 +96,10 @@ import (
 type Set struct {
 	// Keys are row-level keys.
 	Keys []uint64
+	// Shared are row-level keys held shared: they conflict with the same
+	// key in another set's Keys, not with each other (the rows referencing a
+	// parent key value; the parent row a child's check locks in share mode).
+	Shared []uint64
 	// Tables are table-level accesses: every table touched (shared), and
 	// whole tables taken exclusively where rows could not be named.
 	Tables []TableAccess
@@ -100,7 +115,7 @@ type TableAccess struct {
 
 // Reset empties the set, keeping its memory.
 func (s *Set) Reset() {
-	s.Keys, s.Tables, s.Barrier = s.Keys[:0], s.Tables[:0], ""
+	s.Keys, s.Shared, s.Tables, s.Barrier = s.Keys[:0], s.Shared[:0], s.Tables[:0], ""
 }
 
 // addTable records a table access; exclusive wins over shared.
@@ -119,7 +134,7 @@ func (s *Set) addTable(h uint64, exclusive bool) {
 // the table accesses cover what the keys named. For transactions too large
 // to keep a key per row.
 func (s *Set) Coarsen() {
-	s.Keys = s.Keys[:0]
+	s.Keys, s.Shared = s.Keys[:0], s.Shared[:0]
 	for i := range s.Tables {
 		s.Tables[i].Exclusive = true
 	}
@@ -128,6 +143,7 @@ func (s *Set) Coarsen() {
 // Merge adds o's keys and accesses to s.
 func (s *Set) Merge(o *Set) {
 	s.Keys = append(s.Keys, o.Keys...)
+	s.Shared = append(s.Shared, o.Shared...)
 	for _, t := range o.Tables {
 		s.addTable(t.Table, t.Exclusive)
 	}
@@ -153,8 +169,14 @@ func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
 	}
 	for i := range p.Keys {
 		k := &p.Keys[i]
-		b.addKey(s, p, k.Seed, c.Before, k.Cols, k.Prefix, nil, p.TableHash)
-		b.addKey(s, p, k.Seed, c.After, k.Cols, k.Prefix, nil, p.TableHash)
+		b.addKey(s, p, k.Seed, c.Before, k.Cols, k.Prefix, nil, p.TableHash, false)
+		b.addKey(s, p, k.Seed, c.After, k.Cols, k.Prefix, nil, p.TableHash, false)
+		if p.Referenced && (c.Kind != binlog.RowsUpdate || changesAny(c, k.Cols)) {
+			// The key value appears or disappears: the rows that reference
+			// it must see that in source order.
+			b.addKey(s, p, RefSeed(k.Seed), c.Before, k.Cols, k.Prefix, nil, p.TableHash, false)
+			b.addKey(s, p, RefSeed(k.Seed), c.After, k.Cols, k.Prefix, nil, p.TableHash, false)
+		}
 	}
 	for i := range p.Parents {
 		ref := &p.Parents[i]
@@ -171,8 +193,16 @@ func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
 		// then wait for it. Likewise a reference that cannot be normalized
 		// takes the parent table, not this one.
 		s.addTable(ref.ParentTable, false)
-		b.addKey(s, p, ref.Seed, c.Before, ref.Cols, nil, ref.Colls, ref.ParentTable)
-		b.addKey(s, p, ref.Seed, c.After, ref.Cols, nil, ref.Colls, ref.ParentTable)
+		// Shared: children of one parent row change independently.
+		b.addKey(s, p, RefSeed(ref.Seed), c.Before, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
+		b.addKey(s, p, RefSeed(ref.Seed), c.After, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
+		if c.Flags&binlog.RowsFlagNoForeignKeyChecks == 0 &&
+			(c.Kind == binlog.RowsInsert || c.Kind == binlog.RowsUpdate && changesAny(c, ref.Cols)) {
+			// InnoDB checks the new reference under a shared lock of the
+			// parent row, which waits for any uncommitted change of it
+			// (and lets other checks of it through).
+			b.addKey(s, p, ref.Seed, c.After, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
+		}
 	}
 	if c.Kind != binlog.RowsInsert && c.Flags&binlog.RowsFlagNoForeignKeyChecks == 0 {
 		b.addChildren(s, p, c)
@@ -208,6 +238,13 @@ func (b *Builder) addChildren(s *Set, p *plan.Table, c *txn.Change) {
 	}
 }
 
+// RefSeed is the seed of the hashes that stand for "the rows referencing
+// this key value": a child change holds it for the parent key it
+// references, a parent change for each key value it creates, removes or
+// changes. A parent change that keeps its keys does not hold it, so it runs
+// beside changes of its children (see the package doc).
+func RefSeed(keySeed uint64) uint64 { return keySeed ^ 0x9e3779b97f4a7c15 }
+
 // changesAny reports whether an update changes one of the columns, byte
 // for byte: InnoDB cascades any change of a referenced value, also one its
 // collation calls equal ('a' to 'A').
@@ -239,7 +276,7 @@ func hasNonNull(row []binlog.Value, cols []int) bool {
 // value cannot be normalized, the table the key belongs to (fallback) is
 // taken exclusively instead.
 func (b *Builder) addKey(s *Set, p *plan.Table, seed uint64, row []binlog.Value, cols, prefix []int,
-	colls []schema.Collation, fallback uint64) {
+	colls []schema.Collation, fallback uint64, shared bool) {
 	if row == nil {
 		return
 	}
@@ -265,10 +302,14 @@ func (b *Builder) addKey(s *Set, p *plan.Table, seed uint64, row []binlog.Value,
 		}
 	}
 	h := b.d.Sum64()
-	if k := len(s.Keys); k > 0 && s.Keys[k-1] == h {
+	keys := &s.Keys
+	if shared {
+		keys = &s.Shared
+	}
+	if k := len(*keys); k > 0 && (*keys)[k-1] == h {
 		return // an update that keeps the key: one key is enough
 	}
-	s.Keys = append(s.Keys, h)
+	*keys = append(*keys, h)
 }
 
 // writeValue feeds a value's canonical bytes to the digest; false when the

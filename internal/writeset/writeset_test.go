@@ -40,7 +40,8 @@ var (
 			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "users"}, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
 			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "users"}, "email"), Cols: []int{1}, Prefix: []int{0}},
 		},
-		Children: []plan.Child{{Table: plan.TableSeed(schema.Ident{Schema: "d", Table: "orders"}), Cols: []int{0}, OnDelete: plan.Cascade}},
+		Children:   []plan.Child{{Table: plan.TableSeed(schema.Ident{Schema: "d", Table: "orders"}), Cols: []int{0}, OnDelete: plan.Cascade}},
+		Referenced: true,
 	}
 	orders = &plan.Table{Name: "`d`.`orders`", TableHash: plan.TableSeed(schema.Ident{Schema: "d", Table: "orders"}),
 		Cols:    []plan.Col{{Name: "id"}, {Name: "user_id"}},
@@ -55,6 +56,7 @@ var (
 			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "accounts"}, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
 			{Seed: plan.IndexSeed(schema.Ident{Schema: "d", Table: "accounts"}, "login"), Cols: []int{1}, Prefix: []int{0}},
 		},
+		Referenced: true,
 	}
 	// The child's own column is utf8mb4_bin: the reference must hash under
 	// the parent's collation.
@@ -152,24 +154,24 @@ func TestAddChange(t *testing.T) {
 		excl    []*plan.Table // tables taken exclusively
 		barrier bool
 	}{
-		{"insert: primary and unique key", change{users, ins(i64(1), str("a@x"), str("Ann"))}, 2, []*plan.Table{users}, nil, false},
-		{"insert with NULL unique: primary key only", change{users, ins(i64(1), null, str("Ann"))}, 1, []*plan.Table{users}, nil, false},
+		{"insert: primary and unique key", change{users, ins(i64(1), str("a@x"), str("Ann"))}, 4, []*plan.Table{users}, nil, false},
+		{"insert with NULL unique: primary key only", change{users, ins(i64(1), null, str("Ann"))}, 2, []*plan.Table{users}, nil, false},
 		{"update keeping its keys: one of each", change{users, upd(row(i64(1), str("a@x"), str("A")), row(i64(1), str("a@x"), str("B")))},
 			2, []*plan.Table{users}, nil, false},
 		{"update of the primary key: before and after", change{users, upd(row(i64(1), str("a@x"), str("A")), row(i64(2), str("a@x"), str("A")))},
-			3, []*plan.Table{users}, nil, false},
+			5, []*plan.Table{users}, nil, false},
 		{"update of both keys", change{users, upd(row(i64(1), str("a@x"), null), row(i64(2), str("b@x"), null))},
-			4, []*plan.Table{users}, nil, false},
+			8, []*plan.Table{users}, nil, false},
 		{"update keeping the key in another case", change{users, upd(row(i64(1), str("a@x"), null), row(i64(1), str("A@X "), null))},
-			2, []*plan.Table{users}, nil, false},
+			3, []*plan.Table{users}, nil, false},
 		{"unique value that cannot be normalized: table exclusive", change{users, ins(i64(1), str("é@x"), null)},
-			1, nil, []*plan.Table{users}, false},
+			2, nil, []*plan.Table{users}, false},
 		{"a one-level cascade is named by the deleted row's key; the child table is touched", change{users, del(i64(1), str("a@x"), null)},
-			2, []*plan.Table{users, orders}, nil, false},
-		{"insert does not cascade", change{users, ins(i64(1), str("a@x"), null)}, 2, []*plan.Table{users}, nil, false},
+			4, []*plan.Table{users, orders}, nil, false},
+		{"insert does not cascade", change{users, ins(i64(1), str("a@x"), null)}, 4, []*plan.Table{users}, nil, false},
 		{"no usable key: table exclusive", change{nokey, ins(i64(1), str("x"))}, 0, nil, []*plan.Table{nokey}, false},
-		{"reference: own key and parent key, parent shared", change{orders, ins(i64(10), i64(1))}, 2, []*plan.Table{orders, users}, nil, false},
-		{"reference under the parent's collation", change{posts, ins(i64(10), str("Ann"))}, 2, []*plan.Table{posts, accounts}, nil, false},
+		{"reference: own key and parent key, parent shared", change{orders, ins(i64(10), i64(1))}, 3, []*plan.Table{orders, users}, nil, false},
+		{"reference under the parent's collation", change{posts, ins(i64(10), str("Ann"))}, 3, []*plan.Table{posts, accounts}, nil, false},
 		{"NULL reference: no parent", change{orders, ins(i64(10), null)}, 1, []*plan.Table{orders}, nil, false},
 		{"reference that cannot be normalized takes the parent table", change{posts, ins(i64(1), str("é@x"))},
 			1, []*plan.Table{posts}, []*plan.Table{accounts}, false},
@@ -181,8 +183,8 @@ func TestAddChange(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := setOf(c.ch)
-			if len(s.Keys) != c.keys {
-				t.Errorf("%d keys, want %d", len(s.Keys), c.keys)
+			if n := len(s.Keys) + len(s.Shared); n != c.keys {
+				t.Errorf("%d keys (exclusive and shared), want %d", n, c.keys)
 			}
 			for _, p := range all {
 				touched, excl := access(s, p)
@@ -226,12 +228,17 @@ func TestKeysCollide(t *testing.T) {
 	}
 	for _, c := range cases {
 		a, b := setOf(c.a), setOf(c.b)
+		// A key held exclusively by one and at all by the other; shared
+		// with shared is no conflict.
 		shared := false
 		for _, k := range a.Keys {
+			shared = shared || slices.Contains(b.Keys, k) || slices.Contains(b.Shared, k)
+		}
+		for _, k := range a.Shared {
 			shared = shared || slices.Contains(b.Keys, k)
 		}
 		if shared != c.collide {
-			t.Errorf("%s: keys %x and %x: collide = %v, want %v", c.name, a.Keys, b.Keys, shared, c.collide)
+			t.Errorf("%s: keys %x/%x and %x/%x: collide = %v, want %v", c.name, a.Keys, a.Shared, b.Keys, b.Shared, shared, c.collide)
 		}
 	}
 }
