@@ -69,6 +69,7 @@ type worker struct {
 func newWorker(ctx context.Context, cfg workerConfig) (*worker, error) {
 	w := &worker{workerConfig: cfg, ws: &cfg.stats.Workers[cfg.id], infilePrefix: newInfilePrefix()}
 	w.sql = rowsql.NewWriter(w)
+	w.sql.Blocks = cfg.flavor == sqlerr.MariaDB
 	if err := w.ensureConn(ctx); err != nil {
 		return nil, err
 	}

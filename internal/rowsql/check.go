@@ -60,7 +60,7 @@ func Check(stmts []Stmt, counts []int64) error {
 // as diagnosis sends them.
 func Blame(stmts []Stmt, err error) error {
 	n := len(stmts)
-	if n > 0 && stmts[0].Txn != nil && (n == 1 || n == 2 && stmts[1].What == RowCountCheck) {
+	if n > 0 && stmts[0].Txn != nil && !stmts[0].Block && (n == 1 || n == 2 && stmts[1].What == RowCountCheck) {
 		return &StmtError{Stmt: stmts[0], Err: err}
 	}
 	return err

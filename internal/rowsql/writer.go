@@ -44,6 +44,9 @@ type Stmt struct {
 	// which the sink serves under FileName while the round trip runs.
 	FileName string
 	File     []byte
+	// Block: a compound statement of row statements (Writer.Blocks), whose
+	// rows are checked by guards inside it; Txn and Table name its first.
+	Block bool
 }
 
 // Sink receives round trips. sql and stmts are only valid during the call.
@@ -61,6 +64,13 @@ type Writer struct {
 	Collapse bool
 	// OneByOne sends every statement in its own round trip (diagnosis).
 	OneByOne bool
+	// Blocks puts consecutive row statements into one compound statement
+	// (MariaDB's BEGIN NOT ATOMIC ... END), each followed by its guard: the
+	// server answers the block with one result instead of one per
+	// statement, which costs it less than half the CPU per row (see
+	// blockStatements). Only for a MariaDB target; never in OneByOne
+	// (diagnosis names single statements).
+	Blocks bool
 	// MaxStatement and MaxRoundTrip bound statements and round trips (SQL
 	// text and LOAD DATA files together).
 	MaxStatement, MaxRoundTrip int
@@ -83,6 +93,11 @@ type Writer struct {
 	// guard after them: only the client's check of their row counts, after
 	// the round trip, covers them, so Commit must not send COMMIT with them.
 	unchecked int
+	// block is set while a compound statement is open in buf; blockAt is
+	// where it starts.
+	block     bool
+	blockAt   int
+	blockRows int // row statements in the open block
 	open      *openStmt
 	o         openStmt // storage for open, to avoid allocating
 	col       collapser
@@ -149,6 +164,7 @@ func (w *Writer) reset() {
 	w.buf, w.stmts, w.file = w.buf[:0], w.stmts[:0], w.file[:0]
 	w.fkOff, w.constraintsOff = false, false
 	w.dml, w.unchecked = 0, 0
+	w.block = false
 	w.open, w.o = nil, openStmt{}
 	w.col.reset()
 }
@@ -243,6 +259,7 @@ func (w *Writer) Flush() error {
 	if len(w.stmts) == 0 {
 		return nil
 	}
+	w.closeBlock()
 	err := w.sink.Send(w.buf, w.stmts)
 	clear(w.stmts) // see reset
 	w.buf, w.stmts, w.file = w.buf[:0], w.stmts[:0], w.file[:0]
@@ -271,6 +288,13 @@ func (w *Writer) end(st Stmt) error {
 		copy(w.buf[w.start+len(prefix):], w.buf[w.start:len(w.buf)-len(prefix)])
 		copy(w.buf[w.start:], prefix)
 	}
+	if w.inBlock(st) {
+		return w.endInBlock(st)
+	}
+	if w.block {
+		w.insertAt(w.start, blockEnd)
+		w.block = false
+	}
 	w.buf = append(w.buf, ";\n"...)
 	w.stmts = append(w.stmts, st)
 	if st.Txn != nil {
@@ -288,6 +312,73 @@ func (w *Writer) end(st Stmt) error {
 		return w.Flush()
 	}
 	return nil
+}
+
+const (
+	// blockStatements bounds the row statements of one block: the server
+	// builds a parse tree per statement of a block before it runs any, and
+	// its cost per row grows with the block (PK UPDATEs with guards, target
+	// CPU per row: 14-17 µs in blocks of 16 to 256, 22 µs at 1,024,
+	// 120 µs at 4,096; 33-42 µs as single statements).
+	blockStatements = 64
+	blockBegin      = "BEGIN NOT ATOMIC\n"
+	blockEnd        = "END;\n"
+	// BlockWhat describes a compound statement of row statements.
+	BlockWhat = "row statements (one compound statement)"
+)
+
+// inBlock reports whether a statement just written goes into a compound
+// statement: row statements (not LOAD DATA, which a compound statement
+// cannot hold) and the guards collapsed upserts write after themselves.
+func (w *Writer) inBlock(st Stmt) bool {
+	if !w.Blocks || w.OneByOne {
+		return false
+	}
+	return st.Txn != nil && st.FileName == "" || w.block && st.What == RowCountCheck
+}
+
+// endInBlock ends a statement inside the open compound statement, opening
+// one first if needed. Every row statement in it gets its guard: the client
+// sees one row count for the whole block.
+func (w *Writer) endInBlock(st Stmt) error {
+	if !w.block {
+		w.insertAt(w.start, blockBegin)
+		w.block, w.blockAt, w.blockRows = true, w.start, 0
+		w.stmts = append(w.stmts, Stmt{Expect: -1, Txn: st.Txn, Table: st.Table, What: BlockWhat, Block: true})
+	}
+	w.buf = append(w.buf, ";\n"...)
+	if st.Txn != nil {
+		w.dml++
+		if st.Expect >= 0 {
+			w.buf = append(w.buf, "SET "+guardVar+"="+guardVar+"+(ROW_COUNT()<>"...)
+			w.buf = strconv.AppendInt(w.buf, st.Expect, 10)
+			w.buf = append(w.buf, ");\n"...)
+		}
+	}
+	w.blockRows++
+	if w.blockRows >= blockStatements || len(w.buf)-w.blockAt >= w.MaxStatement {
+		w.closeBlock()
+	}
+	if len(w.buf)+len(w.file) >= w.MaxRoundTrip {
+		return w.Flush()
+	}
+	return nil
+}
+
+// closeBlock ends the open compound statement, if any.
+func (w *Writer) closeBlock() {
+	if w.block {
+		w.buf = append(w.buf, blockEnd...)
+		w.block = false
+	}
+}
+
+// insertAt inserts s into the buffer at offset at.
+func (w *Writer) insertAt(at int, s string) {
+	n := len(w.buf)
+	w.buf = append(w.buf, s...)
+	copy(w.buf[at+len(s):], w.buf[at:n])
+	copy(w.buf[at:], s)
 }
 
 // session switches the foreign-key and check-constraint settings to what

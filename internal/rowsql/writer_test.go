@@ -412,3 +412,115 @@ func TestCheckWithoutCounts(t *testing.T) {
 		t.Fatalf("check without counts: %v", err)
 	}
 }
+
+// TestBlocks: with Blocks, row statements go into compound statements with a
+// guard after each, which the client sees as one statement; session
+// statements, LOAD DATA, the position update and COMMIT stay outside.
+func TestBlocks(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	s := &sink{}
+	w := NewWriter(s)
+	w.Blocks = true
+	w.Begin()
+	noFK := upd(row(i64(3), null), row(i64(3), i64(1)))
+	noFK.Flags = binlog.RowsFlagNoForeignKeyChecks
+	changes := []txn.Change{upd(row(i64(1), null), row(i64(1), i64(1))), upd(row(i64(2), null), row(i64(2), i64(1))), noFK,
+		ins(row(i64(4), null)), ins(row(i64(5), null))}
+	if err := w.Rows(t1, kv, changes); err != nil {
+		t.Fatal(err)
+	}
+	w.Finish()
+	if err := w.Commit("s", "owner", position.Save{GTID: "0-1-5", Applied: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.trips) != 1 {
+		t.Fatalf("%d round trips, want 1", len(s.trips))
+	}
+	sql := strings.Join(s.trips[0], ";\n")
+	want := []string{
+		"START TRANSACTION",
+		"SET @binlane_bad=0,@binlane_n=0",
+		"BEGIN NOT ATOMIC\nUPDATE `d`.`kv` SET `v`=1 WHERE `k`=1",
+		"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>1)",
+		"UPDATE `d`.`kv` SET `v`=1 WHERE `k`=2",
+		"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>1)",
+		"END",
+		"SET SESSION foreign_key_checks=0",
+		"BEGIN NOT ATOMIC\nUPDATE `d`.`kv` SET `v`=1 WHERE `k`=3",
+		"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>1)",
+		"END",
+		"SET SESSION foreign_key_checks=1",
+		"BEGIN NOT ATOMIC\nINSERT INTO `d`.`kv` (`k`,`v`) VALUES (4,NULL),(5,NULL)",
+		"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>2)",
+		"END",
+	}
+	if got := strings.Join(s.trips[0][:len(want)], ";\n"); got != strings.Join(want, ";\n") {
+		t.Fatalf("round trip:\n%s\nwant it to start:\n%s", sql, strings.Join(want, ";\n"))
+	}
+	rest := s.trips[0][len(want):]
+	if len(rest) != 2 || !strings.Contains(rest[0], "`binlane`.`streams`") || rest[1] != "COMMIT" {
+		t.Fatalf("the position update and COMMIT do not end the round trip:\n%s", sql)
+	}
+	// What the client checks: one result per top-level statement.
+	var kinds []string
+	for _, st := range s.stmts[0] {
+		kinds = append(kinds, st.What)
+	}
+	wantKinds := []string{"session", "session", BlockWhat, "session", BlockWhat, "session", BlockWhat, "position update", "session"}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Fatalf("statements %q, want %q", kinds, wantKinds)
+	}
+	if err := Blame(s.stmts[0][2:3], errors.New("x")); errors.As(err, new(*StmtError)) {
+		t.Errorf("a failed block was blamed on its first row: %v", err)
+	}
+}
+
+// TestBlockBounds: a block is closed once it reaches MaxStatement, and a
+// copied chunk written as LOAD DATA stays outside blocks.
+func TestBlockBounds(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	s := &sink{}
+	w := NewWriter(s)
+	w.Blocks, w.MaxStatement = true, 200
+	w.Begin()
+	var changes []txn.Change
+	for i := range 10 {
+		changes = append(changes, upd(row(i64(int64(i)), null), row(i64(int64(i)), i64(1))))
+	}
+	if err := w.Rows(t1, kv, changes); err != nil {
+		t.Fatal(err)
+	}
+	w.Finish()
+	w.Flush()
+	all := strings.Join(s.all(), ";\n")
+	begins, ends := strings.Count(all, "BEGIN NOT ATOMIC"), strings.Count(all, "END")
+	if begins < 3 || begins != ends {
+		t.Fatalf("%d blocks opened, %d closed, want several of 200 bytes at most:\n%s", begins, ends, all)
+	}
+	if n := strings.Count(all, "UPDATE"); n != 10 {
+		t.Fatalf("%d updates, want 10", n)
+	}
+}
+
+// TestBlockStatements: a block holds at most blockStatements row
+// statements, however small they are.
+func TestBlockStatements(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	s := &sink{}
+	w := NewWriter(s)
+	w.Blocks = true
+	w.Begin()
+	var changes []txn.Change
+	for i := range 3*blockStatements + 1 {
+		changes = append(changes, upd(row(i64(int64(i)), null), row(i64(int64(i)), i64(1))))
+	}
+	if err := w.Rows(t1, kv, changes); err != nil {
+		t.Fatal(err)
+	}
+	w.Finish()
+	w.Flush()
+	all := strings.Join(s.all(), ";\n")
+	if n := strings.Count(all, "BEGIN NOT ATOMIC"); n != 4 {
+		t.Fatalf("%d blocks for %d statements, want 4", n, 3*blockStatements+1)
+	}
+}
