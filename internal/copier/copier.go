@@ -63,6 +63,10 @@ type Config struct {
 	// the source there, forcing the race the design must survive (a change
 	// after the snapshot, before the chunk is written on the target).
 	AfterRead func(ctx context.Context, schema, table string, rows [][][]byte) error
+	// BeforeRows (tests) is called before a chunk's rows are read in a
+	// snapshot begun without them (a table's first chunk, or the binlog
+	// moved): tests end the run there, failing that read.
+	BeforeRows func(ctx context.Context, schema, table string)
 	// ByCoordinate (tests) places every chunk by its snapshot's binlog
 	// coordinate, as a source that writes while snapshots begin makes most
 	// of them; otherwise a quiet source's chunks go by GTID state.

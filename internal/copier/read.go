@@ -329,7 +329,11 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 	if err != nil {
 		return nil, err
 	}
-	defer func() { rows.Close() }()
+	defer func() {
+		if rows != nil { // nil when the rows query below failed
+			rows.Close()
+		}
+	}()
 	handed := false
 	defer func() {
 		if !handed { // the chunk is not (all) there: let the stream go on
@@ -341,6 +345,9 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 	}
 	if !withRows {
 		rows.Close()
+		if c.cfg.BeforeRows != nil {
+			c.cfg.BeforeRows(ctx, t.Schema, t.Name)
+		}
 		rd.roundTrip()
 		if rows, err = rd.conn.QueryContext(ctx, rowsQuery(t, cur.cols, rng, limit)+";\n"+endSnapshot); err != nil {
 			return nil, fmt.Errorf("read %s: %w", t.Quoted(), err)

@@ -35,6 +35,8 @@ type CopyConfig struct {
 	ChunkTime time.Duration
 	// AfterRead is copier.Config.AfterRead (tests).
 	AfterRead func(ctx context.Context, schema, table string, rows [][][]byte) error
+	// BeforeRows is copier.Config.BeforeRows (tests).
+	BeforeRows func(ctx context.Context, schema, table string)
 	// AroundListing, when set (tests), runs right before (false) and right
 	// after (true) the copy lists the source's tables to pick its start.
 	AroundListing func(listed bool)
@@ -364,7 +366,7 @@ func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
 	cr.merger = copier.NewMerger(start)
 	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
 		Readers: copyReaders(cfg.Copy.Workers), ChunkTime: cfg.Copy.ChunkTime, Throttle: cfg.Throttle, Logger: log,
-		AfterRead: cfg.Copy.AfterRead, ByCoordinate: cfg.Copy.ByCoordinate})
+		AfterRead: cfg.Copy.AfterRead, BeforeRows: cfg.Copy.BeforeRows, ByCoordinate: cfg.Copy.ByCoordinate})
 }
 
 // resumeTables keeps the tables of a saved copy; one the source no longer

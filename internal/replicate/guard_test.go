@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -101,4 +102,36 @@ func TestStreamedTransactionGuardStops(t *testing.T) {
 	if n != 9 {
 		t.Errorf("the target holds %d rows of wl.big, want the 9 from before the failed transaction", n)
 	}
+}
+
+// TestCopyReadCancelled: a run ended while a reader is about to read a
+// chunk's rows (the query then fails) ends as a stop does, and the next
+// run finishes the copy equal. (The reader closed the failed query's nil
+// result on its way out: a nil-pointer panic that took the whole process
+// down.)
+func TestCopyReadCancelled(t *testing.T) {
+	e := newEnv(t)
+	e.src.ExecT(t, "CREATE DATABASE wl", "CREATE TABLE wl.t (id INT PRIMARY KEY, v VARCHAR(20))",
+		"INSERT INTO wl.t SELECT seq, CONCAT('v', seq) FROM wl.seq_1_to_5000")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runCtx, end := context.WithCancel(ctx)
+	cfg := e.copyConfig(t)
+	cfg.Copy.ExitWhenDone = true
+	var ended atomic.Bool
+	cfg.Copy.BeforeRows = func(context.Context, string, string) {
+		ended.Store(true)
+		end()
+	}
+	if err := Run(runCtx, cfg); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("a run ended mid-read returned %v, want a stop", err)
+	}
+	if !ended.Load() {
+		t.Fatal("no chunk was read in a snapshot begun without its rows")
+	}
+	cfg.Copy.BeforeRows = nil
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyEqual(t)
 }
