@@ -475,52 +475,43 @@ func TestBlocks(t *testing.T) {
 	}
 }
 
-// TestBlockBounds: a block is closed once it reaches MaxStatement, and a
-// copied chunk written as LOAD DATA stays outside blocks.
+// TestBlockBounds: a block is closed once it reaches MaxStatement bytes or
+// blockStatements row statements, however small they are.
 func TestBlockBounds(t *testing.T) {
 	kv := table("kv", 1, false, "k", "v")
-	s := &sink{}
-	w := NewWriter(s)
-	w.Blocks, w.MaxStatement = true, 200
-	w.Begin()
-	var changes []txn.Change
-	for i := range 10 {
-		changes = append(changes, upd(row(i64(int64(i)), null), row(i64(int64(i)), i64(1))))
-	}
-	if err := w.Rows(t1, kv, changes); err != nil {
-		t.Fatal(err)
-	}
-	w.Finish()
-	w.Flush()
-	all := strings.Join(s.all(), ";\n")
-	begins, ends := strings.Count(all, "BEGIN NOT ATOMIC"), strings.Count(all, "END")
-	if begins < 3 || begins != ends {
-		t.Fatalf("%d blocks opened, %d closed, want several of 200 bytes at most:\n%s", begins, ends, all)
-	}
-	if n := strings.Count(all, "UPDATE"); n != 10 {
-		t.Fatalf("%d updates, want 10", n)
-	}
-}
-
-// TestBlockStatements: a block holds at most blockStatements row
-// statements, however small they are.
-func TestBlockStatements(t *testing.T) {
-	kv := table("kv", 1, false, "k", "v")
-	s := &sink{}
-	w := NewWriter(s)
-	w.Blocks = true
-	w.Begin()
-	var changes []txn.Change
-	for i := range 3*blockStatements + 1 {
-		changes = append(changes, upd(row(i64(int64(i)), null), row(i64(int64(i)), i64(1))))
-	}
-	if err := w.Rows(t1, kv, changes); err != nil {
-		t.Fatal(err)
-	}
-	w.Finish()
-	w.Flush()
-	all := strings.Join(s.all(), ";\n")
-	if n := strings.Count(all, "BEGIN NOT ATOMIC"); n != 4 {
-		t.Fatalf("%d blocks for %d statements, want 4", n, 3*blockStatements+1)
+	for _, tc := range []struct {
+		name             string
+		rows, maxStmt    int
+		minBlocks, exact int // exact 0: at least minBlocks
+	}{
+		{name: "bytes", rows: 10, maxStmt: 200, minBlocks: 3},
+		{name: "statements", rows: 3*blockStatements + 1, exact: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &sink{}
+			w := NewWriter(s)
+			w.Blocks = true
+			if tc.maxStmt > 0 {
+				w.MaxStatement = tc.maxStmt
+			}
+			w.Begin()
+			var changes []txn.Change
+			for i := range tc.rows {
+				changes = append(changes, upd(row(i64(int64(i)), null), row(i64(int64(i)), i64(1))))
+			}
+			if err := w.Rows(t1, kv, changes); err != nil {
+				t.Fatal(err)
+			}
+			w.Finish()
+			w.Flush()
+			all := strings.Join(s.all(), ";\n")
+			begins, ends := strings.Count(all, "BEGIN NOT ATOMIC"), strings.Count(all, "END")
+			if begins != ends || begins < tc.minBlocks || tc.exact > 0 && begins != tc.exact {
+				t.Fatalf("%d blocks opened, %d closed for %d statements:\n%s", begins, ends, tc.rows, all)
+			}
+			if n := strings.Count(all, "UPDATE"); n != tc.rows {
+				t.Fatalf("%d updates, want %d", n, tc.rows)
+			}
+		})
 	}
 }
