@@ -338,4 +338,3 @@ func heapLimit(f *replicateFlags, explicit bool) (limit, need int) {
 	}
 	return max(f.maxMemory, need), need
 }
-
