@@ -39,7 +39,7 @@ func TestCopyCrashAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.ExecT(t,
-		"INSERT INTO wl.audit (order_id, what) SELECT seq, CHAR(65 + seq % 26) FROM wl.seq_1_to_250000",
+		"INSERT INTO wl.audit (order_id, what) SELECT seq, CHAR(65 + seq % 26) FROM wl.seq_1_to_400000",
 		"INSERT INTO wl.log SELECT seq, CONCAT('l', seq), seq / 7 FROM wl.seq_1_to_5000",
 		"INSERT INTO wl.kv (k, v, f, b, ch) SELECT CONCAT('Key', seq), JSON_OBJECT('n', seq), seq / 3, seq % 4096, 'é' FROM wl.seq_1_to_3000",
 		// Indexes the copy defers and builds once the table's rows are in.
@@ -91,7 +91,9 @@ func TestCopyCrashAndResume(t *testing.T) {
 			case buildKills == 0 && building(dstDB):
 				buildKills++
 			case kills < 10 && copiedRows(dstDB) > before:
-				time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
+				// A short while: a run that goes on copying for long finishes
+				// the copy in fewer runs than the test kills.
+				time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
 				advanced++
 			case time.Now().Before(killAt):
 				continue
