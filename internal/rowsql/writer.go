@@ -283,10 +283,7 @@ func (w *Writer) begin() {
 // sql_mode accepts get a per-statement override.
 func (w *Writer) end(st Stmt) error {
 	if w.lit.lax {
-		prefix := "SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION' FOR "
-		w.buf = append(w.buf, prefix...)
-		copy(w.buf[w.start+len(prefix):], w.buf[w.start:len(w.buf)-len(prefix)])
-		copy(w.buf[w.start:], prefix)
+		w.insertAt(w.start, "SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION' FOR ")
 	}
 	if w.inBlock(st) {
 		return w.endInBlock(st)
@@ -299,12 +296,12 @@ func (w *Writer) end(st Stmt) error {
 	w.stmts = append(w.stmts, st)
 	if st.Txn != nil {
 		w.dml++
-		if st.Expect >= 0 && w.dml > guardedRows {
+		switch {
+		case st.Expect < 0:
+		case w.dml > guardedRows:
 			w.unchecked++
-		} else if st.Expect >= 0 {
-			w.buf = append(w.buf, "SET "+guardVar+"="+guardVar+"+(ROW_COUNT()<>"...)
-			w.buf = strconv.AppendInt(w.buf, st.Expect, 10)
-			w.buf = append(w.buf, ");\n"...)
+		default:
+			w.appendGuard(st.Expect)
 			w.stmts = append(w.stmts, Stmt{Expect: -1, What: RowCountCheck})
 		}
 	}
@@ -350,9 +347,7 @@ func (w *Writer) endInBlock(st Stmt) error {
 	if st.Txn != nil {
 		w.dml++
 		if st.Expect >= 0 {
-			w.buf = append(w.buf, "SET "+guardVar+"="+guardVar+"+(ROW_COUNT()<>"...)
-			w.buf = strconv.AppendInt(w.buf, st.Expect, 10)
-			w.buf = append(w.buf, ");\n"...)
+			w.appendGuard(st.Expect)
 		}
 	}
 	w.blockRows++
@@ -363,6 +358,15 @@ func (w *Writer) endInBlock(st Stmt) error {
 		return w.Flush()
 	}
 	return nil
+}
+
+// appendGuard writes the guard after a row statement that must affect
+// expect rows: it counts a mismatch in guardVar, which the position
+// update's own guard turns into an error before COMMIT.
+func (w *Writer) appendGuard(expect int64) {
+	w.buf = append(w.buf, "SET "+guardVar+"="+guardVar+"+(ROW_COUNT()<>"...)
+	w.buf = strconv.AppendInt(w.buf, expect, 10)
+	w.buf = append(w.buf, ");\n"...)
 }
 
 // closeBlock ends the open compound statement, if any.
