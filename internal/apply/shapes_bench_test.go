@@ -15,7 +15,7 @@ import (
 // changes to a sysbench-shaped table: text multi-statement round trips
 // (what binlane sends) against server-side prepared statements (binary
 // protocol, parsed once), one row per statement and many rows per
-// statement. Each op applies 96 row updates (one merged batch of
+// statement, and guarded row statements alone or in compound statements. Each op applies 96 row updates (one merged batch of
 // oltp_write_only) in one transaction; compare ns/op.
 //
 //	go test -run '^$' -bench StatementShapes -benchtime 200x ./internal/apply
@@ -59,6 +59,34 @@ func BenchmarkStatementShapes(b *testing.B) {
 			}
 		}
 	})
+	// What rowsql sends for rows it cannot merge: each UPDATE followed by
+	// its guard, as single statements or in compound statements of 64
+	// (Writer.Blocks, MariaDB targets).
+	guarded := func(block int) string {
+		var q strings.Builder
+		q.WriteString("START TRANSACTION;SET @binlane_bad=0;")
+		for i, id := range ids() {
+			if block > 0 && i%block == 0 {
+				q.WriteString("BEGIN NOT ATOMIC\n")
+			}
+			fmt.Fprintf(&q, "UPDATE d.t SET k=%d, c=_utf8mb4 X'%x' WHERE id=%d;", rng.IntN(100000), c, id)
+			q.WriteString("SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>1);")
+			if block > 0 && (i%block == block-1 || i == rows-1) {
+				q.WriteString("END;")
+			}
+		}
+		q.WriteString("COMMIT")
+		return q.String()
+	}
+	for _, block := range []int{0, 64} {
+		b.Run(fmt.Sprintf("text/guarded-UPDATEs-blocks-of-%d", block), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := conn.ExecContext(ctx, guarded(block)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	b.Run("text/multi-row-upsert", func(b *testing.B) {
 		for b.Loop() {
 			var q strings.Builder
