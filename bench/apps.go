@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/analyze"
+	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/workload"
 )
 
@@ -174,19 +175,12 @@ func (s *sampler) Stop() []sample {
 // seqOf returns the sequence number of a single-domain GTID position
 // ("0-1-123"); -1 when there is none.
 func seqOf(pos string) int64 {
-	pos = strings.TrimSpace(pos)
-	if i := strings.IndexByte(pos, ','); i >= 0 {
-		pos = pos[:i]
-	}
-	i := strings.LastIndexByte(pos, '-')
-	if i < 0 {
-		return -1
-	}
-	n, err := strconv.ParseInt(pos[i+1:], 10, 64)
+	first, _, _ := strings.Cut(pos, ",")
+	g, err := gtid.Parse(first)
 	if err != nil {
 		return -1
 	}
-	return n
+	return int64(g.Seq)
 }
 
 // queryPos returns a position function reading one GTID position column.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,7 @@ func runCopyScales(ctx context.Context, c config, bin, outDir string, log *slog.
 		return nil
 	}
 	workers := 4
-	if len(c.copyWorkers) > 0 && !contains(c.copyWorkers, 4) {
+	if len(c.copyWorkers) > 0 && !slices.Contains(c.copyWorkers, 4) {
 		workers = c.copyWorkers[len(c.copyWorkers)-1]
 	}
 	var all []scaleResult
@@ -115,15 +116,6 @@ func runCopyScales(ctx context.Context, c config, bin, outDir string, log *slog.
 		}
 	}
 	return nil
-}
-
-func contains(list []int, v int) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 var peakRSS = regexp.MustCompile(`peak RSS ([0-9]+) MiB`)

@@ -66,17 +66,6 @@ func Modes() []Mode {
 	return out
 }
 
-// ParseMode returns the mode of a name ("mixed" or "" for Mixed).
-func ParseMode(name string) (Mode, error) {
-	if name == "mixed" {
-		return Mixed, nil
-	}
-	if _, ok := modes[Mode(name)]; !ok {
-		return "", fmt.Errorf("unknown workload mode %q (modes: mixed, shop, orderentry, bulk, docs)", name)
-	}
-	return Mode(name), nil
-}
-
 // Schema returns the database the mode writes to: its name, wl for
 // Mixed.
 func (m Mode) Schema() string {
