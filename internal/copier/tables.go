@@ -98,7 +98,7 @@ func FromDefinition(d *schema.Table, rules filter.Rules) *Table {
 		t.OnePass = "it references itself by foreign key"
 		return t
 	}
-	t.Key, t.OnePass = keyrange.Columns(d, d.ChunkKey())
+	t.Key, t.OnePass = keyrange.Columns(d, keyrange.ChunkKey(d))
 	return t
 }
 

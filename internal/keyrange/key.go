@@ -81,11 +81,22 @@ func KindOf(c *schema.Column) (Column, bool) {
 	return Column{}, false
 }
 
+// ChunkKey returns the index the copy cuts a table into ranges by: the
+// table's chunking key among the indexes whose columns binlane can order
+// itself (KindOf; no generated columns); nil: none, the table is copied in
+// one pass.
+func ChunkKey(t *schema.Table) *schema.Index {
+	return t.ChunkKeyBy(func(c *schema.Column) bool {
+		_, ok := KindOf(c)
+		return ok && !c.Generated
+	})
+}
+
 // Columns returns the chunking key of a table as an index of it names it,
 // or why binlane cannot use that index to cut the table into ranges.
 func Columns(t *schema.Table, ix *schema.Index) ([]Column, string) {
 	if ix == nil {
-		return nil, "it has no primary key and no unique key without NULLs"
+		return nil, "it has no primary or unique key without NULLs, generated columns and types binlane cannot order as the server does (a case-insensitive string, a float, ...)"
 	}
 	cols := make([]Column, len(ix.Columns))
 	for i, pos := range ix.Columns {

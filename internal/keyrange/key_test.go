@@ -140,3 +140,36 @@ func TestCoverage(t *testing.T) {
 		t.Fatalf("bytes round trip %s: %+v %v", b, back.Ranges, err)
 	}
 }
+
+// TestChunkKey: the copy cuts a table by a unique key it can order itself;
+// a primary key it cannot (a case-insensitive string, a float, a generated
+// column) gives way to one it can, instead of the table being copied in one
+// pass. (The server-ordered choice verify uses picked the primary key, and
+// the copy then refused it.)
+func TestChunkKey(t *testing.T) {
+	cols := []schema.Column{
+		{Name: "ci", DataType: "varchar", Collation: "utf8mb4_general_ci", Charset: "utf8mb4"},
+		{Name: "f", DataType: "float"},
+		{Name: "g", DataType: "int", Generated: true},
+		{Name: "n", DataType: "bigint"},
+	}
+	ix := func(name string, col int) schema.Index {
+		return schema.Index{Name: name, Unique: true, Type: "BTREE", Columns: []int{col}, Prefix: []int{0}}
+	}
+	for _, tc := range []struct {
+		name string
+		pk   int
+		want string
+	}{{"case-insensitive", 0, "u_n"}, {"float", 1, "u_n"}, {"generated", 2, "u_n"}, {"bigint", 3, "PRIMARY"}} {
+		tbl := &schema.Table{Columns: cols, Indexes: []schema.Index{ix("PRIMARY", tc.pk), ix("u_n", 3)}}
+		if got := ChunkKey(tbl); got == nil || got.Name != tc.want {
+			t.Errorf("%s primary key: chunk key %v, want %s", tc.name, got, tc.want)
+		}
+		if tc.pk == 0 && tbl.ChunkKey().Name != "PRIMARY" { // where the two choices part
+			t.Errorf("%s primary key: verify's choice changed to %s", tc.name, tbl.ChunkKey().Name)
+		}
+	}
+	if got := ChunkKey(&schema.Table{Columns: cols, Indexes: []schema.Index{ix("PRIMARY", 0)}}); got != nil {
+		t.Errorf("a table with only a case-insensitive key: chunk key %s, want none", got.Name)
+	}
+}

@@ -77,10 +77,17 @@ func (t *Table) IsBase() bool { return t.Type == "BASE TABLE" || t.Type == "SYST
 // and orders as the index does. nil: the table has none, and is copied in
 // one pass and compared as a multiset of rows.
 func (t *Table) ChunkKey() *Index {
+	return t.ChunkKeyBy(func(c *Column) bool { return orderedAsText(c.DataType) })
+}
+
+// ChunkKeyBy is ChunkKey among the indexes whose every column usable
+// accepts (the copy orders key values itself, and accepts fewer types
+// than the server's comparisons verify relies on: keyrange.ChunkKey).
+func (t *Table) ChunkKeyBy(usable func(*Column) bool) *Index {
 	var best *Index
 	for i := range t.Indexes {
 		ix := &t.Indexes[i]
-		if !ix.Unique || !t.chunkable(ix) {
+		if !ix.Unique || !t.chunkable(ix, usable) {
 			continue
 		}
 		if ix.Name == "PRIMARY" {
@@ -93,13 +100,13 @@ func (t *Table) ChunkKey() *Index {
 	return best
 }
 
-func (t *Table) chunkable(ix *Index) bool {
+func (t *Table) chunkable(ix *Index, usable func(*Column) bool) bool {
 	if ix.Functional || ix.Deferred || !strings.EqualFold(ix.Type, "BTREE") || len(ix.Columns) == 0 {
 		return false
 	}
 	for i, pos := range ix.Columns {
 		c := &t.Columns[pos]
-		if ix.Prefix[i] != 0 || c.Nullable || !orderedAsText(c.DataType) {
+		if ix.Prefix[i] != 0 || c.Nullable || !usable(c) {
 			return false
 		}
 	}
