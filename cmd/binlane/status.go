@@ -207,8 +207,7 @@ func printStream(w io.Writer, d streamstatus.Stream, now time.Time) {
 		src = *d.Source
 	}
 	fmt.Fprintf(w, "stream %s: %s (source %s, %s)\n", d.Stream, d.State, src.ID, src.Flavor)
-	running := d.State != streamstatus.StateStopped && d.State != streamstatus.StateError && d.State != streamstatus.StatePaused
-	if running && !d.Alive {
+	if streamstatus.Orphaned(d) {
 		fmt.Fprintln(w, "  process    none: no binlane process holds the stream (it was killed, or lost the target); start it again")
 	}
 	fmt.Fprintf(w, "  position   %s\n", d.Position)

@@ -107,6 +107,14 @@ func TestPrintStream(t *testing.T) {
 	if strings.Contains(b.String(), "lag") || strings.Contains(b.String(), "thread") {
 		t.Errorf("stopped stream:\n%s", b.String())
 	}
+	// A stream that was cut over has no process by design: nothing tells
+	// the operator to start it again.
+	s.State, s.Message = position.StateCutOver, "cut over at 0-1-1000"
+	b.Reset()
+	printStream(&b, streamstatus.FromStored(streamstatus.Stored{Row: s}), now)
+	if !strings.Contains(b.String(), "stream main: cut_over (") || strings.Contains(b.String(), "start it again") {
+		t.Errorf("cut-over stream:\n%s", b.String())
+	}
 }
 
 // startReplicate runs `binlane replicate args...` in-process until stop is

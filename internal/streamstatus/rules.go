@@ -5,6 +5,17 @@ import (
 	"time"
 )
 
+// Orphaned reports whether a stream's state says a process runs it while
+// none does (killed, or it lost the target): stopped, paused, cut over and
+// failed streams have no process by design.
+func Orphaned(d Stream) bool {
+	switch d.State {
+	case StateStopped, StateError, StatePaused, StateCutOver:
+		return false
+	}
+	return !d.Alive
+}
+
 // Live is /healthz: a process runs the stream and it is not in error.
 func Live(d Stream) Probe {
 	switch {
@@ -79,7 +90,7 @@ func Check(d Stream, l CheckLimits) (int, string) {
 	case StateCutOver:
 		return OK, name + " was cut over: " + d.Note
 	}
-	if !d.Alive {
+	if Orphaned(d) {
 		return Critical, fmt.Sprintf("%s is %s, but no binlane process runs it%s", name, d.State, reportAge(d, l.Now))
 	}
 	if d.State == StateRestarting {
