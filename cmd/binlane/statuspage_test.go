@@ -142,11 +142,15 @@ func TestStatusPage(t *testing.T) {
 	dom := dumpDOM(t, base+"/")
 	for _, s := range []string{`<span id="state" class="badge caught_up">caught_up</span>`, `<dd id="position">` + want + `</dd>`,
 		`<tr class="worker" data-worker="0"><td>thread 0</td>`, `<tr class="worker" data-worker="2">`,
-		`<tr class="copy-table"><td>app.t</td><td>2,000</td>`, `<dd id="recommendation">`, ` — `, `<pre id="last-error">—</pre>`,
+		`<tr class="copy-table"><td>app.t</td><td>2,000</td>`, `<pre id="last-error">—</pre>`,
 		`<span id="stream">page</span>`} {
 		if !strings.Contains(dom, s) {
 			t.Errorf("the page lacks %s", s)
 		}
+	}
+	// The recommendation as rendered (the script's own text holds " — ").
+	if !regexp.MustCompile(`<dd id="recommendation">\d+ threads? — [^<]+</dd>`).MatchString(dom) {
+		t.Errorf("the page shows no recommendation with its reason")
 	}
 	if t.Failed() {
 		t.Logf("DOM:\n%s", dom)

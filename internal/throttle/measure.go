@@ -73,24 +73,24 @@ func threadsRunning(ctx context.Context, db *sql.DB) (int, error) {
 type lagProbe struct {
 	replica   Replica
 	heartbeat string
-	query     string // the replication status statement that worked
+	queries   []string // the replication status statements to try, the one that worked first
 }
 
 func (p *lagProbe) read(ctx context.Context) (time.Duration, error) {
 	if p.heartbeat != "" {
 		return heartbeatLag(ctx, p.replica.DB, p.heartbeat)
 	}
-	if p.query == "" {
+	if p.queries == nil {
 		var version string
 		if err := p.replica.DB.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 			return 0, err
 		}
-		p.query = statusQueries(version)[0]
+		p.queries = statusQueries(version)
 	}
-	lag, err := statusLag(ctx, p.replica.DB, p.query)
-	if sqlerr.Is(err, sqlerr.ParseError) && p.query == "SHOW REPLICA STATUS" {
-		p.query = "SHOW SLAVE STATUS" // MySQL before 8.0.22
-		lag, err = statusLag(ctx, p.replica.DB, p.query)
+	lag, err := statusLag(ctx, p.replica.DB, p.queries[0])
+	for sqlerr.Is(err, sqlerr.ParseError) && len(p.queries) > 1 {
+		p.queries = p.queries[1:] // an older server (MySQL before 8.0.22): the next form
+		lag, err = statusLag(ctx, p.replica.DB, p.queries[0])
 	}
 	return lag, err
 }
