@@ -38,6 +38,9 @@ type Table struct {
 	// Build adds the indexes the target's table was created without, once
 	// its rows are in (nil: none deferred).
 	Build *txn.IndexBuild
+	// Pending are the unique keys among Build's, which the target does not
+	// enforce until they are built (schema.Cache.SetPending).
+	Pending []schema.PendingKey
 }
 
 // ID is the table's "schema.table".

@@ -166,6 +166,7 @@ func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, s
 	rows := make([]position.CopyTable, len(tables))
 	for i, t := range tables {
 		t.Build = provision.NewBuild(t.Schema, t.Name, deferred[i], copier.Neighbours(t.Def))
+		t.Pending = provision.PendingKeys(deferred[i])
 		rows[i] = position.CopyTable{Schema: t.Schema, Table: t.Name, Estimate: t.Rows, OnePass: t.OnePass,
 			Deferred: provision.Encode(deferred[i])}
 	}
@@ -214,18 +215,9 @@ func (r *run) buildCopied(ctx context.Context, tables []*copier.Table, saved []p
 // deferred (see schema.Cache.SetPending).
 func (cr *copyRun) setPending(cache *schema.Cache) {
 	for _, t := range cr.tables {
-		if t.Build == nil {
-			continue
+		if t.Build != nil {
+			cache.SetPending(t.Schema, t.Name, t.Pending)
 		}
-		var keys []schema.PendingKey
-		if t.Def != nil {
-			for _, name := range t.Build.Keys {
-				if ix := t.Def.IndexByName(name); ix != nil && ix.Unique {
-					keys = append(keys, schema.PendingKey{Name: ix.Name, Columns: t.Def.ColumnNames(ix), Prefix: ix.Prefix})
-				}
-			}
-		}
-		cache.SetPending(t.Schema, t.Name, keys)
 	}
 }
 
@@ -408,6 +400,7 @@ func resumeTables(listed []*copier.Table, saved []position.CopyTable) ([]*copier
 				neighbours = copier.Neighbours(t.Def)
 			}
 			t.Build = provision.NewBuild(t.Schema, t.Name, ixs, neighbours)
+			t.Pending = provision.PendingKeys(ixs)
 		}
 		out = append(out, t)
 	}
