@@ -48,9 +48,8 @@ func renderKind(dataType, charset string) string {
 // chunkColumns are the columns a chunk copies, as its SELECT reads them.
 type chunkColumns struct {
 	cols   []txn.ChunkColumn
-	types  []string // data types, by position
-	key    []int    // positions of the chunking key's columns
-	list   string   // the SELECT list
+	key    []int  // positions of the chunking key's columns
+	list   string // the SELECT list
 	source []schema.Column
 }
 
@@ -68,7 +67,6 @@ func newChunkColumns(t *Table, all []schema.Column) (*chunkColumns, error) {
 			return nil, fmt.Errorf("copy %s: column %s has type %s, which binlane cannot copy yet", t.Quoted(), schema.QuoteName(c.Name), c.DataType)
 		}
 		cc.cols = append(cc.cols, txn.ChunkColumn{Name: c.Name, Kind: kind, Charset: c.Charset})
-		cc.types = append(cc.types, c.DataType)
 		list = append(list, selectExpr(c))
 	}
 	if len(cc.cols) == 0 {

@@ -125,7 +125,7 @@ func FromText(cols []Column, vals [][]byte) (Key, error) {
 		if vals[i] == nil {
 			return nil, fmt.Errorf("key column %s is NULL", c.Name)
 		}
-		v, err := sqlValue(c, vals[i])
+		v, err := textValue(c, vals[i])
 		if err != nil {
 			return nil, fmt.Errorf("key column %s: %w", c.Name, err)
 		}
@@ -166,48 +166,17 @@ func AppendLiteral(buf []byte, c Column, v any) []byte {
 	panic(fmt.Sprintf("keyrange: a %T key value", v))
 }
 
-// FromSQL converts a key value read through the binary protocol.
-func FromSQL(cols []Column, vals []any) (Key, error) {
-	k := make(Key, len(cols))
-	for i, c := range cols {
-		v, err := sqlValue(c, vals[i])
-		if err != nil {
-			return nil, fmt.Errorf("key column %s: %w", c.Name, err)
-		}
-		k[i] = v
-	}
-	return k, nil
-}
-
-func sqlValue(c Column, v any) (any, error) {
+// textValue converts one key value read as text.
+func textValue(c Column, x []byte) (any, error) {
 	switch c.Kind {
-	case Int, Uint:
-		switch x := v.(type) {
-		case int64:
-			if c.Kind == Uint {
-				return uint64(x), nil
-			}
-			return x, nil
-		case uint64:
-			if c.Kind == Int {
-				return int64(x), nil
-			}
-			return x, nil
-		case []byte:
-			if c.Kind == Uint {
-				return strconv.ParseUint(string(x), 10, 64)
-			}
-			return strconv.ParseInt(string(x), 10, 64)
-		}
+	case Int:
+		return strconv.ParseInt(string(x), 10, 64)
+	case Uint:
+		return strconv.ParseUint(string(x), 10, 64)
 	case Bytes, Text:
-		switch x := v.(type) {
-		case []byte:
-			return bytes.Clone(x), nil
-		case string:
-			return []byte(x), nil
-		}
+		return bytes.Clone(x), nil
 	}
-	return nil, fmt.Errorf("unexpected %T value", v)
+	return nil, fmt.Errorf("a key column of kind %v", c.Kind)
 }
 
 // FromRow extracts the key of a row image (cols are the key's positions in

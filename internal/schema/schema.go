@@ -212,12 +212,9 @@ func (c *Cache) Get(ctx context.Context, schemaName, table string) (*Table, erro
 	if ok {
 		return t, nil
 	}
-	l, err := load(ctx, c.db, scope{schemas: []string{id.Schema}, table: id.Table, triggers: true})
+	t, err := ReadTable(ctx, c.db, id.Schema, id.Table) // nil: dropped meanwhile
 	if err != nil {
-		return nil, fmt.Errorf("read definition of %s.%s: %w", QuoteName(schemaName), QuoteName(table), err)
-	}
-	if len(l.order) > 0 && len(l.order[0].Columns) > 0 { // none: dropped meanwhile
-		t = l.order[0]
+		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
