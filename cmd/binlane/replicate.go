@@ -98,7 +98,7 @@ func newCopyCmd() *cobra.Command {
 		Short: "Copy the selected tables into an empty target online, catch up from the binlog, and exit",
 		Long: `Copy the selected tables of a live source into an empty target: chunks of
 rows read in consistent snapshots, each applied at its exact place in the
-binlog stream, which runs at the same time, --copy-workers of them written
+binlog stream, which runs at the same time, --copy-threads of them written
 at once; then catch up and exit 0 once every table is copied and the
 target has applied everything the source had committed by then. The tables
 are created on the target from the source's definitions (without

@@ -49,7 +49,7 @@ With --online it compares while the source takes writes and the stream
 source at a known binlog position, asks the stream to hold exactly there,
 takes a snapshot of the target, and lets the stream go on; the rows are then
 compared inside the two snapshots. The stream holds for a moment per pair
-(--parallel pairs). This needs a MariaDB source with its binlog on, a
+(--threads pairs). This needs a MariaDB source with its binlog on, a
 running stream less than a couple of minutes behind, and on the target
 SELECT and UPDATE on binlane.streams (the pause request).
 
