@@ -261,7 +261,8 @@ func tail(s string, n int) string {
 	return s
 }
 
-// buildBinlane compiles the binlane binary once for all runs.
+// buildBinlane compiles the binlane binary once for all runs, into a
+// folder of its own that the caller removes.
 func buildBinlane(ctx context.Context) (string, error) {
 	dir, err := os.MkdirTemp("", "binlane-bench-bin-")
 	if err != nil {
@@ -269,6 +270,7 @@ func buildBinlane(ctx context.Context) (string, error) {
 	}
 	bin := filepath.Join(dir, "binlane")
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/binlane").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
 		return "", fmt.Errorf("build binlane: %v\n%s", err, out)
 	}
 	return bin, nil

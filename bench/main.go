@@ -157,6 +157,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		if bin, err = buildBinlane(ctx); err != nil {
 			return err
 		}
+		defer os.RemoveAll(filepath.Dir(bin))
 	}
 	c.machine = machineSpeed(ctx)
 	log.Info("machine", "speed", c.machine)

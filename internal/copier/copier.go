@@ -297,6 +297,9 @@ func (c *Copier) read(ctx context.Context, lv *level) error {
 		if err := rd.waitWritten(ctx); err != nil {
 			return err
 		}
+		// The reader's last chunk committed, and one it read without
+		// handing it over is nobody's: its memory is free.
+		rd.mem.reset()
 		cur, err := lv.take(ctx)
 		if cur == nil || err != nil {
 			return err

@@ -230,6 +230,9 @@ type reader struct {
 	conn    *sql.Conn
 	query   snapshot.Query
 	written chan struct{} // closed when the last chunk handed over committed
+	// mem holds the rows of the reader's chunk of a range: used again once
+	// the chunk committed (see read).
+	mem arena
 	// moved: the binlog moved during the last snapshot (see above).
 	moved bool
 	// stats count the reader's round trips to the source; trips those of
@@ -355,11 +358,13 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 		return &txn.Chunk{Schema: t.Schema, Table: t.Name, Columns: cur.cols.cols, Rows: rows, Pos: pos.String(),
 			Key: t.Key, Whole: t.Key == nil, Bytes: bytes}
 	}
-	partBytes, stopBytes := 1<<62, 2*c.cfg.MaxChunkBytes
-	if t.Key == nil { // a whole table: in parts, sent as they are read
-		partBytes, stopBytes = c.cfg.MaxChunkBytes, 1<<62
+	// A chunk of a range is read into the reader's memory (see arena); a
+	// whole table, in parts sent as they are read, into memory of its own.
+	mem, partBytes, stopBytes := &rd.mem, 1<<62, 2*c.cfg.MaxChunkBytes
+	if t.Key == nil {
+		mem, partBytes, stopBytes = &arena{}, c.cfg.MaxChunkBytes, 1<<62
 	}
-	got, bytes, stopped, err := scanRows(rows, len(cur.cols.cols), partBytes, stopBytes, func(part [][][]byte, n int) error {
+	got, bytes, stopped, err := scanRows(rows, len(cur.cols.cols), mem, limit, partBytes, stopBytes, func(part [][][]byte, n int) error {
 		return ticket.Send(ctx, chunk(part, n), false)
 	})
 	if err != nil {
@@ -482,18 +487,19 @@ func (c *Copier) place(ctx context.Context, rd *reader, cur *cursor, rng keyrang
 	}
 }
 
-// scanRows reads a chunk's rows (values in a few arena blocks). Every
-// partBytes of them go to emit (a whole table's earlier parts); reading
-// stops early (stopped) once the rows held reach stopBytes. It returns the
-// rows not emitted and the memory they hold.
-func scanRows(rows *sql.Rows, ncols, partBytes, stopBytes int, emit func(rows [][][]byte, bytes int) error) (
+// scanRows reads a chunk's rows into a's blocks (expect: the rows asked
+// for, 0 if not known). Every partBytes of them go to emit (a whole table's
+// earlier parts, each in blocks of its own); reading stops early (stopped)
+// once the rows held reach stopBytes. It returns the rows not emitted and
+// the memory they hold.
+func scanRows(rows *sql.Rows, ncols int, a *arena, expect, partBytes, stopBytes int, emit func(rows [][][]byte, bytes int) error) (
 	batch [][][]byte, size int, stopped bool, err error) {
 	raw := make([]sql.RawBytes, ncols)
 	ptrs := make([]any, ncols)
 	for i := range raw {
 		ptrs[i] = &raw[i]
 	}
-	var a arena
+	batch = a.batch(expect)
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, 0, false, err
@@ -508,54 +514,17 @@ func scanRows(rows *sql.Rows, ncols, partBytes, stopBytes int, emit func(rows []
 		}
 		batch = append(batch, row)
 		if size >= stopBytes {
-			return batch, size, true, nil
+			return a.keep(batch), size, true, nil
 		}
 		if size >= partBytes {
 			if err := emit(batch, size); err != nil {
 				return nil, 0, false, err
 			}
-			batch, size, a = nil, 0, arena{}
+			a = &arena{}
+			batch, size = nil, 0
 		}
 	}
-	return batch, size, false, rows.Err()
-}
-
-// arena holds the values of a chunk's rows in a few large blocks instead
-// of an allocation per value and per row (a sysbench row is five of them):
-// the copy reads millions of rows, and the garbage collector's share of
-// binlane's CPU is taken from the target on a shared machine. The blocks
-// live as long as the chunk.
-type arena struct {
-	buf  []byte
-	vals [][]byte
-}
-
-const arenaBlock = 64 << 10
-
-// bytes returns a copy of v (never nil: nil is NULL).
-func (a *arena) bytes(v []byte) []byte {
-	if len(v) == 0 {
-		return make([]byte, 0) // no allocation
-	}
-	if len(v) > arenaBlock/4 {
-		return append([]byte(nil), v...)
-	}
-	if cap(a.buf)-len(a.buf) < len(v) {
-		a.buf = make([]byte, 0, arenaBlock)
-	}
-	n := len(a.buf)
-	a.buf = append(a.buf, v...)
-	return a.buf[n:len(a.buf):len(a.buf)]
-}
-
-// row returns n nil values.
-func (a *arena) row(n int) [][]byte {
-	if cap(a.vals)-len(a.vals) < n {
-		a.vals = make([][]byte, 0, max(n, 1024))
-	}
-	k := len(a.vals)
-	a.vals = a.vals[:k+n]
-	return a.vals[k : k+n : k+n]
+	return a.keep(batch), size, false, rows.Err()
 }
 
 // resultErr is why a batch has no (more) results.

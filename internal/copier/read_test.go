@@ -44,6 +44,41 @@ func TestArena(t *testing.T) {
 	}
 }
 
+// TestArenaReset: after reset, the next chunk's rows are read into the same
+// blocks (no new ones), and a NULL is nil in a reused row slot that held a
+// value.
+func TestArenaReset(t *testing.T) {
+	var a arena
+	fill := func(n int, null func(i int) bool) [][][]byte {
+		rows := a.batch(n)
+		for i := range n {
+			row := a.row(2)
+			row[0] = a.bytes([]byte(strconv.Itoa(i)))
+			if !null(i) {
+				row[1] = a.bytes(bytes.Repeat([]byte{'v'}, 100))
+			}
+			rows = append(rows, row)
+		}
+		return a.keep(rows)
+	}
+	fill(5000, func(int) bool { return false })
+	a.reset()
+	blocks, vals := len(a.free), len(a.freeVals)
+	if blocks == 0 || vals == 0 {
+		t.Fatalf("reset freed %d value blocks and %d row blocks", blocks, vals)
+	}
+	rows := fill(5000, func(i int) bool { return i%2 == 0 })
+	if len(a.full)+1+len(a.free) != blocks || len(a.fullVals)+1+len(a.freeVals) != vals {
+		t.Fatalf("after the second chunk: %d+1 value blocks used, %d free, %d+1 row blocks used, %d free; want the %d and %d of the first, none new",
+			len(a.full), len(a.free), len(a.fullVals), len(a.freeVals), blocks, vals)
+	}
+	for i, row := range rows {
+		if string(row[0]) != strconv.Itoa(i) || (row[1] == nil) != (i%2 == 0) {
+			t.Fatalf("row %d of the reused arena: %q", i, row)
+		}
+	}
+}
+
 func TestRowsQuery(t *testing.T) {
 	key := []keyrange.Column{{Name: "a", Kind: keyrange.Int}, {Name: "b", Kind: keyrange.Bytes, Charset: "utf8mb4", PadSpace: true}}
 	tb := &Table{Schema: "s", Name: "t", Key: key}

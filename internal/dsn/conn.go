@@ -14,7 +14,7 @@ import (
 )
 
 // DriverConfig returns the go-sql-driver configuration of every SQL
-// connection to d: its TLS mode, utf8mb4 (or the address's charset),
+// connection to d: its TLS mode, sockets read through a buffer (dial), utf8mb4 (or the address's charset),
 // parsed time off (temporals stay text), the address's session variables,
 // and the given database. Use it with mysql.NewConnector, never through
 // FormatDSN: a DSN string cannot carry the *tls.Config.
@@ -28,6 +28,7 @@ func (d DSN) DriverConfig(db string) (*mysql.Config, error) {
 	cfg.Net, cfg.Addr = d.Network(), d.Addr()
 	cfg.DBName = db
 	cfg.Timeout = 10 * time.Second
+	cfg.DialFunc = dial
 	cfg.TLS = tc
 	cfg.AllowFallbackToPlaintext = optional
 	if optional {
