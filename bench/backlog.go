@@ -42,6 +42,8 @@ func (s scenarioSpec) database() string {
 // else the scenario's own, else the sysbench scenarios' default.
 func (s scenarioSpec) native(c config) []string {
 	switch {
+	case len(c.native) == 1 && c.native[0] == "none":
+		return nil
 	case len(c.native) > 0:
 		return c.native
 	case s.app != nil:

