@@ -18,9 +18,9 @@ import (
 
 // coordinator is the single goroutine that owns the scheduler.
 type coordinator struct {
-	a        *Applier
-	sched    *scheduler.Scheduler
-	seq      *sequencer
+	a     *Applier
+	sched *scheduler.Scheduler
+	seq   *sequencer
 	// jobs has a channel per worker; idle lists the workers without a
 	// batch, the one that finished last on top. A batch goes to that one:
 	// when fewer batches are ready than there are workers, the same few
