@@ -38,7 +38,7 @@ func (s *Scheduler) Next() []*Unit {
 				}
 			}
 			s.pending = slices.Delete(s.pending, i, i+len(batch))
-			return batch
+			return slices.Clone(batch)
 		}
 		for _, v := range batch {
 			v.batch = 0
@@ -52,26 +52,27 @@ func (s *Scheduler) Next() []*Unit {
 	return nil
 }
 
-// grow builds the batch that starts at pending[start].
+// grow builds the batch that starts at pending[start], in s.grown.
 func (s *Scheduler) grow(start int) (batch []*Unit, bytes int) {
 	first := s.pending[start]
-	batch, bytes = []*Unit{first}, first.Bytes
+	clear(s.grown) // no stale unit kept reachable
+	batch, bytes = append(s.grown[:0], first), first.Bytes
 	first.batch = s.batchID // so that depsSatisfied sees the batch's members
-	if first.Barrier || first.headOnly || first.Solo {
-		return batch, bytes
-	}
-	for i := start + 1; i < len(s.pending) && len(batch) < s.cfg.MaxBatch; i++ {
-		v := s.pending[i]
-		if v.Seq != batch[len(batch)-1].Seq+1 || v.Barrier || v.headOnly || v.Solo || bytes+v.Bytes > s.cfg.MaxBatchBytes {
-			break
+	if !(first.Barrier || first.headOnly || first.Solo) {
+		for i := start + 1; i < len(s.pending) && len(batch) < s.cfg.MaxBatch; i++ {
+			v := s.pending[i]
+			if v.Seq != batch[len(batch)-1].Seq+1 || v.Barrier || v.headOnly || v.Solo || bytes+v.Bytes > s.cfg.MaxBatchBytes {
+				break
+			}
+			if !s.depsSatisfied(v, s.batchID) {
+				break
+			}
+			batch = append(batch, v)
+			v.batch = s.batchID
+			bytes += v.Bytes
 		}
-		if !s.depsSatisfied(v, s.batchID) {
-			break
-		}
-		batch = append(batch, v)
-		v.batch = s.batchID
-		bytes += v.Bytes
 	}
+	s.grown = batch
 	return batch, bytes
 }
 
