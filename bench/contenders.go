@@ -184,6 +184,9 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	if c.maxBatch > 0 {
 		args = append(args, "--max-batch", strconv.Itoa(c.maxBatch))
 	}
+	if c.window > 0 {
+		args = append(args, "--window", strconv.Itoa(c.window))
+	}
 	if c.profileDir != "" {
 		stamp := time.Now().UnixNano()
 		args = append(args, "--cpu-profile", fmt.Sprintf("%s/binlane-w%d-%d.pprof", c.profileDir, workers, stamp),

@@ -44,6 +44,7 @@ type config struct {
 	skipVerify   bool
 	bufferPool   string
 	maxBatch     int
+	window       int
 	profileDir   string
 	repeat       int
 	machine      string
@@ -92,6 +93,7 @@ func main() {
 	flag.BoolVar(&c.skipVerify, "skip-verify", false, "skip the row-by-row comparison after each run")
 	flag.StringVar(&c.bufferPool, "buffer-pool", "1G", "innodb_buffer_pool_size of every server")
 	flag.IntVar(&c.maxBatch, "max-batch", 0, "binlane --max-batch (0: its default)")
+	flag.IntVar(&c.window, "window", 0, "binlane --window (0: its default)")
 	flag.IntVar(&c.repeat, "repeat", 1, "runs of every contender (interleaved); the median counts")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write a CPU profile of every binlane run into this folder")
 	var copyWorkers string

@@ -82,7 +82,7 @@ func Simulate(txns []Txn, mode scheduler.Mode, workers int, m Model) SimResult {
 			File: t.File, Payload: i}
 	}
 	// The applier's window (apply.Config defaults).
-	s := scheduler.New(scheduler.Config{Mode: mode, MaxUnits: max(64, workers*m.MaxBatch*4), MaxBytes: 128 << 20,
+	s := scheduler.New(scheduler.Config{Mode: mode, MaxUnits: scheduler.DefaultWindow(workers, m.MaxBatch), MaxBytes: 128 << 20,
 		MaxBatch: m.MaxBatch, MaxBatchBytes: m.MaxBatchBytes}, 1)
 	ws := make([]simWorker, workers)
 	var (

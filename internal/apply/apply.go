@@ -112,7 +112,7 @@ func (c *Config) defaults() {
 		c.MaxBatchBytes = 4 << 20
 	}
 	if c.Window <= 0 {
-		c.Window = max(64, c.Workers*c.MaxBatch*4)
+		c.Window = scheduler.DefaultWindow(c.Workers, c.MaxBatch)
 	}
 	if c.WindowBytes <= 0 {
 		c.WindowBytes = 128 << 20

@@ -161,6 +161,16 @@ type Scheduler struct {
 	grown []*Unit
 }
 
+// DefaultWindow is the units in flight (Config.MaxUnits) the applier
+// derives when none is set: four batches of lookahead per worker, counted
+// for at most four workers. More workers do not get a larger window: it
+// held transactions, and memory, that found no more parallel work. On the
+// 2-core benchmark machine with 16 workers, order entry (non-durable):
+// window 8,192, peak RSS 492 MiB, binlane 5.4 CPU-s, 0.80x of one worker's
+// rate; window 2,048: 411 MiB, 3.9 CPU-s, 0.96x. Durable oltp_write_only
+// merged the same 47.8 transactions per commit with either.
+func DefaultWindow(workers, maxBatch int) int { return max(64, min(workers, 4)*maxBatch*4) }
+
 // New returns a scheduler whose first unit will have Seq first.
 func New(cfg Config, first uint64) *Scheduler {
 	if cfg.MaxUnits <= 0 {

@@ -342,3 +342,15 @@ func TestHeldBackRunsDoNotAllocate(t *testing.T) {
 		t.Fatalf("Next allocated %.0f times holding back short runs", allocs)
 	}
 }
+
+// TestDefaultWindow: four batches of lookahead per worker, for at most four
+// workers (more held memory and found no more parallel work).
+func TestDefaultWindow(t *testing.T) {
+	for _, c := range []struct{ workers, batch, want int }{
+		{1, 1, 64}, {1, 128, 512}, {4, 128, 2048}, {8, 128, 2048}, {16, 128, 2048}, {16, 8, 128},
+	} {
+		if got := DefaultWindow(c.workers, c.batch); got != c.want {
+			t.Errorf("DefaultWindow(%d workers, batch %d) = %d, want %d", c.workers, c.batch, got, c.want)
+		}
+	}
+}
