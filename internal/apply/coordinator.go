@@ -33,7 +33,6 @@ type coordinator struct {
 	results  chan result
 	abortAll chan struct{}
 	ws       writeset.Builder
-	busy     int // batches handed to workers without a result yet
 	alone    int // statement or streamed transactions in flight: intake waits
 	// streaming is the transaction whose parts are arriving; part is a part
 	// of it received and not yet handed to its worker.
@@ -119,7 +118,7 @@ func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 		units, pending := c.sched.InFlight()
 		c.a.stats.InFlight.Store(int64(units))
 		c.a.stats.Pending.Store(int64(pending))
-		if c.busy == 0 && (c.firstErr != nil || (inClosed || c.addErr != nil) && units == 0) {
+		if c.busy() == 0 && (c.firstErr != nil || (inClosed || c.addErr != nil) && units == 0) {
 			if c.firstErr != nil {
 				if !errors.Is(c.firstErr, position.ErrNotOwner) {
 					// What committed before the failure stays committed: save
@@ -159,11 +158,10 @@ func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 			}
 			c.part = nil
 		case r := <-c.results:
-			c.busy--
 			c.idle = append(c.idle, r.worker)
 			c.handle(r)
 		case <-ticker.C:
-			if c.busy == 0 && c.firstErr == nil {
+			if c.busy() == 0 && c.firstErr == nil {
 				if err := c.saveIdle(ctx, false); err != nil {
 					c.fail(err)
 				}
@@ -367,9 +365,12 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 	return nil
 }
 
+// busy is the batches handed to workers without a result yet.
+func (c *coordinator) busy() int { return len(c.jobs) - len(c.idle) }
+
 // dispatch hands ready batches to idle workers.
 func (c *coordinator) dispatch() {
-	for c.firstErr == nil && c.busy < c.a.cfg.Workers {
+	for c.firstErr == nil && len(c.idle) > 0 {
 		units := c.sched.Next()
 		if units == nil {
 			return
@@ -391,7 +392,6 @@ func (c *coordinator) dispatch() {
 		last := len(c.idle) - 1
 		c.jobs[c.idle[last]] <- b
 		c.idle = c.idle[:last]
-		c.busy++
 	}
 }
 
