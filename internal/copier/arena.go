@@ -13,13 +13,9 @@ package copier
 // (65,000 faults, half of its CPU in the kernel), where the reused blocks
 // of four readers hold what four chunks need.
 type arena struct {
-	buf  []byte   // the block values are added to
-	vals [][]byte // the block of row slots rows are cut from
-	rows [][][]byte
-	// full and fullVals are the blocks filled since reset, free ones
-	// those a reset gave back (in use again, last first).
-	full, free         [][]byte
-	fullVals, freeVals [][][]byte
+	vals  blocks[byte]   // the values' bytes
+	slots blocks[[]byte] // the rows' value slots
+	rows  [][][]byte
 }
 
 const arenaBlock = 64 << 10
@@ -32,38 +28,14 @@ func (a *arena) bytes(v []byte) []byte {
 	if len(v) > arenaBlock/4 {
 		return append([]byte(nil), v...)
 	}
-	if cap(a.buf)-len(a.buf) < len(v) {
-		if a.buf != nil {
-			a.full = append(a.full, a.buf)
-		}
-		a.buf = nil
-		if n := len(a.free); n > 0 {
-			a.buf, a.free = a.free[n-1][:0], a.free[:n-1]
-		} else {
-			a.buf = make([]byte, 0, arenaBlock)
-		}
-	}
-	n := len(a.buf)
-	a.buf = append(a.buf, v...)
-	return a.buf[n:len(a.buf):len(a.buf)]
+	b := a.vals.take(len(v), arenaBlock)
+	copy(b, v)
+	return b
 }
 
 // row returns n nil values.
 func (a *arena) row(n int) [][]byte {
-	if cap(a.vals)-len(a.vals) < n {
-		if a.vals != nil {
-			a.fullVals = append(a.fullVals, a.vals)
-		}
-		a.vals = nil
-		if k := len(a.freeVals); k > 0 && cap(a.freeVals[k-1]) >= n {
-			a.vals, a.freeVals = a.freeVals[k-1][:0], a.freeVals[:k-1]
-		} else {
-			a.vals = make([][]byte, 0, max(n, 1024))
-		}
-	}
-	k := len(a.vals)
-	a.vals = a.vals[:k+n]
-	row := a.vals[k : k+n : k+n]
+	row := a.slots.take(n, max(n, 1024))
 	clear(row) // a block used before holds the values of its last chunk
 	return row
 }
@@ -86,17 +58,46 @@ func (a *arena) keep(rows [][][]byte) [][][]byte {
 // reset makes every block free for the next chunk. The caller promises
 // that nothing holds the rows read into the arena any more.
 func (a *arena) reset() {
-	if a.buf != nil {
-		a.full = append(a.full, a.buf)
-	}
-	if a.vals != nil {
-		a.fullVals = append(a.fullVals, a.vals)
-	}
-	a.free = append(a.free, a.full...)
-	a.freeVals = append(a.freeVals, a.fullVals...)
-	clear(a.full)
-	clear(a.fullVals)
-	a.buf, a.vals, a.full, a.fullVals = nil, nil, a.full[:0], a.fullVals[:0]
+	a.vals.reset()
+	a.slots.reset()
 	clear(a.rows) // no row of the last chunk kept reachable through it
 	a.rows = a.rows[:0]
+}
+
+// blocks hands out pieces of large blocks of T: the blocks filled since the
+// last reset (full, and cur being filled), and those a reset freed (used
+// again, last first).
+type blocks[T any] struct {
+	cur        []T
+	full, free [][]T
+}
+
+// take returns n elements, in a new block of size elements (at least n)
+// when the current one has no room; capped, so that an append to them
+// cannot reach the next.
+func (b *blocks[T]) take(n, size int) []T {
+	if cap(b.cur)-len(b.cur) < n {
+		if b.cur != nil {
+			b.full = append(b.full, b.cur)
+		}
+		b.cur = nil
+		if k := len(b.free); k > 0 && cap(b.free[k-1]) >= n {
+			b.cur, b.free = b.free[k-1][:0], b.free[:k-1]
+		} else {
+			b.cur = make([]T, 0, size)
+		}
+	}
+	k := len(b.cur)
+	b.cur = b.cur[:k+n]
+	return b.cur[k : k+n : k+n]
+}
+
+// reset frees every block.
+func (b *blocks[T]) reset() {
+	if b.cur != nil {
+		b.full = append(b.full, b.cur)
+	}
+	b.free = append(b.free, b.full...)
+	clear(b.full)
+	b.cur, b.full = nil, b.full[:0]
 }

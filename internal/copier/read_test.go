@@ -63,14 +63,14 @@ func TestArenaReset(t *testing.T) {
 	}
 	fill(5000, func(int) bool { return false })
 	a.reset()
-	blocks, vals := len(a.free), len(a.freeVals)
+	blocks, vals := len(a.vals.free), len(a.slots.free)
 	if blocks == 0 || vals == 0 {
 		t.Fatalf("reset freed %d value blocks and %d row blocks", blocks, vals)
 	}
 	rows := fill(5000, func(i int) bool { return i%2 == 0 })
-	if len(a.full)+1+len(a.free) != blocks || len(a.fullVals)+1+len(a.freeVals) != vals {
+	if len(a.vals.full)+1+len(a.vals.free) != blocks || len(a.slots.full)+1+len(a.slots.free) != vals {
 		t.Fatalf("after the second chunk: %d+1 value blocks used, %d free, %d+1 row blocks used, %d free; want the %d and %d of the first, none new",
-			len(a.full), len(a.free), len(a.fullVals), len(a.freeVals), blocks, vals)
+			len(a.vals.full), len(a.vals.free), len(a.slots.full), len(a.slots.free), blocks, vals)
 	}
 	for i, row := range rows {
 		if string(row[0]) != strconv.Itoa(i) || (row[1] == nil) != (i%2 == 0) {
