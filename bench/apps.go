@@ -255,7 +255,6 @@ func predict(ctx context.Context, c config, bin string, b *backlog, spec scenari
 	if c.maxBatch > 0 {
 		args = append(args, "--max-batch", strconv.Itoa(c.maxBatch))
 	}
-
 	out, err := exec.CommandContext(ctx, bin, args...).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {

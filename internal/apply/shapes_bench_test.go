@@ -15,8 +15,9 @@ import (
 // changes to a sysbench-shaped table: text multi-statement round trips
 // (what binlane sends) against server-side prepared statements (binary
 // protocol, parsed once), one row per statement and many rows per
-// statement, and guarded row statements alone or in compound statements. Each op applies 96 row updates (one merged batch of
-// oltp_write_only) in one transaction; compare ns/op.
+// statement, and guarded row statements alone or in compound statements.
+// Each op applies 96 row updates (one merged batch of oltp_write_only) in
+// one transaction; compare ns/op.
 //
 //	go test -run '^$' -bench StatementShapes -benchtime 200x ./internal/apply
 func BenchmarkStatementShapes(b *testing.B) {
