@@ -32,16 +32,15 @@ func dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	if !ok {
 		return c, nil
 	}
-	return &bufferedConn{Conn: sc, sys: sc, r: bufio.NewReaderSize(sc, readBuffer)}, nil
+	return &bufferedConn{Conn: sc, r: bufio.NewReaderSize(sc, readBuffer)}, nil
 }
 
 // bufferedConn is a socket read through a buffer. Writes go straight to the
 // socket: the driver writes a whole packet at a time and then waits for
 // the answer, which a write buffer would hold back.
 type bufferedConn struct {
-	net.Conn
-	sys syscall.Conn
-	r   *bufio.Reader
+	net.Conn // a socket with a descriptor (see dial)
+	r        *bufio.Reader
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
@@ -58,5 +57,5 @@ func (c *bufferedConn) SyscallConn() (syscall.RawConn, error) {
 	if c.r.Buffered() > 0 {
 		return nil, errBuffered
 	}
-	return c.sys.SyscallConn()
+	return c.Conn.(syscall.Conn).SyscallConn()
 }
