@@ -484,6 +484,7 @@ func copyCost(log string) string {
 			Trips      int64 `json:"source_round_trips"`
 			Still      int64 `json:"chunks_binlog_still"`
 			StillTrips int64 `json:"round_trips_binlog_still"`
+			Behind     int64 `json:"snapshots_behind_stream"`
 		}
 		if json.Unmarshal([]byte(line), &v) != nil || v.Chunks == 0 {
 			return ""
@@ -492,7 +493,8 @@ func copyCost(log string) string {
 		if v.Still > 0 {
 			out += fmt.Sprintf(" (binlog still: %d chunks, %.2f per chunk", v.Still, float64(v.StillTrips)/float64(v.Still))
 			if moved := v.Chunks - v.Still; moved > 0 {
-				out += fmt.Sprintf("; moved: %d chunks, %.2f per chunk", moved, float64(v.Trips-v.StillTrips)/float64(moved))
+				out += fmt.Sprintf("; moved: %d chunks, %.2f per chunk, %d snapshots behind the stream", moved,
+					float64(v.Trips-v.StillTrips)/float64(moved), v.Behind)
 			}
 			out += ")"
 		}

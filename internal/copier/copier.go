@@ -63,10 +63,9 @@ type Config struct {
 	// the source there, forcing the race the design must survive (a change
 	// after the snapshot, before the chunk is written on the target).
 	AfterRead func(ctx context.Context, schema, table string, rows [][][]byte) error
-	// BeforeRows (tests) is called before a chunk's rows are read in a
-	// snapshot begun without them (a table's first chunk, or the binlog
-	// moved): tests end the run there, failing that read.
-	BeforeRows func(ctx context.Context, schema, table string)
+	// BeforeRead (tests) is called before a chunk's snapshot and rows are
+	// asked for: tests end the run there, failing that read.
+	BeforeRead func(ctx context.Context, schema, table string)
 	// ByCoordinate (tests) places every chunk by its snapshot's binlog
 	// coordinate, as a source that writes while snapshots begin makes most
 	// of them; otherwise a quiet source's chunks go by GTID state.
@@ -113,6 +112,9 @@ type Stats struct {
 	// by GTID state), and StillTrips their round trips; the others' are the
 	// rest.
 	StillChunks, StillTrips atomic.Int64
+	// Behind are the snapshots begun again because the stream had passed
+	// them (their rows were read for nothing).
+	Behind atomic.Int64
 }
 
 // Progress is one table's copy, as far as the target committed it.
@@ -180,6 +182,11 @@ func (c *Copier) runLevel(ctx context.Context, tables []*Table) error {
 	lv := &level{changed: make(chan struct{})}
 	for _, t := range tables {
 		cur := &cursor{t: t, prog: c.progress[t.ID()]}
+		if t.Def != nil {
+			// The columns the listing read: the first chunk's batch checks
+			// them (an error here is found again there).
+			cur.cols, _ = newChunkColumns(t, t.Def.Columns)
+		}
 		if t.Key != nil {
 			cov := c.cfg.State.coverage(t.ID())
 			cur.gaps = cov.Gaps()

@@ -47,16 +47,15 @@ func renderKind(dataType, charset string) string {
 
 // chunkColumns are the columns a chunk copies, as its SELECT reads them.
 type chunkColumns struct {
-	cols   []txn.ChunkColumn
-	key    []int  // positions of the chunking key's columns
-	list   string // the SELECT list
-	source []schema.Column
+	cols []txn.ChunkColumn
+	key  []int  // positions of the chunking key's columns
+	list string // the SELECT list
 }
 
 // newChunkColumns takes the columns a chunk copies from the table's
 // columns (generated ones are left out: the target computes them).
 func newChunkColumns(t *Table, all []schema.Column) (*chunkColumns, error) {
-	cc := &chunkColumns{source: all}
+	cc := &chunkColumns{}
 	var list []string
 	for _, c := range all {
 		if c.Generated {
@@ -89,14 +88,18 @@ func newChunkColumns(t *Table, all []schema.Column) (*chunkColumns, error) {
 	return cc, nil
 }
 
-// same reports whether the table's columns are still the ones read.
-func (cc *chunkColumns) same(all []schema.Column) bool {
-	if cc == nil || len(all) != len(cc.source) {
+// same reports whether all, the table's columns now, are read as cc reads
+// them: the same SELECT list, each value written back the same way.
+func (cc *chunkColumns) same(t *Table, all []schema.Column) bool {
+	if cc == nil {
 		return false
 	}
-	for i, c := range all {
-		s := cc.source[i]
-		if c.Name != s.Name || c.DataType != s.DataType || c.Charset != s.Charset || c.Generated != s.Generated {
+	now, err := newChunkColumns(t, all)
+	if err != nil || now.list != cc.list || len(now.cols) != len(cc.cols) {
+		return false
+	}
+	for i, c := range now.cols {
+		if c != cc.cols[i] {
 			return false
 		}
 	}
@@ -203,18 +206,19 @@ func appendCompare(b []byte, key []keyrange.Column, k keyrange.Key, op string) [
 // consistent snapshot whose binlog position it knows. Starting the next
 // snapshot ends the previous one (START TRANSACTION commits implicitly).
 //
-// A chunk costs the source one round trip where the binlog stood still
-// since the reader's last snapshot, and two where it moved: the snapshot,
-// its position and the table's columns are one batch of statements
-// (snapshot.Batch); while the binlog stands still, the chunk's SELECT goes
-// with them, and the reader takes the chunk's place in the stream as soon
-// as the position arrives, before its rows. Where the binlog moves, the
-// stream can be a transaction ahead of a new snapshot (see
-// Ticket.SetPos): such a snapshot is taken again, and a batch that read
-// rows for it would have read them for nothing; so the rows come in a
-// second round trip, once the chunk has its place. The boundary of a
-// chunk is its last row (at most n rows are read from its lower bound), so
-// no query looks for boundaries ahead.
+// A chunk costs the source one round trip: the snapshot, its position,
+// the table's columns and the chunk's SELECT are one batch of statements
+// (snapshot.Batch), and the reader takes the chunk's place in the stream
+// as soon as the position arrives, before its rows. The SELECT reads the
+// columns the cursor knows (from the table's definition when the copy was
+// listed); the batch's own column list checks them, and a chunk read with
+// columns a DDL statement changed since is read again with the new ones.
+// Where the binlog moves, the stream can be a transaction ahead of a new
+// snapshot (see Ticket.SetPos): such a snapshot is taken again, and the
+// rows it read are dropped (Stats.Behind counts it; rare, against the
+// second round trip every such chunk would cost if rows came after the
+// place). The boundary of a chunk is its last row (at most n rows are
+// read from its lower bound), so no query looks for boundaries ahead.
 //
 // A reader has at most one chunk in the stream not committed: it starts
 // its next chunk once the last one committed, which bounds the copy's
@@ -233,8 +237,6 @@ type reader struct {
 	// mem holds the rows of the reader's chunk of a range: used again once
 	// the chunk committed (see read).
 	mem arena
-	// moved: the binlog moved during the last snapshot (see above).
-	moved bool
 	// stats count the reader's round trips to the source; trips those of
 	// the chunk being read.
 	stats *Stats
@@ -326,33 +328,19 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 	}
 	start := time.Now()
 	rd.trips = 0
-	ticket, pos, rows, withRows, err := c.place(ctx, rd, cur, rng, limit)
+	ticket, pos, rows, err := c.place(ctx, rd, cur, rng, limit)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if rows != nil { // nil when the rows query below failed
-			rows.Close()
-		}
-	}()
+	defer rows.Close()
 	handed := false
 	defer func() {
 		if !handed { // the chunk is not (all) there: let the stream go on
 			ticket.GiveUp()
 		}
 	}()
-	if withRows && !rows.NextResultSet() {
+	if !rows.NextResultSet() {
 		return nil, fmt.Errorf("read %s: %w", t.Quoted(), resultErr(rows))
-	}
-	if !withRows {
-		rows.Close()
-		if c.cfg.BeforeRows != nil {
-			c.cfg.BeforeRows(ctx, t.Schema, t.Name)
-		}
-		rd.roundTrip()
-		if rows, err = rd.conn.QueryContext(ctx, rowsQuery(t, cur.cols, rng, limit)+";\n"+endSnapshot); err != nil {
-			return nil, fmt.Errorf("read %s: %w", t.Quoted(), err)
-		}
 	}
 	chunk := func(rows [][][]byte, bytes int) *txn.Chunk {
 		return &txn.Chunk{Schema: t.Schema, Table: t.Name, Columns: cur.cols.cols, Rows: rows, Pos: pos.String(),
@@ -413,28 +401,31 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 }
 
 // place starts a snapshot in which to read a chunk and takes its place in
-// the stream. It sends the batch of the snapshot's statements and the
-// table's columns, with the chunk's SELECT while the binlog stands still
-// (withRows: rows then stand at that statement's result, once the columns
-// are checked); a snapshot the stream has already passed (see
-// Ticket.SetPos) is begun again.
+// the stream. It sends the batch of the snapshot's statements, the table's
+// columns and the chunk's SELECT; rows then stand at that SELECT's result.
+// A snapshot the stream has already passed (see Ticket.SetPos), or one
+// whose columns are not those the SELECT read, is begun again.
 func (c *Copier) place(ctx context.Context, rd *reader, cur *cursor, rng keyrange.Range, limit int) (
-	ticket *Ticket, pos snapshot.Position, rows *sql.Rows, withRows bool, err error) {
+	ticket *Ticket, pos snapshot.Position, rows *sql.Rows, err error) {
 	t := cur.t
+	if cur.cols == nil {
+		if err := c.learnColumns(ctx, rd, cur); err != nil {
+			return nil, pos, nil, err
+		}
+	}
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		if ticket, err = c.cfg.Merger.Reserve(ctx); err != nil {
-			return nil, pos, nil, false, err
+			return nil, pos, nil, err
 		}
-		withRows = !rd.moved && cur.cols != nil
-		extra := []string{schema.ColumnsStatement(t.Schema, t.Name)}
-		if withRows {
-			extra = append(extra, rowsQuery(t, cur.cols, rng, limit), endSnapshot)
+		if c.cfg.BeforeRead != nil {
+			c.cfg.BeforeRead(ctx, t.Schema, t.Name)
 		}
 		rd.roundTrip()
-		rows, err = rd.conn.QueryContext(ctx, rd.query.Batch(extra...))
+		rows, err = rd.conn.QueryContext(ctx, rd.query.Batch(schema.ColumnsStatement(t.Schema, t.Name),
+			rowsQuery(t, cur.cols, rng, limit), endSnapshot))
 		if err != nil {
 			ticket.Cancel()
-			return nil, pos, nil, false, fmt.Errorf("start a snapshot to read %s: %w", t.Quoted(), err)
+			return nil, pos, nil, fmt.Errorf("start a snapshot to read %s: %w", t.Quoted(), err)
 		}
 		pos, err = rd.query.Read(rows)
 		var all []schema.Column
@@ -446,45 +437,54 @@ func (c *Copier) place(ctx context.Context, rd *reader, cur *cursor, rng keyrang
 		if err != nil {
 			rows.Close()
 			ticket.Cancel()
-			return nil, pos, nil, false, fmt.Errorf("start a snapshot to read %s: %w", t.Quoted(), err)
+			return nil, pos, nil, fmt.Errorf("start a snapshot to read %s: %w", t.Quoted(), err)
 		}
 		ok, err := ticket.SetPos(ctx, pos)
 		if err != nil {
 			rows.Close()
 			ticket.GiveUp()
-			return nil, pos, nil, false, err
+			return nil, pos, nil, err
 		}
-		rd.moved = !pos.HasGTIDs
-		same := cur.cols.same(all)
-		if ok && !same {
-			// The table's columns are not the ones the batch would read rows
-			// with (its first chunk, or DDL since).
-			if cur.cols, err = newChunkColumns(t, all); err != nil {
-				rows.Close()
-				ticket.GiveUp()
-				return nil, pos, nil, false, err
-			}
-			if !withRows {
-				return ticket, pos, rows, false, nil // the snapshot is open: read in it
-			}
-			// The batch read rows with the old columns and ended its
-			// snapshot: give the place up and begin another.
+		if !cur.cols.same(t, all) {
+			// A DDL statement changed the table's columns since they were
+			// read: the batch read rows with the old ones (or failed).
 			rows.Close()
 			ticket.GiveUp()
+			if cur.cols, err = newChunkColumns(t, all); err != nil {
+				return nil, pos, nil, err
+			}
 			continue
 		}
 		if ok {
-			return ticket, pos, rows, withRows, nil
+			return ticket, pos, rows, nil
 		}
 		rows.Close()
-		rd.moved = true
+		c.stats.Behind.Add(1)
 		c.cfg.Logger.Debug("snapshot behind the stream: starting another", "position", pos.String())
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return nil, pos, nil, false, ctx.Err()
+			return nil, pos, nil, ctx.Err()
 		}
 	}
+}
+
+// learnColumns reads the table's columns for a cursor that knows none (a
+// table the copy's listing did not find, or one altered under a chunk's
+// snapshot).
+func (c *Copier) learnColumns(ctx context.Context, rd *reader, cur *cursor) error {
+	rd.roundTrip()
+	rows, err := rd.conn.QueryContext(ctx, schema.ColumnsStatement(cur.t.Schema, cur.t.Name))
+	if err != nil {
+		return fmt.Errorf("read the columns of %s: %w", cur.t.Quoted(), err)
+	}
+	defer rows.Close()
+	all, err := schema.ScanColumns(rows)
+	if err != nil {
+		return fmt.Errorf("read the columns of %s: %w", cur.t.Quoted(), err)
+	}
+	cur.cols, err = newChunkColumns(cur.t, all)
+	return err
 }
 
 // scanRows reads a chunk's rows into a's blocks (expect: the rows asked

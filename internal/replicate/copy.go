@@ -35,8 +35,8 @@ type CopyConfig struct {
 	ChunkTime time.Duration
 	// AfterRead is copier.Config.AfterRead (tests).
 	AfterRead func(ctx context.Context, schema, table string, rows [][][]byte) error
-	// BeforeRows is copier.Config.BeforeRows (tests).
-	BeforeRows func(ctx context.Context, schema, table string)
+	// BeforeRead is copier.Config.BeforeRead (tests).
+	BeforeRead func(ctx context.Context, schema, table string)
 	// AroundListing, when set (tests), runs right before (false) and right
 	// after (true) the copy lists the source's tables to pick its start.
 	AroundListing func(listed bool)
@@ -358,7 +358,7 @@ func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
 	cr.merger = copier.NewMerger(start)
 	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
 		Readers: copyReaders(cfg.Copy.Workers), ChunkTime: cfg.Copy.ChunkTime, Throttle: cfg.Throttle, Logger: log,
-		AfterRead: cfg.Copy.AfterRead, BeforeRows: cfg.Copy.BeforeRows, ByCoordinate: cfg.Copy.ByCoordinate})
+		AfterRead: cfg.Copy.AfterRead, BeforeRead: cfg.Copy.BeforeRead, ByCoordinate: cfg.Copy.ByCoordinate})
 }
 
 // resumeTables keeps the tables of a saved copy; one the source no longer
@@ -448,7 +448,8 @@ func (r *run) waitCopied(ctx context.Context, cr *copyRun, rcfg replica.Config, 
 			if cr != nil {
 				st := cr.copier.Stats()
 				args = append(args, "chunks", st.Chunks.Load(), "source_round_trips", st.RoundTrips.Load(),
-					"chunks_binlog_still", st.StillChunks.Load(), "round_trips_binlog_still", st.StillTrips.Load())
+					"chunks_binlog_still", st.StillChunks.Load(), "round_trips_binlog_still", st.StillTrips.Load(),
+					"snapshots_behind_stream", st.Behind.Load())
 			}
 			r.log.Info("copy done; the target has caught up", args...)
 			return errCopied

@@ -281,11 +281,10 @@ func TestCopyParallelChunks(t *testing.T) {
 	e.catchUpAndCompare(t, ctx)
 }
 
-// TestCopyRoundTrips counts what a chunk costs the source: one round trip
-// while the binlog stands still (a quiet source: every chunk is placed by
-// GTID state), two where it moved (chunks placed by binlog coordinate),
-// besides a second one for the first chunk of a table, whose columns the
-// readers learn with it.
+// TestCopyRoundTrips counts what a chunk costs the source: one round trip,
+// placed by GTID state (a quiet source's binlog stands still) or by binlog
+// coordinate (as chunks are where it moves) alike; the table's first chunk
+// too, whose columns the copy's listing read.
 func TestCopyRoundTrips(t *testing.T) {
 	for _, byCoord := range []bool{false, true} {
 		t.Run(fmt.Sprintf("by-coordinate=%v", byCoord), func(t *testing.T) {
@@ -308,15 +307,13 @@ func TestCopyRoundTrips(t *testing.T) {
 			if chunks < 20 {
 				t.Fatalf("only %d chunks", chunks)
 			}
-			// Placed by coordinate, a reader's first chunk still tries one
-			// round trip (it has not seen the binlog move yet).
-			lo, hi, wantStill := 2*chunks-int64(copyReaders(cfg.Copy.Workers)), 2*chunks, int64(0)
-			if !byCoord {
-				lo, hi, wantStill = chunks+1, chunks+1, chunks
+			wantStill := chunks
+			if byCoord {
+				wantStill = 0
 			}
-			if trips < lo || trips > hi || still != wantStill || !byCoord && stillTrips != trips || byCoord && stillTrips != 0 {
-				t.Errorf("%d round trips for %d chunks (%d of them where the binlog stood still, %d round trips), want %d to %d (%d)",
-					trips, chunks, still, stillTrips, lo, hi, wantStill)
+			if trips != chunks || still != wantStill || stillTrips != wantStill || st.Behind.Load() != 0 {
+				t.Errorf("%d round trips for %d chunks (%d of them where the binlog stood still, %d round trips; %d snapshots behind), want %d (%d)",
+					trips, chunks, still, stillTrips, st.Behind.Load(), chunks, wantStill)
 			}
 			e.verifyEqual(t)
 		})

@@ -105,8 +105,8 @@ func TestStreamedTransactionGuardStops(t *testing.T) {
 }
 
 // TestCopyReadCancelled: a run ended while a reader is about to read a
-// chunk's rows (the query then fails) ends as a stop does, and the next
-// run finishes the copy equal. (The reader closed the failed query's nil
+// chunk (the query then fails) ends as a stop does, and the next run
+// finishes the copy equal. (A reader once closed a failed query's nil
 // result on its way out: a nil-pointer panic that took the whole process
 // down.)
 func TestCopyReadCancelled(t *testing.T) {
@@ -119,7 +119,7 @@ func TestCopyReadCancelled(t *testing.T) {
 	cfg := e.copyConfig(t)
 	cfg.Copy.ExitWhenDone = true
 	var ended atomic.Bool
-	cfg.Copy.BeforeRows = func(context.Context, string, string) {
+	cfg.Copy.BeforeRead = func(context.Context, string, string) {
 		ended.Store(true)
 		end()
 	}
@@ -127,9 +127,9 @@ func TestCopyReadCancelled(t *testing.T) {
 		t.Fatalf("a run ended mid-read returned %v, want a stop", err)
 	}
 	if !ended.Load() {
-		t.Fatal("no chunk was read in a snapshot begun without its rows")
+		t.Fatal("no chunk was about to be read")
 	}
-	cfg.Copy.BeforeRows = nil
+	cfg.Copy.BeforeRead = nil
 	if err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
