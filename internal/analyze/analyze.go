@@ -163,9 +163,10 @@ func Analyze(txns []Txn, opts Options) Report {
 	}
 	r.FirstGTID, r.LastGTID = txns[0].GTID, txns[len(txns)-1].GTID
 	counts(&r, txns, opts.Top)
-	g := buildGraph(txns, opts.Model)
+	hot := newHotCounter(opts.Namer)
+	g := buildGraph(txns, opts.Model, hot)
 	r.Graph = g.summary
-	r.HotTables, r.HotKeys = g.hot(txns, opts.Namer, opts.Top)
+	r.HotTables, r.HotKeys = hot.top(opts.Top)
 
 	var base float64
 	for _, w := range opts.Workers {

@@ -71,7 +71,7 @@ func TestCriticalPathOfGraphs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g := buildGraph(txns(c.txns...), unitModel())
+			g := buildGraph(txns(c.txns...), unitModel(), newHotCounter(nil))
 			cp := g.summary.CriticalPath
 			if !slices.Equal(cp.Seqs, c.want) || cp.Transactions != len(c.want) {
 				t.Errorf("critical path %v (%d), want %v", cp.Seqs, cp.Transactions, c.want)

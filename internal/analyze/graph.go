@@ -43,10 +43,12 @@ type graph struct {
 }
 
 // buildGraph adds every transaction to one scheduler (writeset mode,
-// nothing committed) and reads the dependencies back with Unit.Deps.
-func buildGraph(txns []Txn, m Model) *graph {
+// nothing committed) and reads the dependencies back with Unit.Deps, and
+// what they come from into hot.
+func buildGraph(txns []Txn, m Model, hot *hotCounter) *graph {
 	n := len(txns)
-	s := scheduler.New(scheduler.Config{Mode: scheduler.ModeWriteset, MaxUnits: n + 1, MaxBytes: int(^uint(0) >> 1), MaxBatch: 1}, 1)
+	s := scheduler.New(scheduler.Config{Mode: scheduler.ModeWriteset, MaxUnits: n + 1, MaxBytes: int(^uint(0) >> 1), MaxBatch: 1,
+		Conflict: hot.conflict}, 1)
 	units := make([]scheduler.Unit, n)
 	g := &graph{deps: make([][]int, n)}
 	for i := range txns {
@@ -123,82 +125,66 @@ func criticalPath(deps [][]int, costs []float64) Path {
 	return p
 }
 
-// hot counts, per table and per key, the transactions that wait for an
-// earlier one because of it, by the scheduler's rules (Scheduler.Add): a
-// key waits for its last earlier holder (a key held shared, for the last
-// one that held it exclusively); a table taken whole waits for the
-// last earlier transaction that touched the table, and any access waits
-// for the last earlier one that took it whole. A key or table a
-// transaction holds twice (a row and the reference to it, both in one
-// transaction) is no wait.
-func (g *graph) hot(txns []Txn, namer Namer, top int) (tables, keys []Count) {
-	keyLast, keyExcl := map[uint64]int{}, map[uint64]int{}
-	last, excl := map[uint64]int{}, map[uint64]int{}
-	byTable, byKey := map[string]int64{}, map[string]int64{}
-	name := func(h uint64) string {
-		if namer != nil {
-			if s := namer.Table(h); s != "" {
-				return s
-			}
-		}
-		return fmt.Sprintf("table %016x", h)
+// hotCounter counts, per table and per key, the transactions that wait for
+// an earlier one because of it, as the scheduler finds them
+// (scheduler.Config.Conflict): each transaction once per table and key.
+type hotCounter struct {
+	namer          Namer
+	byTable, byKey map[string]int64
+	seenT, seenK   map[string]bool
+	cur            *scheduler.Unit
+}
+
+func newHotCounter(namer Namer) *hotCounter {
+	return &hotCounter{namer: namer, byTable: map[string]int64{}, byKey: map[string]int64{},
+		seenT: map[string]bool{}, seenK: map[string]bool{}}
+}
+
+func (h *hotCounter) conflict(u *scheduler.Unit, c scheduler.Conflict) {
+	if u != h.cur {
+		h.cur = u
+		clear(h.seenT)
+		clear(h.seenK)
 	}
-	earlier := func(m map[uint64]int, h uint64, i int) bool {
-		j, ok := m[h]
-		return ok && j < i
+	if c.Whole {
+		h.count(h.tableName(c.Hash)+" (whole table)", "")
+		return
 	}
-	seenT, seenK := map[string]bool{}, map[string]bool{}
-	for i := range txns {
-		t := &txns[i]
-		if t.Set == nil {
-			continue
-		}
-		clear(seenT)
-		clear(seenK)
-		countKey := func(k uint64) {
-			table, value := "", ""
-			if namer != nil {
-				table, value = namer.Key(k)
-			}
-			if table == "" {
-				table = "(unknown table)"
-			}
-			if value == "" {
-				value = fmt.Sprintf("key %016x", k)
-			}
-			if !seenT[table] {
-				seenT[table] = true
-				byTable[table]++
-			}
-			if kn := table + " " + value; !seenK[kn] {
-				seenK[kn] = true
-				byKey[kn]++
-			}
-		}
-		for _, k := range t.Set.Keys {
-			if earlier(keyLast, k, i) {
-				countKey(k)
-			}
-			keyLast[k], keyExcl[k] = i, i
-		}
-		for _, k := range t.Set.Shared {
-			if earlier(keyExcl, k, i) {
-				countKey(k)
-			}
-			keyLast[k] = i
-		}
-		for _, a := range t.Set.Tables {
-			if a.Exclusive && earlier(last, a.Table, i) || earlier(excl, a.Table, i) {
-				if tn := name(a.Table) + " (whole table)"; !seenT[tn] {
-					seenT[tn] = true
-					byTable[tn]++
-				}
-			}
-			last[a.Table] = i
-			if a.Exclusive {
-				excl[a.Table] = i
-			}
+	table, value := "", ""
+	if h.namer != nil {
+		table, value = h.namer.Key(c.Hash)
+	}
+	if table == "" {
+		table = "(unknown table)"
+	}
+	if value == "" {
+		value = fmt.Sprintf("key %016x", c.Hash)
+	}
+	h.count(table, table+" "+value)
+}
+
+// count counts the current transaction for a table and a key ("": none).
+func (h *hotCounter) count(table, key string) {
+	if !h.seenT[table] {
+		h.seenT[table] = true
+		h.byTable[table]++
+	}
+	if key != "" && !h.seenK[key] {
+		h.seenK[key] = true
+		h.byKey[key]++
+	}
+}
+
+func (h *hotCounter) tableName(hash uint64) string {
+	if h.namer != nil {
+		if s := h.namer.Table(hash); s != "" {
+			return s
 		}
 	}
-	return topCounts(byTable, top), topCounts(byKey, top)
+	return fmt.Sprintf("table %016x", hash)
+}
+
+// top returns the hottest tables and keys.
+func (h *hotCounter) top(n int) (tables, keys []Count) {
+	return topCounts(h.byTable, n), topCounts(h.byKey, n)
 }

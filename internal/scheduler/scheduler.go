@@ -130,6 +130,17 @@ type Config struct {
 	// (0: no bound), except the one at the head, which always goes: the
 	// others wait for its commit.
 	MaxSolo int
+	// Conflict, when set, is told each key and table through which Add
+	// makes a unit wait for an earlier one in writeset mode (analyze
+	// names the hot ones from it); the applier leaves it nil.
+	Conflict func(u *Unit, c Conflict)
+}
+
+// Conflict is what a unit waits for an earlier one through: a key hash,
+// or a table hash (Whole) where either of them takes the table whole.
+type Conflict struct {
+	Hash  uint64
+	Whole bool
 }
 
 // Scheduler is the dependency graph. Not safe for concurrent use.
@@ -241,11 +252,11 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	// kind (units commit in order), a shared one for the last exclusive
 	// holder only.
 	for _, k := range u.Set.Keys {
-		s.depend(u, s.keyLast[k])
+		s.dependFor(u, s.keyLast[k], Conflict{Hash: k})
 		s.keyExcl[k], s.keyLast[k] = u, u
 	}
 	for _, k := range u.Set.Shared {
-		s.depend(u, s.keyExcl[k])
+		s.dependFor(u, s.keyExcl[k], Conflict{Hash: k})
 		s.keyLast[k] = u
 	}
 	for _, t := range u.Set.Tables {
@@ -255,12 +266,10 @@ func (s *Scheduler) addWriteset(u *Unit) {
 			// units commit in Seq order — and make later users of the
 			// table wait for this unit. Units on other tables run beside it
 			// (copied chunks of different tables, above all).
-			s.depend(u, s.tableLast[t.Table])
+			s.dependFor(u, s.tableLast[t.Table], Conflict{Hash: t.Table, Whole: true})
 			s.tableExcl[t.Table] = u
 		} else {
-			if e := s.tableExcl[t.Table]; e != nil {
-				s.depend(u, e)
-			}
+			s.dependFor(u, s.tableExcl[t.Table], Conflict{Hash: t.Table, Whole: true})
 			s.afterSpans(u, t.Table)
 		}
 		s.tableLast[t.Table] = u
@@ -301,6 +310,17 @@ func (s *Scheduler) Seal(u *Unit, set *writeset.Set) {
 			s.tableLast[t.Table] = u
 		}
 	}
+}
+
+// dependFor makes u wait for d through c (see Config.Conflict).
+func (s *Scheduler) dependFor(u, d *Unit, c Conflict) {
+	if d == nil || d == u || d.state == stateCommitted {
+		return
+	}
+	if s.cfg.Conflict != nil {
+		s.cfg.Conflict(u, c)
+	}
+	s.depend(u, d)
 }
 
 // depend makes u wait for d unless d committed already.

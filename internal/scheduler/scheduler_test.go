@@ -354,3 +354,55 @@ func TestDefaultWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestConflicts: Config.Conflict is told what each unit waits for an
+// earlier one through, as Add finds it — never a key the unit itself
+// holds twice, nor anything of a committed unit.
+func TestConflicts(t *testing.T) {
+	cases := []struct {
+		name  string
+		units []string
+		want  string // per unit after the first: its conflicts
+	}{
+		{"row after row", []string{"a", "a,b"}, "2:a"},
+		{"shared after exclusive", []string{"a", "S:a", "S:a"}, "2:a 3:a"},
+		{"shared after shared", []string{"S:a", "S:a"}, ""},
+		{"exclusive after shared", []string{"S:a", "a"}, "2:a"},
+		{"a key held twice in one unit", []string{"b", "a,S:a"}, ""},
+		{"whole table after an access, access after whole", []string{"T:x", "X:x", "T:x", "T:x"}, "2:x* 3:x* 4:x*"},
+		{"shared accesses alone", []string{"T:x", "T:x"}, ""},
+		{"one unit, two conflicts", []string{"a,b", "a,b"}, "2:a 2:b"},
+	}
+	names := map[uint64]string{}
+	for _, n := range []string{"a", "b", "x"} {
+		names[hash(n)] = n
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			s := New(Config{Mode: ModeWriteset, MaxUnits: 100, MaxBytes: 100, MaxBatch: 1, Conflict: func(u *Unit, c Conflict) {
+				n := fmt.Sprintf("%d:%s", u.Seq, names[c.Hash])
+				if c.Whole {
+					n += "*"
+				}
+				got = append(got, n)
+			}}, 1)
+			for i, d := range c.units {
+				s.Add(unit(uint64(i+1), d))
+			}
+			if g := strings.Join(got, " "); g != c.want {
+				t.Errorf("conflicts %q, want %q", g, c.want)
+			}
+		})
+	}
+	// A committed unit is no conflict.
+	var got []Conflict
+	s := New(Config{Mode: ModeWriteset, MaxUnits: 100, MaxBytes: 100, MaxBatch: 1,
+		Conflict: func(_ *Unit, c Conflict) { got = append(got, c) }}, 1)
+	s.Add(unit(1, "a"))
+	s.Committed(s.Next())
+	s.Add(unit(2, "a"))
+	if len(got) != 0 {
+		t.Errorf("conflicts with a committed unit: %v", got)
+	}
+}
