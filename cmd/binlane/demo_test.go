@@ -24,7 +24,7 @@ func TestDemo(t *testing.T) {
 	for _, re := range []string{
 		`seeded \d+ rows`,
 		`status page: http://127\.0\.0\.1:\d+/`,
-		`binlane analyze --from-gtid`,
+		`binlane analyze --start-gtid \S+ --stop-at-gtid \S+`,
 		`(?m)^\s+16\s`, // the analysis' worker table goes up to 16
 		`copied +(1[5-9]|[2-9]\d)\d{3} rows in \d+ tables`,
 		`applied +\d+ source transactions`,
