@@ -297,12 +297,6 @@ type handOff struct {
 // send hands the chunk over (blocking until the stream is at its place)
 // and makes the reader wait for its commit before its next chunk.
 func (h *handOff) send(ctx context.Context) error {
-	written := make(chan struct{})
-	committed := h.h.committed
-	h.h.committed = func(rows int, took time.Duration) {
-		committed(rows, took)
-		close(written)
-	}
 	last := h.parts[len(h.parts)-1]
 	h.state.handOver(last, h.h)
 	for i, c := range h.parts {
@@ -311,7 +305,7 @@ func (h *handOff) send(ctx context.Context) error {
 			return err
 		}
 	}
-	h.rd.written = written
+	h.rd.written = h.h.written
 	return nil
 }
 
@@ -389,13 +383,8 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 			return nil, err
 		}
 	}
-	prog, id := cur.prog, t.ID()
 	h := &handOff{ticket: ticket, state: c.cfg.State, rd: rd, parts: []*txn.Chunk{last},
-		h: &handedOver{committed: func(rows int, took time.Duration) {
-			prog.Rows.Add(int64(rows))
-			prog.Done.Store(c.cfg.State.tableDone(id))
-			prog.sizer.observe(rows, last.Bytes, readTook+took)
-		}}}
+		h: &handedOver{table: t.ID(), prog: cur.prog, bytes: last.Bytes, readTook: readTook, written: make(chan struct{})}}
 	handed = true
 	return h, nil
 }

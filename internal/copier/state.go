@@ -40,9 +40,24 @@ type tableState struct {
 	building bool
 }
 
-// handedOver is what a reader waits for when it handed a chunk over.
+// handedOver is a chunk handed to the stream whose reader waits for its
+// commit (written), and what its commit tells the table's progress.
 type handedOver struct {
-	committed func(rows int, took time.Duration)
+	table    string
+	prog     *Progress
+	bytes    int           // the chunk's (its last part's, for a whole table)
+	readTook time.Duration // reading it, placed
+	written  chan struct{}
+}
+
+// committed records the chunk's commit: the rows it wrote, whether its
+// table is done, the time it took for sizing the next chunks; and lets its
+// reader go on.
+func (h *handedOver) committed(s *State, rows int, took time.Duration) {
+	h.prog.Rows.Add(int64(rows))
+	h.prog.Done.Store(s.tableDone(h.table))
+	h.prog.sizer.observe(rows, h.bytes, h.readTook+took)
+	close(h.written)
 }
 
 // NewState builds the state of a copy from its tables and their
@@ -242,7 +257,7 @@ func (s *State) Committed(c *txn.Chunk, rows int, took time.Duration) {
 	}
 	s.mu.Unlock()
 	if h != nil {
-		h.committed(rows, took)
+		h.committed(s, rows, took)
 	}
 }
 
