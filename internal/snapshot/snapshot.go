@@ -18,12 +18,6 @@ import (
 	"github.com/binlane/binlane/internal/gtid"
 )
 
-// coordQuery reads the binlog coordinate a consistent snapshot sees
-// (MariaDB: binlog_snapshot_file/position, no privilege needed).
-const coordQuery = `SELECT f.VARIABLE_VALUE, p.VARIABLE_VALUE
-	FROM information_schema.SESSION_STATUS f, information_schema.SESSION_STATUS p
-	WHERE f.VARIABLE_NAME = 'BINLOG_SNAPSHOT_FILE' AND p.VARIABLE_NAME = 'BINLOG_SNAPSHOT_POSITION'`
-
 // Cache remembers the GTID position of the last binlog coordinate seen.
 // The server computes BINLOG_GTID_POS by reading the binlog file from its
 // start up to the coordinate, which cost the source about half a second of
@@ -74,17 +68,20 @@ func (p Position) String() string {
 // transaction) and returns the source position it sees as a GTID
 // position. cache may be nil.
 //
-// The cheap way first (see begin), up to three snapshots; then (or when
+// The cheap way first (see Query.Read), up to three snapshots; then (or when
 // the account lacks BINLOG MONITOR for SHOW MASTER STATUS) the server
 // computes it from the coordinate, which costs a read of the binlog file
 // up to it — 77.9 CPU-s of the source during a 2M-row copy under a 300
 // trx/s load, before the cheap way was added. The copy uses Query, which
 // never asks for that.
 func Start(ctx context.Context, conn *sql.Conn, cache *Cache) (gtid.Set, error) {
+	q, err := NewQuery(ctx, conn, cache, false)
+	if err != nil {
+		return gtid.Set{}, err
+	}
 	var p Position
-	var err error
 	for try := 0; try < 3 && !p.HasGTIDs; try++ {
-		if p, err = begin(ctx, conn, cache, true); err != nil {
+		if p, err = q.begin(ctx, conn); err != nil {
 			return gtid.Set{}, err
 		}
 	}
@@ -170,48 +167,119 @@ func (q Query) Read(rows *sql.Rows) (Position, error) {
 		first = false
 	}
 	var f, o, after sql.NullString
-	if err := scanOne(rows, first, &f, &o, &after); err != nil || !f.Valid || f.String == "" {
+	if err := scanOne(rows, first, &f, &o, &after); err != nil {
 		return Position{}, fmt.Errorf("%s: %v", needBinlog, err)
 	}
-	off, err := strconv.ParseUint(o.String, 10, 64)
+	p, err := coordinate(f, o)
 	if err != nil {
-		return Position{}, fmt.Errorf("%s: binlog_snapshot_position %q: %v", needBinlog, o.String, err)
+		return Position{}, err
 	}
-	p := Position{File: f.String, Offset: off}
-	coord := p.File + ":" + o.String
 	end := ""
 	if q.masterStatus {
 		if !rows.NextResultSet() {
 			return Position{}, fmt.Errorf("read the binlog's end: %w", resultErr(rows))
 		}
-		cols, _ := rows.Columns()
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				return Position{}, err
-			}
-			if len(vals) >= 2 {
-				end = string(vals[0]) + ":" + string(vals[1])
-			}
+		if end, err = binlogEnd(rows); err != nil {
+			return Position{}, err
 		}
 	}
 	if !rows.NextResultSet() {
 		return Position{}, fmt.Errorf("read in the snapshot: %w", resultErr(rows))
 	}
+	return q.place(p, before, after.String, end)
+}
+
+// begin starts a snapshot on conn and reads its position as Read does, a
+// statement at a time (for connections that do not take batches). The
+// snapshot stays open for the caller to read in.
+func (q Query) begin(ctx context.Context, conn *sql.Conn) (Position, error) {
+	var before string
+	if !q.coordinateOnly {
+		if err := conn.QueryRowContext(ctx, beforeStatement).Scan(&before); err != nil {
+			return Position{}, fmt.Errorf("read the source's binlog state: %w", err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, startStatement); err != nil {
+		return Position{}, fmt.Errorf("start a consistent snapshot: %w", err)
+	}
+	var f, o, after sql.NullString
+	if err := conn.QueryRowContext(ctx, coordStatement).Scan(&f, &o, &after); err != nil {
+		return Position{}, fmt.Errorf("%s: %v", needBinlog, err)
+	}
+	p, err := coordinate(f, o)
+	if err != nil {
+		return Position{}, err
+	}
+	end := ""
+	if q.masterStatus {
+		rows, err := conn.QueryContext(ctx, endStatement)
+		if err != nil {
+			return Position{}, fmt.Errorf("read the binlog's end: %w", err)
+		}
+		end, err = binlogEnd(rows)
+		rows.Close()
+		if err != nil {
+			return Position{}, err
+		}
+	}
+	return q.place(p, before, after.String, end)
+}
+
+// coordinate is the snapshot's binlog coordinate, from coordStatement.
+func coordinate(file, offset sql.NullString) (Position, error) {
+	if !file.Valid || file.String == "" {
+		return Position{}, errors.New(needBinlog)
+	}
+	off, err := strconv.ParseUint(offset.String, 10, 64)
+	if err != nil {
+		return Position{}, fmt.Errorf("%s: binlog_snapshot_position %q: %v", needBinlog, offset.String, err)
+	}
+	return Position{File: file.String, Offset: off}, nil
+}
+
+// binlogEnd reads SHOW MASTER STATUS: the binlog's end as file:offset.
+func binlogEnd(rows *sql.Rows) (string, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	end := ""
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return "", err
+		}
+		if len(vals) >= 2 {
+			end = string(vals[0]) + ":" + string(vals[1])
+		}
+	}
+	return end, rows.Err()
+}
+
+// place gives a snapshot at coordinate p its GTID state where that is
+// known cheaply: from the cache, or when the binlog stood still around the
+// snapshot — the GTID state read before it and after it the same, and its
+// coordinate the binlog's end, mean that no transaction was binlogged
+// meanwhile and that the snapshot holds every one binlogged (the binlog is
+// written before the storage engine commits, so the coordinate can lag the
+// end): the snapshot is at that GTID state.
+func (q Query) place(p Position, before, after, end string) (Position, error) {
 	if q.coordinateOnly {
 		return p, nil
 	}
+	coord := p.File + ":" + strconv.FormatUint(p.Offset, 10)
 	if q.cache != nil {
 		if pos, ok := q.cache.get(coord); ok {
 			p.GTIDs, p.HasGTIDs = pos, true
 			return p, nil
 		}
 	}
-	if end == coord && after.String == before {
+	if end == coord && after == before {
+		var err error
 		if p.GTIDs, err = parse(before, coord, q.cache); err != nil {
 			return Position{}, err
 		}
@@ -240,51 +308,6 @@ func resultErr(rows *sql.Rows) error {
 	return errors.New("a result is missing")
 }
 
-// begin starts a snapshot and reads its coordinate, and its GTID state
-// when that is cheap: the binlog's GTID state read before the snapshot and
-// again after it, the same both times, and the snapshot's coordinate equal
-// to the binlog's end in between, mean that no transaction was binlogged
-// meanwhile and that the snapshot holds every one binlogged (the binlog is
-// written before the storage engine commits, so the coordinate can lag the
-// end): the snapshot is at that GTID state.
-func begin(ctx context.Context, conn *sql.Conn, cache *Cache, withGTIDs bool) (Position, error) {
-	var before string
-	if withGTIDs {
-		if err := conn.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&before); err != nil {
-			return Position{}, fmt.Errorf("read the source's binlog state: %w", err)
-		}
-	}
-	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
-		return Position{}, fmt.Errorf("start a consistent snapshot: %w", err)
-	}
-	var f, o sql.NullString
-	if err := conn.QueryRowContext(ctx, coordQuery).Scan(&f, &o); err != nil || !f.Valid || f.String == "" {
-		return Position{}, fmt.Errorf("%s: %v", needBinlog, err)
-	}
-	off, err := strconv.ParseUint(o.String, 10, 64)
-	if err != nil {
-		return Position{}, fmt.Errorf("%s: binlog_snapshot_position %q: %v", needBinlog, o.String, err)
-	}
-	p := Position{File: f.String, Offset: off}
-	if !withGTIDs {
-		return p, nil
-	}
-	coord := p.File + ":" + o.String
-	if cache != nil {
-		if pos, ok := cache.get(coord); ok {
-			p.GTIDs, p.HasGTIDs = pos, true
-			return p, nil
-		}
-	}
-	if text, ok := atBinlogEnd(ctx, conn, coord, before); ok {
-		if p.GTIDs, err = parse(text, coord, cache); err != nil {
-			return Position{}, err
-		}
-		p.HasGTIDs = true
-	}
-	return p, nil
-}
-
 const needBinlog = "read the snapshot's binlog position (this needs a MariaDB source with its binlog on)"
 
 func parse(text, coord string, cache *Cache) (gtid.Set, error) {
@@ -296,34 +319,4 @@ func parse(text, coord string, cache *Cache) (gtid.Set, error) {
 		cache.put(coord, pos)
 	}
 	return pos, nil
-}
-
-// atBinlogEnd returns the binlog's GTID state when the snapshot's
-// coordinate is the binlog's end and the state is still before (see Start).
-func atBinlogEnd(ctx context.Context, conn *sql.Conn, coord, before string) (string, bool) {
-	rows, err := conn.QueryContext(ctx, "SHOW MASTER STATUS")
-	if err != nil {
-		return "", false // no BINLOG MONITOR: the slow way
-	}
-	var end string
-	if rows.Next() {
-		cols, _ := rows.Columns()
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if rows.Scan(ptrs...) == nil && len(vals) >= 2 {
-			end = string(vals[0]) + ":" + string(vals[1])
-		}
-	}
-	rows.Close()
-	if end != coord {
-		return "", false
-	}
-	var after string
-	if err := conn.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&after); err != nil || after != before {
-		return "", false
-	}
-	return after, true
 }
