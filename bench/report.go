@@ -15,8 +15,11 @@ import (
 	"github.com/binlane/binlane/internal/apply"
 )
 
-// summarizeStats turns binlane's status snapshot into "busy a/b/c%,
-// commit wait x/y/z%" over the run.
+// summarizeStats turns binlane's status snapshot into "busy a/b/c%;
+// commit d/e/f%; commit wait x/y/z%" over the run. Commit counts the last
+// round trip of a batch at the head, which carries its statements with the
+// COMMIT: one worker's batches are all there, so busy alone would show it
+// idle.
 func summarizeStats(stats string) string {
 	var s apply.Snapshot
 	if stats == "" || json.Unmarshal([]byte(stats), &s) != nil {
@@ -26,10 +29,11 @@ func summarizeStats(stats string) string {
 	if wall <= 0 {
 		return ""
 	}
-	var busy, wait []string
+	var busy, commit, wait []string
 	var batches, txns uint64
 	for _, w := range s.Workers {
 		busy = append(busy, fmt.Sprintf("%.0f", 100*w.Busy.Seconds()/wall))
+		commit = append(commit, fmt.Sprintf("%.0f", 100*w.Commit.Seconds()/wall))
 		wait = append(wait, fmt.Sprintf("%.0f", 100*w.CommitWait.Seconds()/wall))
 		batches += w.Batches
 		txns += w.Txns
@@ -38,7 +42,8 @@ func summarizeStats(stats string) string {
 	if batches > 0 {
 		per = float64(txns) / float64(batches)
 	}
-	return fmt.Sprintf("busy %s%%; commit wait %s%%; %.1f trx per target commit", strings.Join(busy, "/"), strings.Join(wait, "/"), per)
+	return fmt.Sprintf("busy %s%%; commit %s%%; commit wait %s%%; %.1f trx per target commit", strings.Join(busy, "/"),
+		strings.Join(commit, "/"), strings.Join(wait, "/"), per)
 }
 
 // writeResults writes results.md and chart.svg for everything run so far.

@@ -38,8 +38,10 @@ func newStatusCmd() *cobra.Command {
 		Long: `Read the streams binlane keeps in the target (binlane.streams): the position
 applied up to, the state and last error, and — for a running stream, reported
 every few seconds — the lag, what holds it back, and how busy each applier
-thread is. Busy close to 100% on every thread means more threads may help;
-much time waiting for the commit turn means they would not. A stream whose
+thread is. Busy plus commit close to 100% on every thread means more threads
+may help (a batch at the head of the commit order sends its last statements
+with its COMMIT, so commit holds them); much time waiting for the commit turn
+means they would not. A stream whose
 row says running but that no binlane process holds any more (killed) is
 shown as such.
 

@@ -111,7 +111,9 @@ type Run struct {
 
 // Worker is one applier thread: shares of the interval (Busy,
 // CommitWait, Commit and Idle add up to 1; DependencyWait may exceed 1)
-// and totals.
+// and totals. Commit is the round trip that commits, which at the head of
+// the commit order carries the batch's last statements too (with one
+// thread, nearly all of them).
 type Worker struct {
 	Worker         int     `json:"worker"`
 	Busy           float64 `json:"busy"`
