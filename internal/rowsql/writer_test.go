@@ -515,3 +515,44 @@ func TestBlockBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestLongStatementOutsideBlocks: a statement of blockStatementBytes or
+// more goes on its own between blocks, with its own guard; short ones
+// around it stay in blocks.
+func TestLongStatementOutsideBlocks(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	s := &sink{}
+	w := NewWriter(s)
+	w.Blocks = true
+	w.Begin()
+	long := str(strings.Repeat("x", blockStatementBytes))
+	changes := []txn.Change{upd(row(i64(1), null), row(i64(1), i64(1))), upd(row(i64(2), null), row(i64(2), long)),
+		upd(row(i64(3), null), row(i64(3), i64(1)))}
+	if err := w.Rows(t1, kv, changes); err != nil {
+		t.Fatal(err)
+	}
+	w.Finish()
+	w.Flush()
+	var got []string
+	for _, q := range s.all() {
+		if len(q) > 60 {
+			q = q[:60]
+		}
+		got = append(got, q)
+	}
+	want := []string{
+		"START TRANSACTION",
+		"SET @binlane_bad=0,@binlane_n=0",
+		"BEGIN NOT ATOMIC\nUPDATE `d`.`kv` SET `v`=1 WHERE `k`=1",
+		"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>1)",
+		"END",
+		("UPDATE `d`.`kv` SET `v`=_utf8mb4'" + strings.Repeat("x", 60))[:60],
+		"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>1)",
+		"BEGIN NOT ATOMIC\nUPDATE `d`.`kv` SET `v`=1 WHERE `k`=3",
+		"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>1)",
+		"END",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("statements:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
