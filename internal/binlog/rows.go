@@ -33,7 +33,7 @@ const (
 	RowsFlagNoForeignKeyChecks  uint16 = 0x0002
 	RowsFlagRelaxedUniqueChecks uint16 = 0x0004
 	RowsFlagCompleteRows        uint16 = 0x0008
-	RowsFlagNoCheckConstraints  uint16 = 0x0010 // MariaDB
+	RowsFlagNoCheckConstraints  uint16 = 0x0080 // MariaDB (NO_CHECK_CONSTRAINT_CHECKS_F)
 )
 
 // ErrPartialJSON reports a MySQL partial JSON update, which binlane does not

@@ -18,9 +18,7 @@ type openStmt struct {
 // change writes one row change in source order, merging runs of inserts (or
 // deletes) into one table into one statement.
 func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
-	fkOff := c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0
-	cOff := c.Flags&binlog.RowsFlagNoCheckConstraints != 0
-	sameSession := fkOff == w.fkOff && cOff == w.constraintsOff
+	sameSession := (c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0) == w.fkOff
 	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !sameSession || len(w.buf)-w.start > w.MaxStatement ||
 		p.OrderedRows && c.Kind == binlog.RowsDelete) {
 		if err := w.closeOpen(); err != nil {

@@ -85,10 +85,12 @@ type Writer struct {
 	files int    // LOAD DATA files named so far (names are not reused)
 	lit   literal
 	start int // offset of the statement being written
-	// fkOff/constraintsOff mirror the session while the transaction's
-	// statements are written; both checks are on between transactions.
-	fkOff, constraintsOff bool
-	dml                   int // row statements written since Begin
+	// fkOff mirrors the session's foreign_key_checks while the
+	// transaction's statements are written; the checks are on between
+	// transactions. (CHECK constraints are never checked for rows: see
+	// apply's session.)
+	fkOff bool
+	dml   int // row statements written since Begin
 	// unchecked counts row statements in the unsent buffer that have no
 	// guard after them: only the client's check of their row counts, after
 	// the round trip, covers them, so Commit must not send COMMIT with them.
@@ -162,7 +164,7 @@ func (w *Writer) BeginXA(id string) error {
 func (w *Writer) reset() {
 	clear(w.stmts)
 	w.buf, w.stmts, w.file = w.buf[:0], w.stmts[:0], w.file[:0]
-	w.fkOff, w.constraintsOff = false, false
+	w.fkOff = false
 	w.dml, w.unchecked = 0, 0
 	w.block = false
 	w.open, w.o = nil, openStmt{}
@@ -393,24 +395,15 @@ func (w *Writer) insertAt(at int, s string) {
 	copy(w.buf[at:], s)
 }
 
-// session switches the foreign-key and check-constraint settings to what
-// a rows event recorded on the source.
+// session switches the foreign-key setting to what a rows event recorded
+// on the source.
 func (w *Writer) session(flags uint16) error {
 	fkOff := flags&binlog.RowsFlagNoForeignKeyChecks != 0
-	if fkOff != w.fkOff {
-		w.fkOff = fkOff
-		if err := w.Raw("SET SESSION foreign_key_checks=" + onOff(!fkOff)); err != nil {
-			return err
-		}
+	if fkOff == w.fkOff {
+		return nil
 	}
-	cOff := flags&binlog.RowsFlagNoCheckConstraints != 0
-	if cOff != w.constraintsOff {
-		w.constraintsOff = cOff
-		if err := w.Raw("SET SESSION check_constraint_checks=" + onOff(!cOff)); err != nil {
-			return err
-		}
-	}
-	return nil
+	w.fkOff = fkOff
+	return w.Raw("SET SESSION foreign_key_checks=" + onOff(!fkOff))
 }
 
 func onOff(on bool) string {
