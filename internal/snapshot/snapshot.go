@@ -157,53 +157,44 @@ func (q Query) Batch(extra ...string) string {
 // coordinate is the binlog's end) or when the cache knows the coordinate;
 // else the coordinate alone (HasGTIDs unset).
 func (q Query) Read(rows *sql.Rows) (Position, error) {
-	// rows stand at the batch's first result set.
-	var before string
-	first := true
-	if !q.coordinateOnly {
-		if err := scanOne(rows, first, &before); err != nil {
-			return Position{}, fmt.Errorf("read the source's binlog state: %w", err)
-		}
-		first = false
-	}
-	var f, o, after sql.NullString
-	if err := scanOne(rows, first, &f, &o, &after); err != nil {
-		return Position{}, fmt.Errorf("%s: %v", needBinlog, err)
-	}
-	p, err := coordinate(f, o)
+	p, err := q.walk(&batchSteps{res: rows, first: true})
 	if err != nil {
 		return Position{}, err
-	}
-	end := ""
-	if q.masterStatus {
-		if !rows.NextResultSet() {
-			return Position{}, fmt.Errorf("read the binlog's end: %w", resultErr(rows))
-		}
-		if end, err = binlogEnd(rows); err != nil {
-			return Position{}, err
-		}
 	}
 	if !rows.NextResultSet() {
 		return Position{}, fmt.Errorf("read in the snapshot: %w", resultErr(rows))
 	}
-	return q.place(p, before, after.String, end)
+	return p, nil
 }
 
 // begin starts a snapshot on conn and reads its position as Read does, a
 // statement at a time (for connections that do not take batches). The
 // snapshot stays open for the caller to read in.
 func (q Query) begin(ctx context.Context, conn *sql.Conn) (Position, error) {
+	return q.walk(connSteps{ctx: ctx, conn: conn})
+}
+
+// steps are the results of the statements Batch lists, in order: one
+// batch's result sets (Read) or one statement at a time (begin).
+type steps interface {
+	row(stmt string, dest ...any) error                 // a statement's one row
+	exec(stmt string) error                             // a statement without rows
+	rows(stmt string, read func(*sql.Rows) error) error // a statement's rows
+}
+
+// walk reads a snapshot's position through its statements.
+func (q Query) walk(s steps) (Position, error) {
 	var before string
 	if !q.coordinateOnly {
-		if err := conn.QueryRowContext(ctx, beforeStatement).Scan(&before); err != nil {
+		if err := s.row(beforeStatement, &before); err != nil {
 			return Position{}, fmt.Errorf("read the source's binlog state: %w", err)
 		}
 	}
-	if _, err := conn.ExecContext(ctx, startStatement); err != nil {
+	if err := s.exec(startStatement); err != nil {
 		return Position{}, fmt.Errorf("start a consistent snapshot: %w", err)
 	}
 	var f, o, after sql.NullString
-	if err := conn.QueryRowContext(ctx, coordStatement).Scan(&f, &o, &after); err != nil {
+	if err := s.row(coordStatement, &f, &o, &after); err != nil {
 		return Position{}, fmt.Errorf("%s: %v", needBinlog, err)
 	}
 	p, err := coordinate(f, o)
@@ -212,17 +203,62 @@ func (q Query) begin(ctx context.Context, conn *sql.Conn) (Position, error) {
 	}
 	end := ""
 	if q.masterStatus {
-		rows, err := conn.QueryContext(ctx, endStatement)
+		err := s.rows(endStatement, func(rows *sql.Rows) (err error) {
+			end, err = binlogEnd(rows)
+			return err
+		})
 		if err != nil {
 			return Position{}, fmt.Errorf("read the binlog's end: %w", err)
 		}
-		end, err = binlogEnd(rows)
-		rows.Close()
-		if err != nil {
-			return Position{}, err
-		}
 	}
 	return q.place(p, before, after.String, end)
+}
+
+// batchSteps walks a batch's result sets (a statement without rows has
+// none).
+type batchSteps struct {
+	res   *sql.Rows
+	first bool // res stands at the first result set
+}
+
+func (b *batchSteps) row(_ string, dest ...any) error {
+	err := scanOne(b.res, b.first, dest...)
+	b.first = false
+	return err
+}
+
+func (b *batchSteps) exec(string) error { return nil }
+
+func (b *batchSteps) rows(_ string, read func(*sql.Rows) error) error {
+	if !b.first && !b.res.NextResultSet() {
+		return resultErr(b.res)
+	}
+	b.first = false
+	return read(b.res)
+}
+
+// connSteps runs each statement on its own.
+type connSteps struct {
+	ctx  context.Context
+	conn *sql.Conn
+}
+
+func (c connSteps) row(stmt string, dest ...any) error {
+	return c.conn.QueryRowContext(c.ctx, stmt).Scan(dest...)
+}
+
+func (c connSteps) exec(stmt string) error {
+	_, err := c.conn.ExecContext(c.ctx, stmt)
+	return err
+}
+
+func (c connSteps) rows(stmt string, read func(*sql.Rows) error) error {
+	rows, err := c.conn.QueryContext(c.ctx, stmt)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return read(rows)
 }
 
 // coordinate is the snapshot's binlog coordinate, from coordStatement.
