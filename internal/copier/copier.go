@@ -317,9 +317,6 @@ func (c *Copier) read(ctx context.Context, lv *level) error {
 	}
 }
 
-// tableDefinitionChanged is ER_TABLE_DEF_CHANGED.
-const tableDefinitionChanged = 1412
-
 // readCursor reads a table's next chunk and hands it over; the cursor is
 // given back once the chunk is read.
 func (c *Copier) readCursor(ctx context.Context, rd *reader, lv *level, cur *cursor) error {
@@ -344,8 +341,10 @@ func (c *Copier) readCursor(ctx context.Context, rd *reader, lv *level, cur *cur
 			return h.send(ctx)
 		}
 		// A table altered after the snapshot began (its definition changed
-		// under a consistent read): read again.
-		if !sqlerr.Is(err, tableDefinitionChanged) || attempt >= 5 || ctx.Err() != nil {
+		// under a consistent read), or between the batch's column list and
+		// its SELECT (a column the SELECT names is gone): read again, with
+		// the columns it has then.
+		if !sqlerr.Is(err, sqlerr.TableDefChanged, sqlerr.UnknownColumn) || attempt >= 5 || ctx.Err() != nil {
 			return err
 		}
 		c.cfg.Logger.Info("re-reading a chunk: its table changed", "table", cur.t.ID(), "error", err)

@@ -60,6 +60,7 @@ const (
 	QueryInterrupted             = 1317 // ER_QUERY_INTERRUPTED
 	NoDefaultForField            = 1364 // ER_NO_DEFAULT_FOR_FIELD
 	DataTooLong                  = 1406 // ER_DATA_TOO_LONG
+	TableDefChanged              = 1412 // ER_TABLE_DEF_CHANGED
 	BinlogUnsafeRoutine          = 1418 // ER_BINLOG_UNSAFE_ROUTINE
 	BinlogCreateRoutineNeedSuper = 1419 // ER_BINLOG_CREATE_ROUTINE_NEED_SUPER
 	XAUnknownXID                 = 1397 // ER_XAER_NOTA
