@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/rowsql"
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -57,11 +59,7 @@ func (w *worker) runXA(ctx context.Context, b *batch) error {
 				"(XA RECOVER lists what is prepared), or apply its rows to the target by hand and start after %s", wk.t.GTID))
 		}
 		if prepared {
-			verb := "XA COMMIT "
-			if x.Phase == txn.XARollback {
-				verb = "XA ROLLBACK "
-			}
-			if _, err := w.conn.conn.ExecContext(ctx, verb+x.ID); err != nil {
+			if err := w.xaFinish(ctx, x); err != nil {
 				return w.xaError(wk.t, err)
 			}
 		} else {
@@ -76,6 +74,33 @@ func (w *worker) runXA(ctx context.Context, b *batch) error {
 		return err
 	}
 	return w.commit.commit(ctx, w, b, opts)
+}
+
+// xaFinish commits or rolls back a prepared XA transaction. The session
+// that prepared it was dropped right after its XA PREPARE (see xaPrepare),
+// and another session can end it only once the server has detached it from
+// that one while handling the disconnect: until then XA RECOVER lists the
+// xid but XA COMMIT answers XAER_NOTA (seen once in the statement corpus,
+// one worker, the COMMIT right after the PREPARE). That answer is retried
+// for a few seconds.
+func (w *worker) xaFinish(ctx context.Context, x *txn.XA) error {
+	verb := "XA COMMIT "
+	if x.Phase == txn.XARollback {
+		verb = "XA ROLLBACK "
+	}
+	deadline, wait := time.Now().Add(5*time.Second), 5*time.Millisecond
+	for {
+		_, err := w.conn.conn.ExecContext(ctx, verb+x.ID)
+		if err == nil || !sqlerr.Is(err, sqlerr.XAUnknownXID) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }
 
 // xaPrepare prepares the target's side of an XA transaction, unless an
