@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,22 +89,11 @@ func newChunkColumns(t *Table, all []schema.Column) (*chunkColumns, error) {
 	return cc, nil
 }
 
-// same reports whether all, the table's columns now, are read as cc reads
-// them: the same SELECT list, each value written back the same way.
-func (cc *chunkColumns) same(t *Table, all []schema.Column) bool {
-	if cc == nil {
-		return false
-	}
-	now, err := newChunkColumns(t, all)
-	if err != nil || now.list != cc.list || len(now.cols) != len(cc.cols) {
-		return false
-	}
-	for i, c := range now.cols {
-		if c != cc.cols[i] {
-			return false
-		}
-	}
-	return true
+// same reports whether now, the table's columns as the batch listed them,
+// are read as cc reads them: the same SELECT list, each value written back
+// the same way.
+func (cc *chunkColumns) same(now *chunkColumns) bool {
+	return cc != nil && now.list == cc.list && slices.Equal(now.cols, cc.cols)
 }
 
 // selectExpr reads a column as a chunk copies it: FLOAT widened to DOUBLE,
@@ -434,14 +424,16 @@ func (c *Copier) place(ctx context.Context, rd *reader, cur *cursor, rng keyrang
 			ticket.GiveUp()
 			return nil, pos, nil, err
 		}
-		if !cur.cols.same(t, all) {
+		now, err := newChunkColumns(t, all)
+		if err != nil || !cur.cols.same(now) {
 			// A DDL statement changed the table's columns since they were
 			// read: the batch read rows with the old ones (or failed).
 			rows.Close()
 			ticket.GiveUp()
-			if cur.cols, err = newChunkColumns(t, all); err != nil {
+			if err != nil {
 				return nil, pos, nil, err
 			}
+			cur.cols = now
 			continue
 		}
 		if ok {
