@@ -58,6 +58,11 @@ type Table struct {
 	// either direction and no trigger: when transactions are merged, only
 	// the last image of each row needs writing.
 	Collapsible bool
+	// Upsert tables have a primary key, no secondary unique key and no
+	// trigger: a run of their updates that keep the primary key and change
+	// no foreign-key column may be written as one multi-row INSERT ... ON
+	// DUPLICATE KEY UPDATE (see rowsql).
+	Upsert bool
 	// Serialize, when set, says why every transaction touching the table
 	// must run alone.
 	Serialize string
@@ -72,6 +77,9 @@ type Col struct {
 	// OnUpdate columns must always be set by an UPDATE, changed or not, or
 	// the target would give them its own clock's value.
 	OnUpdate bool
+	// ForeignKey columns are in a foreign key of the table or referenced
+	// by another table's: changing one makes the target check or cascade.
+	ForeignKey bool
 	// Introducer is the charset of the source bytes ("utf8mb4", ...) for
 	// character columns; empty for binary and non-character columns.
 	Introducer string
@@ -235,10 +243,33 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 	p.Referenced = len(t.ReferencedBy) > 0
 	p.Collapsible = len(t.UniqueKeys) == 0 && t.PrimaryKey != nil && len(t.ForeignKeys) == 0 &&
 		len(t.ReferencedBy) == 0 && !t.HasTriggers
+	p.Upsert = len(t.UniqueKeys) == 0 && t.PrimaryKey != nil && !t.HasTriggers
+	markForeignKeyColumns(p)
 	if t.HasTriggers {
 		p.Serialize = SerializeTriggers
 	}
 	return p, nil
+}
+
+// markForeignKeyColumns sets Col.ForeignKey for the columns of the table's
+// foreign keys and those other tables' foreign keys reference, whatever
+// their actions (RESTRICT checks too).
+func markForeignKeyColumns(p *Table) {
+	mark := func(names []string) {
+		for _, name := range names {
+			for i := range p.Cols {
+				if strings.EqualFold(p.Cols[i].Name, name) {
+					p.Cols[i].ForeignKey = true
+				}
+			}
+		}
+	}
+	for _, fk := range p.Target.ForeignKeys {
+		mark(fk.ChildColumns)
+	}
+	for _, fk := range p.Target.ReferencedBy {
+		mark(fk.ParentColumns)
+	}
 }
 
 // Reasons why every transaction touching a table runs alone (short stable

@@ -175,6 +175,24 @@ func TestPlan(t *testing.T) {
 		if p.Collapsible || !get("gen").Collapsible || get("uniq").Collapsible {
 			t.Error("only a table with a primary key and nothing else may collapse")
 		}
+		// Upserts need the primary key to be the only unique key, and no
+		// trigger; foreign keys are allowed (their columns are marked).
+		if p.Upsert || get("uniq").Upsert || get("nokey").Upsert || get("trig").Upsert || !get("child").Upsert || !get("gen").Upsert {
+			t.Error("upsert: only tables whose one unique key is the primary key, without triggers")
+		}
+		var fk []string
+		for _, name := range []string{"parent", "child", "grandchild"} {
+			for _, c := range get(name).Cols {
+				if c.ForeignKey {
+					fk = append(fk, name+"."+c.Name)
+				}
+			}
+		}
+		// parent.note is referenced by loose (not a unique key of parent:
+		// still a column whose change the target checks).
+		if want := []string{"parent.id", "parent.code", "parent.note", "child.id", "child.parent_id", "child.parent_code", "grandchild.child_id"}; !slices.Equal(fk, want) {
+			t.Errorf("foreign-key columns %v, want %v", fk, want)
+		}
 	})
 
 	t.Run("foreign keys", func(t *testing.T) {

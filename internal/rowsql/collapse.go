@@ -2,7 +2,6 @@ package rowsql
 
 import (
 	"encoding/binary"
-	"strconv"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -26,7 +25,6 @@ type collapser struct {
 	byPlan map[*plan.Table]*collapsedTable
 	d      xxhash.Digest
 	buf    [8]byte
-	assign []int // scratch: the columns an upsert assigns
 }
 
 type collapsedTable struct {
@@ -203,53 +201,13 @@ func (c *collapser) writeRows(w *Writer, ct *collapsedTable, upsert bool) error 
 }
 
 // endRows ends an INSERT of new rows, whose row count is checked, or an
-// upsert of changed rows. The upsert cannot be checked by its row count
-// (with found-rows counting, a row inserted because it was missing counts 1,
-// like a row found unchanged), so its first assignment counts the rows it
-// found in countVar, evaluated once per row that was there; a row missing on
-// the target leaves the count short and the guard fails the commit.
+// upsert of changed rows.
 func (c *collapser) endRows(w *Writer, p *plan.Table, upsert bool, info Stmt) error {
 	if !upsert {
 		return w.end(info)
 	}
-	w.buf = append(w.buf, " ON DUPLICATE KEY UPDATE "...)
-	cols := c.assign[:0]
-	for _, col := range p.Write {
-		if !isKeyColumn(p, col) {
-			cols = append(cols, col)
-		}
-	}
-	if len(cols) == 0 {
-		cols = append(cols, p.RowKey[0]) // all columns are key columns: k=k
-	}
-	c.assign = cols
-	for i, col := range cols {
-		if i > 0 {
-			w.buf = append(w.buf, ',')
-		}
-		q := p.Cols[col].Quoted
-		w.buf = append(w.buf, q...)
-		if i == 0 {
-			w.buf = append(w.buf, "=IF(("+countVar+":="+countVar+"+1)>0,VALUES("...)
-			w.buf = append(w.buf, q...)
-			w.buf = append(w.buf, "),NULL)"...)
-			continue
-		}
-		w.buf = append(w.buf, "=VALUES("...)
-		w.buf = append(w.buf, q...)
-		w.buf = append(w.buf, ')')
-	}
-	expect := info.Expect
-	info.Expect, info.What = -1, "upsert"
-	if err := w.end(info); err != nil {
-		return err
-	}
-	// The row-count guard for the upsert: every row must have been found.
-	w.begin()
-	w.buf = append(w.buf, "SET "+guardVar+"="+guardVar+"+("+countVar+"<>"...)
-	w.buf = strconv.AppendInt(w.buf, expect, 10)
-	w.buf = append(w.buf, "),"+countVar+"=0"...)
-	return w.end(Stmt{Expect: -1, What: RowCountCheck, Txn: nil})
+	info.What = "upsert"
+	return w.endUpsert(p, info)
 }
 
 func isKeyColumn(p *plan.Table, col int) bool {

@@ -13,13 +13,19 @@ type openStmt struct {
 	info Stmt
 	// composite keys use OR-ed conditions instead of an IN list
 	composite bool
+	// held is the first update of an upsert run, not written yet: a run of
+	// one is written as an UPDATE (see upsert).
+	held *txn.Change
 }
 
-// change writes one row change in source order, merging runs of inserts (or
-// deletes) into one table into one statement.
+// change writes one row change in source order, merging runs of inserts,
+// deletes or upsertable updates of one table into one statement.
 func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	sameSession := (c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0) == w.fkOff
-	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !sameSession || len(w.buf)-w.start > w.MaxStatement ||
+	// Diagnosis (OneByOne) writes UPDATEs: a missing row then fails its own
+	// statement, which names it.
+	merges := c.Kind != binlog.RowsUpdate || !w.OneByOne && upsertable(p, c)
+	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !merges || !sameSession || len(w.buf)-w.start > w.MaxStatement ||
 		p.OrderedRows && c.Kind == binlog.RowsDelete) {
 		if err := w.closeOpen(); err != nil {
 			return err
@@ -30,11 +36,13 @@ func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 			return err
 		}
 	}
-	switch c.Kind {
-	case binlog.RowsInsert:
+	switch {
+	case c.Kind == binlog.RowsInsert:
 		return w.insert(t, p, c)
-	case binlog.RowsDelete:
+	case c.Kind == binlog.RowsDelete:
 		return w.delete(t, p, c)
+	case merges:
+		return w.upsert(t, p, c)
 	}
 	return w.update(t, p, c)
 }
@@ -177,7 +185,13 @@ func (w *Writer) closeOpen() error {
 	if o.kind == binlog.RowsDelete {
 		w.buf = append(w.buf, ')')
 	}
-	info := o.info
+	info, kind, p, held := o.info, o.kind, o.p, o.held
 	w.o = openStmt{} // holds a row: let it go (see reset)
+	switch {
+	case held != nil:
+		return w.update(info.Txn, p, held)
+	case kind == binlog.RowsUpdate:
+		return w.endUpsert(p, info)
+	}
 	return w.end(info)
 }

@@ -103,6 +103,7 @@ type Writer struct {
 	open      *openStmt
 	o         openStmt // storage for open, to avoid allocating
 	col       collapser
+	assign    []int // scratch: the columns an upsert assigns
 }
 
 // NewWriter returns a writer sending to sink.
@@ -285,7 +286,7 @@ func (w *Writer) begin() {
 // sql_mode accepts get a per-statement override.
 func (w *Writer) end(st Stmt) error {
 	if w.lit.lax {
-		w.insertAt(w.start, "SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION' FOR ")
+		w.setStatementAt(w.start, laxSQLMode)
 	}
 	if w.inBlock(st) && len(w.buf)-w.start < blockStatementBytes {
 		return w.endInBlock(st)
