@@ -72,3 +72,35 @@ func TestQueueCloseDrainsThenFails(t *testing.T) {
 		t.Fatalf("cancelled pop: %v", err)
 	}
 }
+
+// TestQueueRingOrder: events come out in the order they went in while the
+// ring wraps and grows, and the byte count returns to zero.
+func TestQueueRingOrder(t *testing.T) {
+	q := newQueue(1 << 30)
+	ctx := context.Background()
+	next, want := 0, 0
+	for round := 1; round <= 300; round++ {
+		for i := 0; i < round%97; i++ { // uneven bursts: wraps at every ring size
+			if err := q.push(ctx, Message{Event: &binlog.Event{Pos: uint64(next)}}, 7); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		for i := 0; i < round%89 && want < next; i++ {
+			m, err := q.pop(ctx)
+			if err != nil || m.Event.Pos != uint64(want) {
+				t.Fatalf("pop: got %v (%v), want position %d", m.Event, err, want)
+			}
+			want++
+		}
+	}
+	for want < next {
+		if m, _ := q.pop(ctx); m.Event.Pos != uint64(want) {
+			t.Fatalf("drain: got %d, want %d", m.Event.Pos, want)
+		}
+		want++
+	}
+	if q.bytes != 0 || q.n != 0 {
+		t.Errorf("drained queue holds %d bytes, %d events", q.bytes, q.n)
+	}
+}
