@@ -16,6 +16,11 @@ func (b *Builder) mapColumns(p *Table) error {
 	for i := range tm.Columns {
 		sc := &tm.Columns[i]
 		ti, ok := t.Column(sc.Name)
+		if !ok && longUniqueHash(sc.Name, t) {
+			// Written by the target itself; never in the target's column list.
+			p.Cols[i] = Col{Name: sc.Name, Quoted: schema.QuoteName(sc.Name), Target: -1, Generated: true}
+			continue
+		}
 		if !ok {
 			return fmt.Errorf("table %s: column `%s` is missing on the target", p.Name, sc.Name)
 		}
@@ -38,6 +43,24 @@ func (b *Builder) mapColumns(p *Table) error {
 		}
 	}
 	return nil
+}
+
+// longUniqueHash reports whether a source column is MariaDB's hidden hash
+// of a long unique key (UNIQUE over a BLOB or TEXT, or USING HASH): the
+// binlog's table map lists it as DB_ROW_HASH_n, information_schema does
+// not, and the server computes it on every write. The target must have a
+// long unique key too: it then has the same hidden column.
+func longUniqueHash(name string, t *schema.Table) bool {
+	n, ok := strings.CutPrefix(name, "DB_ROW_HASH_")
+	if !ok || n == "" || strings.Trim(n, "0123456789") != "" {
+		return false
+	}
+	for _, ix := range t.Indexes {
+		if ix.Unique && strings.EqualFold(ix.Type, "HASH") {
+			return true
+		}
+	}
+	return false
 }
 
 // targetColl describes a target column's collation: from the server's

@@ -58,9 +58,10 @@ type Table struct {
 	// either direction and no trigger: when transactions are merged, only
 	// the last image of each row needs writing.
 	Collapsible bool
-	// Upsert tables have a primary key, no secondary unique key and no
-	// trigger: a run of their updates that keep the primary key and change
-	// no foreign-key column may be written as one multi-row INSERT ... ON
+	// Upsert tables have a primary key, no trigger, and secondary unique
+	// keys (if any) that InnoDB checks in its own indexes (BTREE): a run of
+	// their updates that keep the primary key and change no foreign-key and
+	// no unique-key column may be written as one multi-row INSERT ... ON
 	// DUPLICATE KEY UPDATE (see rowsql).
 	Upsert bool
 	// Serialize, when set, says why every transaction touching the table
@@ -80,6 +81,8 @@ type Col struct {
 	// ForeignKey columns are in a foreign key of the table or referenced
 	// by another table's: changing one makes the target check or cascade.
 	ForeignKey bool
+	// Unique columns are in a secondary unique key.
+	Unique bool
 	// Introducer is the charset of the source bytes ("utf8mb4", ...) for
 	// character columns; empty for binary and non-character columns.
 	Introducer string
@@ -243,18 +246,26 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 	p.Referenced = len(t.ReferencedBy) > 0
 	p.Collapsible = len(t.UniqueKeys) == 0 && t.PrimaryKey != nil && len(t.ForeignKeys) == 0 &&
 		len(t.ReferencedBy) == 0 && !t.HasTriggers
-	p.Upsert = len(t.UniqueKeys) == 0 && t.PrimaryKey != nil && !t.HasTriggers
-	markForeignKeyColumns(p)
+	p.Upsert = t.PrimaryKey != nil && !t.HasTriggers
+	for _, ix := range t.UniqueKeys {
+		// A long unique key (HASH) is checked by the server before the
+		// engine sees the row, so an upsert's insert attempt could find
+		// another row by it.
+		p.Upsert = p.Upsert && strings.EqualFold(ix.Type, "BTREE") && !ix.Functional
+	}
+	markKeyColumns(p)
 	if t.HasTriggers {
 		p.Serialize = SerializeTriggers
 	}
 	return p, nil
 }
 
-// markForeignKeyColumns sets Col.ForeignKey for the columns of the table's
+// markKeyColumns sets Col.ForeignKey for the columns of the table's
 // foreign keys and those other tables' foreign keys reference, whatever
-// their actions (RESTRICT checks too).
-func markForeignKeyColumns(p *Table) {
+// their actions (RESTRICT checks too), and Col.Unique for the columns of
+// its secondary unique keys.
+func markKeyColumns(p *Table) {
+	t := p.Target
 	mark := func(names []string) {
 		for _, name := range names {
 			for i := range p.Cols {
@@ -264,11 +275,20 @@ func markForeignKeyColumns(p *Table) {
 			}
 		}
 	}
-	for _, fk := range p.Target.ForeignKeys {
+	for _, fk := range t.ForeignKeys {
 		mark(fk.ChildColumns)
 	}
-	for _, fk := range p.Target.ReferencedBy {
+	for _, fk := range t.ReferencedBy {
 		mark(fk.ParentColumns)
+	}
+	for _, ix := range t.UniqueKeys {
+		for _, tc := range ix.Columns {
+			for i := range p.Cols {
+				if p.Cols[i].Target == tc {
+					p.Cols[i].Unique = true
+				}
+			}
+		}
 	}
 }
 

@@ -38,6 +38,7 @@ var common = []string{
 	`CREATE TABLE p.trig (id INT PRIMARY KEY, v INT)`,
 	`CREATE TABLE p.gen (id INT PRIMARY KEY, a INT, b INT AS (a * 2) STORED, c INT AS (a + 1) VIRTUAL)`,
 	`CREATE TABLE p.uca (id INT PRIMARY KEY, name VARCHAR(20) COLLATE utf8mb4_uca1400_ai_ci UNIQUE)`,
+	`CREATE TABLE p.longu (id INT PRIMARY KEY, body TEXT, UNIQUE KEY (body))`, // a long unique key: HASH
 }
 
 // Tables that differ: source definition, target definition ("" = none).
@@ -78,7 +79,7 @@ func setup(t *testing.T) (map[string]*binlog.TableMap, *plan.Builder) {
 	}
 	rows := []string{"SET SESSION foreign_key_checks = 0"}
 	for _, tbl := range []string{"parent (id, code)", "child (id)", "grandchild (id)", "loose (id)", "pair (a, b)",
-		"pair_child (id)", "uniq (a)", "nokey (a)", "trig (id)", "gen (id, a)", "uca (id)", "widen (id)", "conv (id)",
+		"pair_child (id)", "uniq (a)", "nokey (a)", "trig (id)", "gen (id, a)", "uca (id)", "longu (id)", "widen (id)", "conv (id)",
 		"missing (id)", "lesscol (id)", "mismatch (id)", "narrow (id)", "sign (id)", "sign2 (id)", "old (id)"} {
 		values := "(1)"
 		if strings.Contains(tbl, ",") {
@@ -175,16 +176,21 @@ func TestPlan(t *testing.T) {
 		if p.Collapsible || !get("gen").Collapsible || get("uniq").Collapsible {
 			t.Error("only a table with a primary key and nothing else may collapse")
 		}
-		// Upserts need the primary key to be the only unique key, and no
-		// trigger; foreign keys are allowed (their columns are marked).
-		if p.Upsert || get("uniq").Upsert || get("nokey").Upsert || get("trig").Upsert || !get("child").Upsert || !get("gen").Upsert {
-			t.Error("upsert: only tables whose one unique key is the primary key, without triggers")
+		// Upserts need a primary key, no trigger and unique keys InnoDB
+		// checks (not a long unique key); foreign keys are allowed (their
+		// columns are marked, as are unique keys').
+		if get("uniq").Upsert || get("nokey").Upsert || get("trig").Upsert || get("longu").Upsert ||
+			!p.Upsert || !get("child").Upsert || !get("gen").Upsert {
+			t.Error("upsert: only tables with a primary key and BTREE unique keys, without triggers")
 		}
-		var fk []string
+		var fk, uk []string
 		for _, name := range []string{"parent", "child", "grandchild"} {
 			for _, c := range get(name).Cols {
 				if c.ForeignKey {
 					fk = append(fk, name+"."+c.Name)
+				}
+				if c.Unique {
+					uk = append(uk, name+"."+c.Name)
 				}
 			}
 		}
@@ -192,6 +198,9 @@ func TestPlan(t *testing.T) {
 		// still a column whose change the target checks).
 		if want := []string{"parent.id", "parent.code", "parent.note", "child.id", "child.parent_id", "child.parent_code", "grandchild.child_id"}; !slices.Equal(fk, want) {
 			t.Errorf("foreign-key columns %v, want %v", fk, want)
+		}
+		if want := []string{"parent.code", "parent.email", "parent.note"}; !slices.Equal(uk, want) {
+			t.Errorf("unique-key columns %v, want %v", uk, want)
 		}
 	})
 

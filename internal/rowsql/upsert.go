@@ -10,8 +10,8 @@ import (
 
 // A run of updates of one table is written as one multi-row INSERT ... ON
 // DUPLICATE KEY UPDATE when every update in it keeps the row's primary key
-// and changes no foreign-key column, and the table's only unique key is
-// its primary key and it has no trigger (plan.Table.Upsert). The server
+// and changes no foreign-key or unique-key column, and the table has no
+// trigger and InnoDB checks its unique keys (plan.Table.Upsert). The server
 // parses and plans one statement for the run instead of one per row (an
 // UPDATE by key goes through the range optimizer; the upsert finds each
 // row by its primary key directly).
@@ -20,9 +20,12 @@ import (
 //   - The rows of the VALUES list are processed one after another, so a row
 //     updated twice in a run ends as its last image, as with two UPDATEs.
 //   - The insert attempt of an after image whose primary key exists fails
-//     on the clustered index first, and the only unique key is the primary
-//     key: the row updated is always the row the UPDATE would have found
-//     (a secondary unique key could name another row; hence Upsert).
+//     on the clustered index, which InnoDB inserts into before any
+//     secondary index: the row updated is always the row the UPDATE would
+//     have found, never one a secondary unique key names (a long unique
+//     key, HASH, is checked by the server before the engine: such tables
+//     are not Upsert). The update then changes no unique-key column, so it
+//     checks no secondary unique key either, as the UPDATE did not.
 //   - No BEFORE INSERT trigger could fire on the attempt (no triggers).
 //   - InnoDB checks or cascades foreign keys on an update only when it
 //     changes a foreign-key column, in either role; these updates change
@@ -43,7 +46,7 @@ func upsertable(p *plan.Table, c *txn.Change) bool {
 	}
 	for _, col := range p.Write {
 		pc := &p.Cols[col]
-		if (pc.ForeignKey || isKeyColumn(p, col)) && !SameValue(&c.Before[col], &c.After[col]) {
+		if (pc.ForeignKey || pc.Unique || isKeyColumn(p, col)) && !SameValue(&c.Before[col], &c.After[col]) {
 			return false
 		}
 	}

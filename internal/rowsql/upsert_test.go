@@ -32,6 +32,8 @@ func TestUpsertRuns(t *testing.T) {
 	plain := upsertTable("plain", false, nil, "id", "v")
 	other := upsertTable("other", false, nil, "id", "v")
 	noUpsert := table("uk", 1, false, "id", "v")
+	unique := upsertTable("u", false, nil, "id", "email", "n")
+	unique.Cols[1].Unique = true
 	enum := upsertTable("en", false, nil, "id", "e")
 	enum.Source.Columns[1].EnumValues = [][]byte{[]byte("a")}
 	u := func(id, item, before, after int64) txn.Change {
@@ -78,7 +80,13 @@ func TestUpsertRuns(t *testing.T) {
 				"INSERT INTO `d`.`plain` (`id`,`v`) VALUES (3,3)",
 				"UPDATE `d`.`plain` SET `v`=1 WHERE `id`=2",
 				"INSERT INTO `d`.`other` (`id`,`v`) VALUES (1,1),(1,2) ON DUPLICATE KEY UPDATE `v`=IF((@binlane_n:=@binlane_n+1)>0,VALUES(`v`),NULL)", guard("2")}},
-		{"a table with a secondary unique key or a trigger updates row by row",
+		{"a unique-key column change is an UPDATE",
+			[]rows{{unique, []txn.Change{upd(row(i64(1), str("a"), i64(0)), row(i64(1), str("b"), i64(0))), upd(row(i64(2), str("c"), i64(0)), row(i64(2), str("d"), i64(0)))}, 0}},
+			[]string{"UPDATE `d`.`u` SET `email`=_utf8mb4'b' WHERE `id`=1", "UPDATE `d`.`u` SET `email`=_utf8mb4'd' WHERE `id`=2"}},
+		{"a table with a unique key InnoDB checks upserts the updates that keep it",
+			[]rows{{unique, []txn.Change{upd(row(i64(1), str("a"), i64(0)), row(i64(1), str("a"), i64(5))), upd(row(i64(2), str("c"), i64(0)), row(i64(2), str("c"), i64(6)))}, 0}},
+			[]string{"INSERT INTO `d`.`u` (`id`,`email`,`n`) VALUES (1,_utf8mb4'a',5),(2,_utf8mb4'c',6) ON DUPLICATE KEY UPDATE `email`=IF((@binlane_n:=@binlane_n+1)>0,VALUES(`email`),NULL),`n`=VALUES(`n`)", guard("2")}},
+		{"a table with a long unique key or a trigger updates row by row",
 			[]rows{{noUpsert, []txn.Change{upd(row(i64(1), i64(0)), row(i64(1), i64(1))), upd(row(i64(2), i64(0)), row(i64(2), i64(1)))}, 0}},
 			[]string{"UPDATE `d`.`uk` SET `v`=1 WHERE `id`=1", "UPDATE `d`.`uk` SET `v`=1 WHERE `id`=2"}},
 		{"a relaxed sql_mode joins the statement's SET STATEMENT",
