@@ -178,7 +178,7 @@ func (c *collapser) writeRows(w *Writer, ct *collapsedTable, upsert bool) error 
 		if n == 0 {
 			w.begin()
 			w.buf = appendInsertHead(w.buf, p, "INSERT INTO ")
-			info = Stmt{Expect: 0, Txn: r.txn, Table: p, What: "insert", Row: r.final, Key: p.RowKey}
+			info = Stmt{Expect: 0, Txn: r.txn, Table: p, What: "insert", Row: r.final, Key: p.RowKey, Exact: !upsert}
 		} else {
 			w.buf = append(w.buf, ',')
 		}

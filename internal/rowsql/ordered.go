@@ -55,7 +55,7 @@ func (w *Writer) insert(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	}
 	w.begin()
 	w.buf = appendInsertHead(w.buf, p, "INSERT INTO ")
-	w.o = openStmt{p: p, kind: binlog.RowsInsert, info: Stmt{Expect: 1, Txn: t, Table: p, What: "insert", Row: c.After, Key: p.RowKey}}
+	w.o = openStmt{p: p, kind: binlog.RowsInsert, info: Stmt{Expect: 1, Txn: t, Table: p, What: "insert", Row: c.After, Key: p.RowKey, Exact: true}}
 	w.open = &w.o
 	return w.appendRow(p, c.After, p.Write)
 }

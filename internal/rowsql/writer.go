@@ -47,6 +47,10 @@ type Stmt struct {
 	// Block: a compound statement of row statements (Writer.Blocks), whose
 	// rows are checked by guards inside it; Txn and Table name its first.
 	Block bool
+	// Exact: the statement affects Expect rows or fails with an error (a
+	// plain multi-row INSERT: a row it cannot insert is an error, never a
+	// smaller count), so it needs no guard on the server.
+	Exact bool
 }
 
 // Sink receives round trips. sql and stmts are only valid during the call.
@@ -300,7 +304,7 @@ func (w *Writer) end(st Stmt) error {
 	if st.Txn != nil {
 		w.dml++
 		switch {
-		case st.Expect < 0:
+		case st.Expect < 0, st.Exact:
 		case w.dml > guardedRows:
 			w.unchecked++
 		default:
@@ -357,7 +361,7 @@ func (w *Writer) endInBlock(st Stmt) error {
 	w.buf = append(w.buf, ";\n"...)
 	if st.Txn != nil {
 		w.dml++
-		if st.Expect >= 0 {
+		if st.Expect >= 0 && !st.Exact {
 			w.appendGuard(st.Expect)
 		}
 	}
