@@ -156,3 +156,36 @@ func TestUpsertNotInDiagnosis(t *testing.T) {
 		t.Errorf("diagnosis wrote:\n%s", got)
 	}
 }
+
+// TestFlushEndsOpenStatement: a statement that commits implicitly can
+// follow rows in one transaction (the applier flushes before it): a held
+// update and an open multi-row statement must be sent then, whole.
+func TestFlushEndsOpenStatement(t *testing.T) {
+	p := upsertTable("plain", false, nil, "id", "v")
+	for _, changes := range [][]txn.Change{
+		{upd(row(i64(1), i64(0)), row(i64(1), i64(1)))},                                                // held
+		{upd(row(i64(1), i64(0)), row(i64(1), i64(1))), upd(row(i64(2), i64(0)), row(i64(2), i64(1)))}, // open upsert
+		{ins(row(i64(3), i64(0))), ins(row(i64(4), i64(0)))},                                           // open insert
+	} {
+		s := &sink{}
+		w := NewWriter(s)
+		w.Begin()
+		w.Rows(t1, p, changes)
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		var rows int
+		for _, st := range s.stmts[0] {
+			if st.Txn != nil {
+				rows++
+			}
+		}
+		got := strings.Join(s.all(), "\n")
+		if rows != 1 || strings.Contains(got, "INSERT") && !strings.HasSuffix(got, ")") && !strings.Contains(got, "@binlane_n=0") {
+			t.Errorf("flushed %d row statements:\n%s", rows, got)
+		}
+		if w.Pending() {
+			t.Error("statements left after the flush")
+		}
+	}
+}

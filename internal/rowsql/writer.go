@@ -261,8 +261,12 @@ func (w *Writer) Append(appendTo func([]byte) []byte, st Stmt) error {
 	return w.end(st)
 }
 
-// Flush sends what has been written.
+// Flush sends what has been written, the open statement ended first (a
+// statement that commits implicitly may follow: nothing written may wait).
 func (w *Writer) Flush() error {
+	if err := w.closeOpen(); err != nil {
+		return err
+	}
 	if len(w.stmts) == 0 {
 		return nil
 	}
