@@ -337,30 +337,18 @@ func TestCopyKeysOfEveryKind(t *testing.T) {
 		"INSERT INTO wl.bystr SELECT CONCAT('k', LPAD(seq, 5, '0'), IF(seq % 3 = 0, ' ', ''), IF(seq % 7 = 0, 'é', '')), seq FROM wl.seq_1_to_8000",
 		"CREATE TABLE wl.bypair (a INT NOT NULL, b VARBINARY(8) NOT NULL, v INT NOT NULL, PRIMARY KEY (a, b))",
 		"INSERT INTO wl.bypair SELECT seq % 50, UNHEX(LPAD(HEX(seq), 6, '0')), seq FROM wl.seq_1_to_8000")
-	src := e.src.OpenT(t, "")
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	loadDone := make(chan error, 1)
-	go func() {
-		rng := rand.New(rand.NewPCG(9, 10))
-		var err error
-		for loadCtx.Err() == nil && err == nil {
-			n := 1 + rng.IntN(8000)
-			qs := []string{
-				fmt.Sprintf("UPDATE wl.bydate SET v = v + 1 WHERE v = %d", n),
-				fmt.Sprintf("UPDATE IGNORE wl.bydate SET d = d + INTERVAL 1 HOUR WHERE v = %d", n),
-				fmt.Sprintf("UPDATE wl.bystr SET v = v + 1 WHERE v = %d", n),
-				fmt.Sprintf("DELETE FROM wl.bystr WHERE v = %d", n),
-				fmt.Sprintf("UPDATE wl.bypair SET v = v + 1 WHERE v = %d", n),
-				fmt.Sprintf("UPDATE IGNORE wl.bypair SET a = a + 1 WHERE v = %d", n),
-			}
-			_, err = src.ExecContext(loadCtx, qs[rng.IntN(len(qs))])
-			time.Sleep(time.Millisecond)
+	stopLoad := e.sourceLoad(t, ctx, 9, func(rng *rand.Rand, _ int) string {
+		n := 1 + rng.IntN(8000)
+		qs := []string{
+			fmt.Sprintf("UPDATE wl.bydate SET v = v + 1 WHERE v = %d", n),
+			fmt.Sprintf("UPDATE IGNORE wl.bydate SET d = d + INTERVAL 1 HOUR WHERE v = %d", n),
+			fmt.Sprintf("UPDATE wl.bystr SET v = v + 1 WHERE v = %d", n),
+			fmt.Sprintf("DELETE FROM wl.bystr WHERE v = %d", n),
+			fmt.Sprintf("UPDATE wl.bypair SET v = v + 1 WHERE v = %d", n),
+			fmt.Sprintf("UPDATE IGNORE wl.bypair SET a = a + 1 WHERE v = %d", n),
 		}
-		if loadCtx.Err() != nil {
-			err = nil
-		}
-		loadDone <- err
-	}()
+		return qs[rng.IntN(len(qs))]
+	})
 	cfg := e.copyConfig(t)
 	cfg.Copy.ExitWhenDone = true
 	cfg.Copy.ChunkTime = time.Millisecond
@@ -370,8 +358,7 @@ func TestCopyKeysOfEveryKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	chunks := obs.copier.Stats().Chunks.Load()
-	stopLoad()
-	if err := <-loadDone; err != nil {
+	if err := stopLoad(); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range obs.Copy() {
@@ -396,36 +383,48 @@ func TestCopyLongUniqueKey(t *testing.T) {
 	e.src.ExecT(t, "CREATE DATABASE wl",
 		"CREATE TABLE wl.lu (id INT PRIMARY KEY, body TEXT, v INT NOT NULL, UNIQUE KEY body (body))",
 		"INSERT INTO wl.lu SELECT seq, CONCAT('body ', seq), seq FROM wl.seq_1_to_6000")
-	src := e.src.OpenT(t, "")
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	loadDone := make(chan error, 1)
-	go func() {
-		rng := rand.New(rand.NewPCG(11, 12))
-		var err error
-		for i := 0; loadCtx.Err() == nil && err == nil; i++ {
-			n := 1 + rng.IntN(6000)
-			qs := []string{
-				fmt.Sprintf("UPDATE wl.lu SET v = v + 1 WHERE id BETWEEN %d AND %d", n, n+3),
-				fmt.Sprintf("UPDATE IGNORE wl.lu SET body = CONCAT('moved ', id, ' ', %d) WHERE id = %d", i, n),
-				fmt.Sprintf("INSERT IGNORE INTO wl.lu VALUES (%d, CONCAT('new ', %[1]d), 0)", 10000+i),
-			}
-			_, err = src.ExecContext(loadCtx, qs[rng.IntN(len(qs))])
-			time.Sleep(time.Millisecond)
+	stopLoad := e.sourceLoad(t, ctx, 11, func(rng *rand.Rand, i int) string {
+		n := 1 + rng.IntN(6000)
+		qs := []string{
+			fmt.Sprintf("UPDATE wl.lu SET v = v + 1 WHERE id BETWEEN %d AND %d", n, n+3),
+			fmt.Sprintf("UPDATE IGNORE wl.lu SET body = CONCAT('moved ', id, ' ', %d) WHERE id = %d", i, n),
+			fmt.Sprintf("INSERT IGNORE INTO wl.lu VALUES (%d, CONCAT('new ', %[1]d), 0)", 10000+i),
 		}
-		if loadCtx.Err() != nil {
-			err = nil
-		}
-		loadDone <- err
-	}()
+		return qs[rng.IntN(len(qs))]
+	})
 	cfg := e.copyConfig(t)
 	cfg.Copy.ExitWhenDone = true
 	cfg.Copy.ChunkTime = time.Millisecond
 	if err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	stopLoad()
-	if err := <-loadDone; err != nil {
+	if err := stopLoad(); err != nil {
 		t.Fatal(err)
 	}
 	e.catchUpAndCompare(t, ctx)
+}
+
+// sourceLoad runs the statements next returns on the source, one every
+// millisecond or so, until the returned stop is called; stop reports the
+// first failed statement.
+func (e *env) sourceLoad(t *testing.T, ctx context.Context, seed uint64, next func(rng *rand.Rand, i int) string) (stop func() error) {
+	src := e.src.OpenT(t, "")
+	loadCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		rng := rand.New(rand.NewPCG(seed, seed+1))
+		var err error
+		for i := 0; loadCtx.Err() == nil && err == nil; i++ {
+			_, err = src.ExecContext(loadCtx, next(rng, i))
+			time.Sleep(time.Millisecond)
+		}
+		if loadCtx.Err() != nil {
+			err = nil
+		}
+		done <- err
+	}()
+	return func() error {
+		cancel()
+		return <-done
+	}
 }
