@@ -63,8 +63,7 @@ type Assembler struct {
 	body   Body // the part being filled
 	sent   bool // the current transaction's first part went out
 	values []binlog.Value
-	spare  []binlog.Value // where the next part's values go (see takeValues)
-	bytes  int            // held by the part being filled
+	bytes  int // held by the part being filled
 	out    *Pipe
 	// tableSel caches the filter's verdict per table map.
 	tableSel map[*binlog.TableMap]bool
@@ -147,8 +146,7 @@ func (a *Assembler) sendPart(ctx context.Context, last bool, abort error) error 
 	}
 	a.sent = true
 	a.body = Body{}
-	a.dropValues()
-	a.bytes = 0
+	a.values, a.bytes = nil, 0
 	return nil
 }
 
@@ -240,8 +238,7 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 	a.seq++
 	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File, StartPos: ev.Pos}
 	a.body, a.sent = Body{}, false
-	a.dropValues()
-	a.bytes = 0
+	a.values, a.bytes = nil, 0
 	a.single = false
 	a.vars, a.alter = Vars{}, binlog.AlterNone
 	return nil

@@ -32,9 +32,6 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 		return fmt.Errorf("transaction %s, table %s: row image is not FULL (binlog_row_image must be FULL for every source session)",
 			a.cur.GTID, r.Table.QualifiedName())
 	}
-	if a.values == nil {
-		a.takeValues()
-	}
 	start := len(a.values)
 	vals, err := r.AppendRows(a.values)
 	if err != nil {
@@ -65,38 +62,6 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 	// themselves are counted on top.
 	a.bytes += int(ev.Header.EventSize) + (len(vals)-start)*valueSize + (len(body.Changes)-first)*changeSize
 	return a.maybeStream(ctx)
-}
-
-// Decoded values are appended to one array per part, which grows as a
-// part's rows come. A fresh array per transaction cost a third of the
-// binlog reader's CPU on small transactions (allocating, zeroing, copying
-// on growth, and the collector after them), so parts share arrays: a
-// part's values start in the unused tail of the last part's array when
-// that tail is between minSpareValues and maxSpareValues long, else in a
-// new array of spareValues. Sharing is safe: a part's changes are capped
-// slices of its own stretch, and a part never appends after it is handed
-// over. The bound keeps a huge transaction's array from living on as the
-// tail later parts take from.
-const (
-	minSpareValues = 256
-	spareValues    = 8 << 10
-	maxSpareValues = 64 << 10
-)
-
-// takeValues starts the part's values in the spare tail or a new array.
-func (a *Assembler) takeValues() {
-	if cap(a.spare) < minSpareValues {
-		a.spare = make([]binlog.Value, 0, spareValues)
-	}
-	a.values, a.spare = a.spare[:0], nil
-}
-
-// dropValues ends the part's values, keeping their array's tail as spare.
-func (a *Assembler) dropValues() {
-	if tail := a.values[len(a.values):cap(a.values)]; a.values != nil && cap(tail) <= maxSpareValues {
-		a.spare = tail
-	}
-	a.values = nil
 }
 
 // selectedTable applies the filter once per table map (the decoder reuses a
