@@ -260,7 +260,10 @@ func TestRecommendLive(t *testing.T) {
 		{"no figures", 4, 0, 0, 0, 0, 0, 4, "no figures"},
 		{"all busy", 4, 36 * s, 0, 1 * s, 2 * s, 10 * s, 8, "more may help"},
 		{"commit turn waits", 8, 24 * s, 0, 48 * s, 4 * s, 10 * s, 4, "ordered commits"},
-		{"serial workload", 8, 10 * s, 60 * s, 5 * s, 5 * s, 10 * s, 2, "serial"},
+		{"serial workload", 8, 10 * s, 600 * s, 5 * s, 5 * s, 10 * s, 2, "serial"},
+		// Keeping up with 300 trx/s, each transaction waiting some 20 ms
+		// for the one before it: 6 waiting on average, not a backlog.
+		{"keeping up, waits on commits", 4, 22 * s, 360 * s, 4 * s, 4 * s, 60 * s, 1, "source's rate"},
 		{"source rate", 8, 10 * s, 1 * s, 2 * s, 4 * s, 10 * s, 2, "source's rate"},
 		// A quiet, caught-up stream: transactions waited a little on one
 		// another, more than the workers were busy, yet it is not serial.
