@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/sqlerr"
@@ -88,19 +90,15 @@ func (w *worker) xaFinish(ctx context.Context, x *txn.XA) error {
 	if x.Phase == txn.XARollback {
 		verb = "XA ROLLBACK "
 	}
-	deadline, wait := time.Now().Add(5*time.Second), 5*time.Millisecond
-	for {
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		_, err := w.conn.conn.ExecContext(ctx, verb+x.ID)
-		if err == nil || !sqlerr.Is(err, sqlerr.XAUnknownXID) || time.Now().After(deadline) {
-			return err
+		if err != nil && !sqlerr.Is(err, sqlerr.XAUnknownXID) {
+			return struct{}{}, backoff.Permanent(err)
 		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		wait = min(2*wait, 200*time.Millisecond)
-	}
+		return struct{}{}, err
+	}, backoff.WithBackOff(&backoff.ExponentialBackOff{InitialInterval: 5 * time.Millisecond, Multiplier: 2, MaxInterval: 200 * time.Millisecond}),
+		backoff.WithMaxElapsedTime(5*time.Second))
+	return err
 }
 
 // xaPrepare prepares the target's side of an XA transaction, unless an
