@@ -16,12 +16,11 @@ const eventOverhead = 256
 type queue struct {
 	max int
 	mu  sync.Mutex
-	// items and sizes are a ring (guarded by mu): n entries from head,
-	// wrapping; a power-of-two length. A slice whose head moved forward
-	// was copied whole every time its end filled: 8% of the reader's CPU
-	// with a backlog, when the queue stays full.
-	items    []Message
-	sizes    []int
+	// ring holds n entries from head, wrapping (guarded by mu); its length
+	// is a power of two. A slice whose head moved forward was copied whole
+	// every time its end filled: 8% of the reader's CPU with a backlog,
+	// when the queue stays full.
+	ring     []entry
 	head, n  int
 	bytes    int           // guarded by mu; sum of sizes
 	err      error         // guarded by mu; set once by close
@@ -52,11 +51,10 @@ func (q *queue) push(ctx context.Context, m Message, size int) error {
 			return q.err
 		}
 		if q.bytes == 0 || q.bytes+size <= q.max {
-			if q.n == len(q.items) {
+			if q.n == len(q.ring) {
 				q.grow()
 			}
-			i := (q.head + q.n) & (len(q.items) - 1)
-			q.items[i], q.sizes[i] = m, size
+			q.ring[(q.head+q.n)&(len(q.ring)-1)] = entry{m: m, size: size}
 			q.n++
 			q.bytes += size
 			q.mu.Unlock()
@@ -79,18 +77,18 @@ func (q *queue) pop(ctx context.Context) (Message, error) {
 	for {
 		q.mu.Lock()
 		if q.n > 0 {
-			m := q.items[q.head]
-			q.bytes -= q.sizes[q.head]
-			q.items[q.head] = Message{}
-			q.head = (q.head + 1) & (len(q.items) - 1)
+			e := q.ring[q.head]
+			q.bytes -= e.size
+			q.ring[q.head] = entry{}
+			q.head = (q.head + 1) & (len(q.ring) - 1)
 			q.n--
-			if q.n == 0 && len(q.items) > keptRing {
+			if q.n == 0 && len(q.ring) > keptRing {
 				// A burst of tiny events grew the ring: let it go.
-				q.items, q.sizes, q.head = nil, nil, 0
+				q.ring, q.head = nil, 0
 			}
 			q.mu.Unlock()
 			signal(q.notFull)
-			return m, nil
+			return e.m, nil
 		}
 		err := q.err
 		q.mu.Unlock()
@@ -106,18 +104,22 @@ func (q *queue) pop(ctx context.Context) (Message, error) {
 	}
 }
 
+// entry is a queued message and its size in the queue's accounting.
+type entry struct {
+	m    Message
+	size int
+}
+
 // keptRing is the ring length an empty queue keeps.
 const keptRing = 4 << 10
 
 // grow doubles the ring, its entries moved to the front in order.
 func (q *queue) grow() {
-	size := max(64, 2*len(q.items))
-	items, sizes := make([]Message, size), make([]int, size)
+	ring := make([]entry, max(64, 2*len(q.ring)))
 	for i := 0; i < q.n; i++ {
-		j := (q.head + i) & (len(q.items) - 1)
-		items[i], sizes[i] = q.items[j], q.sizes[j]
+		ring[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
 	}
-	q.items, q.sizes, q.head = items, sizes, 0
+	q.ring, q.head = ring, 0
 }
 
 // close ends the queue with err (the first close wins): pop returns the
