@@ -60,6 +60,18 @@ func findings() []corpusWorkload {
 			"ALTER TABLE p ADD FOREIGN KEY (c) REFERENCES c(a)", "INSERT INTO p VALUES (1,NULL),(2,NULL)",
 			"INSERT INTO c VALUES (1,1),(2,2)", "UPDATE p SET c=1 WHERE a=2", "UPDATE p SET c=NULL", "DELETE FROM c ORDER BY a DESC",
 			"DELETE FROM p"}},
+		{name: "H/temporary tables of a MIXED-format session", stmts: []string{
+			// Logged as statements; the target must run none of them, least
+			// of all the ALTER and TRUNCATE of the temporary r on the real r.
+			"CREATE TABLE r (id INT PRIMARY KEY, v INT)", "INSERT INTO r VALUES (1,1),(2,2)", "CREATE TABLE r2 (id INT)",
+			"SET SESSION binlog_format=MIXED",
+			"CREATE TEMPORARY TABLE m (id INT PRIMARY KEY, v INT)", "INSERT INTO m VALUES (3,3)",
+			"ALTER TABLE m ADD COLUMN w INT", "UPDATE m SET w=1",
+			"CREATE TEMPORARY TABLE r (x INT)", "INSERT INTO r VALUES (5)", "ALTER TABLE r ADD COLUMN y INT",
+			"TRUNCATE TABLE r", "DROP TEMPORARY TABLE r",
+			"CREATE TEMPORARY TABLE m2 SELECT * FROM r", "ALTER TABLE m2 RENAME TO m3", "RENAME TABLE m3 TO m4", "DELETE FROM m4",
+			"DROP TABLE r2, m",
+			"SET SESSION binlog_format=ROW", "INSERT INTO r VALUES (9,9)", "CREATE TABLE after_it (a INT)"}},
 		{name: "I/latin1 identifiers", stmts: []string{
 			"SET NAMES latin1", "CREATE TABLE `t\x83` (id INT PRIMARY KEY, `c\xe9` VARCHAR(10) DEFAULT 'd\xe9f')",
 			"INSERT INTO `t\x83` (id) VALUES (1)", "ALTER TABLE `t\x83` ADD COLUMN `n\x81` INT", "RENAME TABLE `t\x83` TO `u\x83`",

@@ -73,6 +73,8 @@ type Assembler struct {
 	vars Vars
 	// alter is the two-phase ALTER part the current group is.
 	alter binlog.AlterPhase
+	// temps are the source sessions' temporary tables (see temp.go).
+	temps tempTables
 	// Source liveness, readable from other goroutines (metrics, status).
 	lastEvent     atomic.Int64 // unix nanos when the last event arrived
 	lastSourceTS  atomic.Int64 // timestamp of the last event written by the source
@@ -87,7 +89,8 @@ func NewAssembler(src Source, cfg Config) *Assembler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Assembler{src: src, cfg: cfg, log: cfg.Logger, pos: cfg.Start.Clone(), tableSel: map[*binlog.TableMap]bool{}}
+	return &Assembler{src: src, cfg: cfg, log: cfg.Logger, pos: cfg.Start.Clone(),
+		tableSel: map[*binlog.TableMap]bool{}, temps: tempTables{}}
 }
 
 // Liveness reports when the last binlog event (sampled at the start of each
@@ -198,6 +201,12 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 			return nil, a.out.Send(ctx, Part{Mark: &BinlogPos{File: d.File, Pos: d.Pos}})
 		}
 		return nil, nil
+	case *binlog.FormatDescriptionEvent:
+		if d.CreateTimestamp != 0 && ev.Header.LogPos != 0 {
+			// The first binlog of a source that just started (a resent
+			// description has position 0): its sessions are gone.
+			a.temps.forget()
+		}
 	case *binlog.MariaGTIDEvent:
 		return nil, a.startMaria(ev, d)
 	case *binlog.MySQLGTIDEvent:

@@ -263,7 +263,18 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 	} else {
 		st.Tables, st.Unknown = ddlTables(query, q.Schema, dec)
 	}
+	if kind == stmtDDL || kind == stmtDML {
+		skip, err := a.temps.observe(session{ev.Header.ServerID, q.ThreadID}, st)
+		if err != nil {
+			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
+		}
+		if skip {
+			a.logStatement(slog.LevelInfo, "not running a statement on temporary tables of a source session", query)
+			kind = stmtSkip
+		}
+	}
 	switch {
+	case kind == stmtSkip:
 	case kind == stmtAccount:
 		a.logStatement(slog.LevelInfo, "skipping account statement (accounts are not replicated)", query)
 	case !a.selected(st):

@@ -2,7 +2,8 @@
 // that flows from the source to the applier. The Assembler groups events
 // from GTID to XID/COMMIT, drops tables the filter does not select, decodes
 // row images once, and classifies statements (DDL to run, trigger and event
-// DDL to defer, account statements to skip, statement-based DML to refuse).
+// DDL to defer, account statements and statements on a source session's
+// temporary tables to skip, statement-based DML to refuse).
 //
 // Every transaction travels the same typed path, however large: one or more
 // Parts on one channel, the first with First set, the last with Last set.
@@ -15,6 +16,8 @@
 package txn
 
 import (
+	"strings"
+
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/keyrange"
@@ -194,6 +197,15 @@ type Statement struct {
 
 // TableName is a schema-qualified table name ("" table for a whole schema).
 type TableName struct{ Schema, Table string }
+
+// String writes the name as the source's statements would: `schema`.`table`.
+func (n TableName) String() string {
+	q := func(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+	if n.Table == "" {
+		return q(n.Schema)
+	}
+	return q(n.Schema) + "." + q(n.Table)
+}
 
 // Vars are the values a source logs before a statement for it to run the
 // same on a replica.

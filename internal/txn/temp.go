@@ -1,0 +1,173 @@
+package txn
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Temporary tables. A source session whose binlog_format is MIXED or
+// STATEMENT logs CREATE TEMPORARY TABLE and the statements on its
+// temporary tables; in ROW format MariaDB logs none of them. A temporary
+// table belongs to the source session that made it and never holds
+// replicated data itself: data reaches a replicated table from it only
+// through a later statement, which a ROW session logs as rows and binlane
+// otherwise refuses as statement-based DML. So the target runs none of
+// these statements (MariaDB's replica keeps the tables per source session
+// instead; binlane's workers have no session of the source's).
+//
+// What binlane must not do is run them against the target's real tables:
+// a temporary table may have the name of a real one, and ALTER TABLE t or
+// TRUNCATE t on it is logged without the word TEMPORARY. So the names
+// each source session (server id, thread id) holds are kept: a statement
+// naming only those is skipped, one naming them together with other
+// tables is refused, and a name that matches one only when letter case is
+// ignored is refused too (whether the source folds case is its setting).
+// A session's names are forgotten when it drops them (the source logs a
+// DROP TEMPORARY TABLE for those still open when the session ends) and
+// when the source restarts (its thread ids start again).
+//
+// The names live in memory only: a temporary table created before the
+// position binlane starts from is unknown to it (see the README).
+
+// session is a source session: its server id and thread id.
+type session struct{ server, thread uint32 }
+
+// tempTables holds the temporary tables of each source session.
+type tempTables map[session]map[TableName]struct{}
+
+// observe reads a statement of session s. skip reports a statement about
+// the session's temporary tables only (the target runs nothing); err a
+// statement that names one together with another table.
+func (tt tempTables) observe(s session, st *Statement) (skip bool, err error) {
+	toks := tokenize(st.Query, 6)
+	switch {
+	case isCreateTemporary(toks):
+		if !st.Unknown {
+			for _, n := range st.Tables {
+				tt.add(s, n)
+			}
+		}
+		return true, nil
+	case len(toks) > 1 && toks[0].text == "DROP" && !toks[1].quoted && toks[1].text == "TEMPORARY":
+		// DROP TEMPORARY TABLE never drops a real table.
+		for _, n := range st.Tables {
+			tt.remove(s, n)
+		}
+		return true, nil
+	}
+	names := tt[s]
+	if len(names) == 0 || st.Unknown || len(st.Tables) == 0 {
+		return false, nil
+	}
+	var temp, other []TableName
+	for _, n := range st.Tables {
+		switch tt.kind(s, n) {
+		case isTemp:
+			temp = append(temp, n)
+		case caseOnly:
+			return false, fmt.Errorf("%s: the source session (thread %d) has a temporary table whose name differs from %s only in letter case; "+
+				"binlane cannot tell which one the statement changed", abbreviate(st.Query, 200), s.thread, n)
+		default:
+			other = append(other, n)
+		}
+	}
+	if len(temp) == 0 {
+		return false, nil
+	}
+	if st.Renames() {
+		if err := tt.rename(s, st); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if len(other) > 0 {
+		return false, fmt.Errorf("%s: names temporary table %s of the source session (thread %d) together with %s, which the target cannot run "+
+			"(binlog_format must be ROW for every source session)", abbreviate(st.Query, 200), temp[0], s.thread, other[0])
+	}
+	return true, nil
+}
+
+// rename follows RENAME TABLE a TO b[, ...] and ALTER TABLE a RENAME b
+// when a is temporary: b is then, and a is gone. A statement renaming
+// temporary and real tables together is refused.
+func (tt tempTables) rename(s session, st *Statement) error {
+	pairs := st.Tables
+	if len(pairs) > 2 && !strings.EqualFold(firstWord(st.Query), "RENAME") {
+		pairs = []TableName{pairs[0], pairs[len(pairs)-1]} // ALTER: first name, last RENAME
+	}
+	if len(pairs)%2 != 0 {
+		return fmt.Errorf("%s: renames a temporary table of the source session (thread %d) in a form binlane does not read", abbreviate(st.Query, 200), s.thread)
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		if tt.kind(s, pairs[i]) != isTemp {
+			return fmt.Errorf("%s: renames temporary and other tables of the source session (thread %d) in one statement, which the target cannot run",
+				abbreviate(st.Query, 200), s.thread)
+		}
+		tt.remove(s, pairs[i])
+		tt.add(s, pairs[i+1])
+	}
+	return nil
+}
+
+// forget drops every session's names: the source restarted.
+func (tt tempTables) forget() { clear(tt) }
+
+type tempKind uint8
+
+const (
+	notTemp tempKind = iota
+	isTemp
+	caseOnly // equal to a temporary table's name only when case is ignored
+)
+
+func (tt tempTables) kind(s session, n TableName) tempKind {
+	names := tt[s]
+	if n.Table == "" || len(names) == 0 {
+		return notTemp
+	}
+	if _, ok := names[n]; ok {
+		return isTemp
+	}
+	for m := range names {
+		if strings.EqualFold(m.Schema, n.Schema) && strings.EqualFold(m.Table, n.Table) {
+			return caseOnly
+		}
+	}
+	return notTemp
+}
+
+func (tt tempTables) add(s session, n TableName) {
+	if n.Table == "" {
+		return
+	}
+	if tt[s] == nil {
+		tt[s] = map[TableName]struct{}{}
+	}
+	tt[s][n] = struct{}{}
+}
+
+func (tt tempTables) remove(s session, n TableName) {
+	delete(tt[s], n)
+	if len(tt[s]) == 0 {
+		delete(tt, s)
+	}
+}
+
+// isCreateTemporary recognizes CREATE [OR REPLACE] TEMPORARY ...
+func isCreateTemporary(toks []token) bool {
+	if len(toks) < 2 || toks[0].text != "CREATE" {
+		return false
+	}
+	i := 1
+	if len(toks) > 3 && toks[1].text == "OR" && toks[2].text == "REPLACE" {
+		i = 3
+	}
+	return !toks[i].quoted && toks[i].text == "TEMPORARY"
+}
+
+func firstWord(q string) string {
+	if toks := tokenize(q, 1); len(toks) > 0 {
+		return toks[0].text
+	}
+	return ""
+}
