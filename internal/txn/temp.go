@@ -3,6 +3,8 @@ package txn
 import (
 	"fmt"
 	"strings"
+
+	"github.com/binlane/binlane/internal/redact"
 )
 
 // Temporary tables. A source session whose binlog_format is MIXED or
@@ -66,7 +68,7 @@ func (tt tempTables) observe(s session, st *Statement) (skip bool, err error) {
 			temp = append(temp, n)
 		case caseOnly:
 			return false, fmt.Errorf("%s: the source session (thread %d) has a temporary table whose name differs from %s only in letter case; "+
-				"binlane cannot tell which one the statement changed", abbreviate(st.Query, 200), s.thread, n)
+				"binlane cannot tell which one the statement changed", abbreviate(redact.Statement(st.Query), 200), s.thread, n)
 		default:
 			other = append(other, n)
 		}
@@ -82,7 +84,7 @@ func (tt tempTables) observe(s session, st *Statement) (skip bool, err error) {
 	}
 	if len(other) > 0 {
 		return false, fmt.Errorf("%s: names temporary table %s of the source session (thread %d) together with %s, which the target cannot run "+
-			"(binlog_format must be ROW for every source session)", abbreviate(st.Query, 200), temp[0], s.thread, other[0])
+			"(binlog_format must be ROW for every source session)", abbreviate(redact.Statement(st.Query), 200), temp[0], s.thread, other[0])
 	}
 	return true, nil
 }
@@ -96,12 +98,12 @@ func (tt tempTables) rename(s session, st *Statement) error {
 		pairs = []TableName{pairs[0], pairs[len(pairs)-1]} // ALTER: first name, last RENAME
 	}
 	if len(pairs)%2 != 0 {
-		return fmt.Errorf("%s: renames a temporary table of the source session (thread %d) in a form binlane does not read", abbreviate(st.Query, 200), s.thread)
+		return fmt.Errorf("%s: renames a temporary table of the source session (thread %d) in a form binlane does not read", abbreviate(redact.Statement(st.Query), 200), s.thread)
 	}
 	for i := 0; i < len(pairs); i += 2 {
 		if tt.kind(s, pairs[i]) != isTemp {
 			return fmt.Errorf("%s: renames temporary and other tables of the source session (thread %d) in one statement, which the target cannot run",
-				abbreviate(st.Query, 200), s.thread)
+				abbreviate(redact.Statement(st.Query), 200), s.thread)
 		}
 		tt.remove(s, pairs[i])
 		tt.add(s, pairs[i+1])
