@@ -456,11 +456,11 @@ func (c *coordinator) saveIdle(ctx context.Context, final bool) error {
 		return nil
 	}
 	save := position.Save{GTID: s.pos.String(), File: s.file, Pos: s.filePos, LastGTID: s.lastGTID,
-		SourceTS: s.sourceTS, Applied: s.unsaved}
+		SourceTS: s.sourceTS, Applied: s.unsaved, TempTables: s.temps}
 	if err := position.SaveIdle(ctx, c.a.meta, c.a.cfg.Stream, c.a.cfg.Owner, save); err != nil {
 		return err
 	}
-	s.unsaved, s.lastSave = 0, time.Now()
+	s.unsaved, s.temps, s.lastSave = 0, nil, time.Now()
 	return nil
 }
 

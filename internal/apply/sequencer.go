@@ -25,6 +25,9 @@ type sequencer struct {
 	lastGTID string
 	sourceTS uint32
 	unsaved  int // transactions committed in memory only (empty ones)
+	// temps are the source sessions' temporary tables an unsaved commit
+	// changed (nil: the saved ones stand).
+	temps    *string
 	lastSave time.Time
 }
 
@@ -80,7 +83,8 @@ func (s *sequencer) advance(last uint64) {
 // changing the sequencer (the commit may still fail).
 func (s *sequencer) next(ws []*work) (gtid.Set, position.Save) {
 	pos := s.pos.Clone()
-	save := position.Save{File: s.file, Pos: s.filePos, LastGTID: s.lastGTID, SourceTS: s.sourceTS, Applied: s.unsaved}
+	save := position.Save{File: s.file, Pos: s.filePos, LastGTID: s.lastGTID, SourceTS: s.sourceTS, Applied: s.unsaved,
+		TempTables: s.temps}
 	for _, w := range ws {
 		if w.chunk != nil {
 			continue // copied rows: no source position of their own
@@ -94,6 +98,9 @@ func (s *sequencer) next(ws []*work) (gtid.Set, position.Save) {
 		if t.Timestamp != 0 {
 			save.SourceTS = t.Timestamp
 		}
+		if t.TempTables != nil {
+			save.TempTables = t.TempTables
+		}
 		save.Applied++
 	}
 	save.GTID = pos.String()
@@ -105,8 +112,8 @@ func (s *sequencer) next(ws []*work) (gtid.Set, position.Save) {
 func (s *sequencer) commit(pos gtid.Set, save position.Save, saved bool) {
 	s.pos, s.file, s.filePos, s.lastGTID, s.sourceTS = pos, save.File, save.Pos, save.LastGTID, save.SourceTS
 	if saved {
-		s.unsaved, s.lastSave = 0, time.Now()
+		s.unsaved, s.temps, s.lastSave = 0, nil, time.Now()
 	} else {
-		s.unsaved = save.Applied
+		s.unsaved, s.temps = save.Applied, save.TempTables
 	}
 }

@@ -70,7 +70,7 @@ func StartCopy(ctx context.Context, db *sql.DB, stream, owner, start string, tab
 			return fmt.Errorf("start the copy of %s.%s: %w", t.Schema, t.Table, err)
 		}
 	}
-	res, err := tx.ExecContext(ctx, "UPDATE "+Table+" SET gtid_pos = ?, applied_trx = 0 WHERE name = ? AND owner = ?", start, stream, owner)
+	res, err := tx.ExecContext(ctx, "UPDATE "+Table+" SET gtid_pos = ?, temp_tables = '', applied_trx = 0 WHERE name = ? AND owner = ?", start, stream, owner)
 	if err != nil {
 		return fmt.Errorf("start the copy: %w", err)
 	}

@@ -82,6 +82,9 @@ type State struct {
 	// who made it.
 	PauseAt string
 	PauseBy string
+	// TempTables are the source sessions' temporary tables at the position
+	// (encoded by package txn; "" when none).
+	TempTables string
 }
 
 // DDLMark records a statement that cannot roll back while it runs.
@@ -104,6 +107,7 @@ var migrations = []struct{ column, def string }{
 	{"owner_since", "TIMESTAMP(6) NULL DEFAULT NULL"},
 	{"pause_at", "TEXT NOT NULL DEFAULT ''"},
 	{"pause_by", "VARCHAR(64) NOT NULL DEFAULT ''"},
+	{"temp_tables", "MEDIUMTEXT NOT NULL DEFAULT ''"},
 }
 
 // Ensure creates the schema and tables if they do not exist, and adds the
@@ -136,7 +140,8 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 			-- Also in migrations (tables of older versions lack them): a table
 			-- created here is whole even when the run ends right after.
 			pause_at TEXT NOT NULL DEFAULT '',
-			pause_by VARCHAR(64) NOT NULL DEFAULT ''
+			pause_by VARCHAR(64) NOT NULL DEFAULT '',
+			temp_tables MEDIUMTEXT NOT NULL DEFAULT ''
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 		`CREATE TABLE IF NOT EXISTS ` + DeferredTable + ` (
 			id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
@@ -223,7 +228,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 const columns = `name, source_id, flavor, COALESCE(gtid_pos, ''), binlog_file, binlog_pos, last_gtid,
 	COALESCE(UNIX_TIMESTAMP(source_ts), 0), applied_trx, state, message,
 	ddl_gtid, ddl_state, ddl_fingerprint, ddl_conn, owner, COALESCE(UNIX_TIMESTAMP(owner_since), 0),
-	UNIX_TIMESTAMP(updated_at), COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0), pause_at, pause_by`
+	UNIX_TIMESTAMP(updated_at), COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0), pause_at, pause_by, temp_tables`
 
 func scan(row interface{ Scan(...any) error }) (State, error) {
 	var s State
@@ -231,7 +236,7 @@ func scan(row interface{ Scan(...any) error }) (State, error) {
 	var owner string
 	err := row.Scan(&s.Name, &s.SourceID, &s.Flavor, &s.GTID, &s.File, &s.Pos, &s.LastGTID, &srcTS, &s.Applied,
 		&s.State, &s.Message, &s.DDL.GTID, &s.DDL.State, &s.DDL.Fingerprint, &s.DDL.Conn, &owner, &since,
-		&upd, &s.LagMillis, &s.Stats, &rep, &s.PauseAt, &s.PauseBy)
+		&upd, &s.LagMillis, &s.Stats, &rep, &s.PauseAt, &s.PauseBy, &s.TempTables)
 	s.SourceTS, s.ReportedAt, s.UpdatedAt = unix(srcTS), unix(rep), unix(upd)
 	s.Owner = ParseOwner(owner)
 	s.Owner.Since = unix(since)
@@ -358,11 +363,12 @@ func Report(ctx context.Context, db *sql.DB, name, owner string, lag time.Durati
 		lag.Milliseconds(), stats)
 }
 
-// RecordSource notes which source the stream reads and where it starts, and
-// marks it running.
-func RecordSource(ctx context.Context, db *sql.DB, name, owner, sourceID, flavor, start string) error {
-	err := ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+` SET gtid_pos = ?, source_id = ?, flavor = ?, state = ?, message = ''
-		WHERE state <> '`+StateCutOver+`' AND name = ? AND owner = ?`, start, sourceID, flavor, StateRunning)
+// RecordSource notes which source the stream reads and where it starts
+// (with the temporary tables of the source's sessions there), and marks it
+// running.
+func RecordSource(ctx context.Context, db *sql.DB, name, owner, sourceID, flavor, start, tempTables string) error {
+	err := ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+` SET gtid_pos = ?, temp_tables = ?, source_id = ?, flavor = ?, state = ?, message = ''
+		WHERE state <> '`+StateCutOver+`' AND name = ? AND owner = ?`, start, tempTables, sourceID, flavor, StateRunning)
 	if err != nil {
 		return fmt.Errorf("record stream %q: %w", name, err)
 	}

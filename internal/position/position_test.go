@@ -27,9 +27,11 @@ func TestAppendQuoted(t *testing.T) {
 }
 
 func TestAppendUpdate(t *testing.T) {
+	temps := `[{"server":1}]`
 	got := string(AppendUpdate(nil, "s", Save{GTID: "0-1-5", File: "b.1", Pos: 42, LastGTID: "0-1-5", SourceTS: 7, Applied: 3,
-		ClearDDL: true}, "tok", "@g"))
+		ClearDDL: true, TempTables: &temps}, "tok", "@g"))
 	for _, part := range []string{"gtid_pos=IF(owner=" + string(appendQuoted(nil, "tok")) + " AND @g=0,",
+		"temp_tables=" + string(appendQuoted(nil, temps)),
 		",NULL)", "binlog_pos=42", "source_ts=FROM_UNIXTIME(7)", "ddl_gtid=''", "applied_trx=applied_trx+3",
 		"WHERE name=" + string(appendQuoted(nil, "s"))} {
 		if !strings.Contains(got, part) {
@@ -37,7 +39,7 @@ func TestAppendUpdate(t *testing.T) {
 		}
 	}
 	if plain := string(AppendUpdate(nil, "s", Save{GTID: "0-1-5"}, "tok", "")); strings.Contains(plain, "source_ts") ||
-		strings.Contains(plain, "ddl_gtid") || strings.Contains(plain, " AND @") {
+		strings.Contains(plain, "ddl_gtid") || strings.Contains(plain, " AND @") || strings.Contains(plain, "temp_tables") {
 		t.Errorf("options leaked into %s", plain)
 	}
 }
@@ -86,7 +88,7 @@ func TestStreamRow(t *testing.T) {
 	if err := TakeOver(ctx, db, "s", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := RecordSource(ctx, db, "s", "a", "uuid", "mariadb", "0-1-2"); err != nil {
+	if err := RecordSource(ctx, db, "s", "a", "uuid", "mariadb", "0-1-2", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := SaveIdle(ctx, db, "s", "a", Save{GTID: "0-1-3", Applied: 1}); err != nil {
@@ -112,7 +114,7 @@ func TestStreamRow(t *testing.T) {
 	if err := SetState(ctx, db, "s", "a", StateStopped, ""); !errors.As(err, &cut) {
 		t.Fatalf("recorded a state over a cut-over: %v", err)
 	}
-	if err := RecordSource(ctx, db, "s", "a", "uuid", "mariadb", "0-1-3"); !errors.As(err, &cut) || !strings.Contains(err.Error(), "0-1-3") {
+	if err := RecordSource(ctx, db, "s", "a", "uuid", "mariadb", "0-1-3", ""); !errors.As(err, &cut) || !strings.Contains(err.Error(), "0-1-3") {
 		t.Fatalf("a cut-over stream started: %v", err)
 	}
 	if st, _, _ := Load(ctx, db, "s"); st.State != StateCutOver {

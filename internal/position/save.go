@@ -23,6 +23,9 @@ type Save struct {
 	// ClearDDL ends the statement mark: the statement it names is applied
 	// by the transaction this save commits with.
 	ClearDDL bool
+	// TempTables, when set, replaces the saved temporary tables of the
+	// source's sessions (State.TempTables).
+	TempTables *string
 }
 
 // AppendUpdate appends the statement that moves the stream's position, for
@@ -54,6 +57,10 @@ func AppendUpdate(buf []byte, name string, s Save, owner, guard string) []byte {
 	}
 	if s.ClearDDL {
 		buf = append(buf, ",ddl_gtid='',ddl_state='',ddl_fingerprint='',ddl_conn=0"...)
+	}
+	if s.TempTables != nil {
+		buf = append(buf, ",temp_tables="...)
+		buf = appendQuoted(buf, *s.TempTables)
 	}
 	buf = append(buf, ",applied_trx=applied_trx+"...)
 	buf = strconv.AppendInt(buf, int64(s.Applied), 10)

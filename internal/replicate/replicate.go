@@ -308,7 +308,7 @@ func (r *run) once(ctx context.Context) error {
 	if sourceID == "" {
 		sourceID = fmt.Sprintf("server_id=%d", src.ServerID)
 	}
-	if err := position.RecordSource(ctx, r.meta, cfg.Stream, r.currentOwner(), sourceID, src.Flavor.String(), start.String()); err != nil {
+	if err := position.RecordSource(ctx, r.meta, cfg.Stream, r.currentOwner(), sourceID, src.Flavor.String(), start.String(), st.TempTables); err != nil {
 		return err
 	}
 	// --start-gtid is now the saved position; a restart resumes from what
@@ -329,7 +329,7 @@ func (r *run) once(ctx context.Context) error {
 	}
 	applier := apply.New(acfg, plan.NewBuilder(tgt.cache, tgt.collations, plan.Options{AllowTriggers: cfg.AllowTriggers}), r.meta)
 	asm := txn.NewAssembler(stream, txn.Config{Rules: cfg.Rules, MaxTxnBytes: cfg.MaxTxnBytes, StopAt: stop,
-		Start: start, Logger: r.log, Marks: cr != nil, Names: txn.Names{Charset: tgt.collations.Charset}})
+		Start: start, Logger: r.log, Marks: cr != nil, Names: txn.Names{Charset: tgt.collations.Charset}, TempTables: st.TempTables})
 	cfg.Observer.Attach(applier, asm)
 	r.log.Info("replicating", "from", start.String(), "workers", acfg.Workers, "mode", acfg.Mode.String(),
 		"source", cfg.Source.String(), "target", cfg.Target.String())
@@ -506,6 +506,9 @@ func startPosition(ctx context.Context, cfg Config, meta *sql.DB, rcfg replica.C
 		if ok && st.GTID != "" && st.GTID != set.String() {
 			log.Warn("--start-gtid overrides the saved position", "saved", st.GTID, "start", set.String())
 		}
+		if st.GTID != set.String() {
+			st.TempTables = "" // the saved ones belong to the saved position
+		}
 		return set, st, nil
 	}
 	if ok && (st.GTID != "" || st.Applied > 0) {
@@ -521,5 +524,6 @@ func startPosition(ctx context.Context, cfg Config, meta *sql.DB, rcfg replica.C
 	}
 	log.Warn("no saved position: starting from the source's current position, assuming the target is in sync",
 		"position", pos.GTIDs.String())
+	st.TempTables = ""
 	return pos.GTIDs, st, nil
 }

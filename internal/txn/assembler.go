@@ -41,6 +41,9 @@ type Config struct {
 	// transactions (for the copy's merger, which places chunks by binlog
 	// coordinate and must learn where an idle stream stands).
 	Marks bool
+	// TempTables are the source sessions' temporary tables at Start, as
+	// the position saved them (Txn.TempTables).
+	TempTables string
 }
 
 // ErrStopped is returned by Run after the StopAt transaction was delivered.
@@ -73,8 +76,10 @@ type Assembler struct {
 	vars Vars
 	// alter is the two-phase ALTER part the current group is.
 	alter binlog.AlterPhase
-	// temps are the source sessions' temporary tables (see temp.go).
-	temps tempTables
+	// temps are the source sessions' temporary tables (see temp.go);
+	// tempsChanged says the next transaction to end carries them.
+	temps        tempTables
+	tempsChanged bool
 	// Source liveness, readable from other goroutines (metrics, status).
 	lastEvent     atomic.Int64 // unix nanos when the last event arrived
 	lastSourceTS  atomic.Int64 // timestamp of the last event written by the source
@@ -112,6 +117,11 @@ func (a *Assembler) Liveness() (lastEvent, lastHeartbeat, sourceTS time.Time) {
 // not close out.
 func (a *Assembler) Run(ctx context.Context, out *Pipe) error {
 	a.out = out
+	temps, err := decodeTempTables(a.cfg.TempTables)
+	if err != nil {
+		return err
+	}
+	a.temps = temps
 	for {
 		m, err := a.src.Next(ctx)
 		if err != nil {
@@ -205,7 +215,10 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 		if d.CreateTimestamp != 0 && ev.Header.LogPos != 0 {
 			// The first binlog of a source that just started (a resent
 			// description has position 0): its sessions are gone.
-			a.temps.forget()
+			if len(a.temps) > 0 {
+				a.temps.forget()
+				a.tempsChanged = true
+			}
 		}
 	case *binlog.MariaGTIDEvent:
 		return nil, a.startMaria(ev, d)
@@ -288,6 +301,10 @@ func (a *Assembler) end(ctx context.Context, ev *binlog.Event) (*Txn, error) {
 	// (File was set at the start and stays: a group never spans files; the
 	// applier may read it from the first part.)
 	t.EndPos, t.Timestamp = ev.NextPos(), ev.Header.Timestamp
+	if a.tempsChanged {
+		enc := a.temps.encode()
+		t.TempTables, a.tempsChanged = &enc, false
+	}
 	if err := a.sendPart(ctx, true, nil); err != nil {
 		return nil, err
 	}

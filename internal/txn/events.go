@@ -270,7 +270,7 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		}
 		if skip {
 			a.logStatement(slog.LevelInfo, "not running a statement on temporary tables of a source session", query)
-			kind = stmtSkip
+			kind, a.tempsChanged = stmtSkip, true
 		}
 	}
 	switch {

@@ -1,7 +1,10 @@
 package txn
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/binlane/binlane/internal/redact"
@@ -28,8 +31,8 @@ import (
 // DROP TEMPORARY TABLE for those still open when the session ends) and
 // when the source restarts (its thread ids start again).
 //
-// The names live in memory only: a temporary table created before the
-// position binlane starts from is unknown to it (see the README).
+// The names are saved with the position (see encode): a restart or a
+// reconnect knows the tables the sessions held where it resumes.
 
 // session is a source session: its server id and thread id.
 type session struct{ server, thread uint32 }
@@ -172,4 +175,55 @@ func firstWord(q string) string {
 		return toks[0].text
 	}
 	return ""
+}
+
+// The names are saved with the stream's position (in the same target
+// transaction), so that a restart or a reconnect, which start from the
+// saved position, know the temporary tables the source sessions held
+// there. A transaction that changed them carries the whole encoded set
+// (Txn.TempTables); Config.TempTables gives the saved one back.
+
+type savedSession struct {
+	Server uint32      `json:"server"`
+	Thread uint32      `json:"thread"`
+	Tables [][2]string `json:"tables"` // schema, table
+}
+
+// encode writes the names in a stable order ("" when there are none).
+func (tt tempTables) encode() string {
+	if len(tt) == 0 {
+		return ""
+	}
+	out := make([]savedSession, 0, len(tt))
+	for s, names := range tt {
+		ss := savedSession{Server: s.server, Thread: s.thread}
+		for n := range names {
+			ss.Tables = append(ss.Tables, [2]string{n.Schema, n.Table})
+		}
+		slices.SortFunc(ss.Tables, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+		out = append(out, ss)
+	}
+	slices.SortFunc(out, func(a, b savedSession) int {
+		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Thread, b.Thread))
+	})
+	b, _ := json.Marshal(out) // strings and numbers only: cannot fail
+	return string(b)
+}
+
+// decodeTempTables reads what encode wrote.
+func decodeTempTables(s string) (tempTables, error) {
+	tt := tempTables{}
+	if s == "" {
+		return tt, nil
+	}
+	var in []savedSession
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, fmt.Errorf("the saved temporary tables of the source's sessions cannot be read: %w", err)
+	}
+	for _, ss := range in {
+		for _, n := range ss.Tables {
+			tt.add(session{ss.Server, ss.Thread}, TableName{Schema: n[0], Table: n[1]})
+		}
+	}
+	return tt, nil
 }

@@ -153,3 +153,53 @@ func TestTemporaryTablesInTheStream(t *testing.T) {
 		t.Fatalf("statements per transaction %v, want %v (create and alter of the temporary table skipped, the alter after the source's restart run)", items, want)
 	}
 }
+
+// TestTemporaryTablesSaved: the names a transaction carries for its
+// position read back as they were, and an assembler started from them
+// (a restart) skips statements on them. Only transactions that changed
+// them carry them.
+func TestTemporaryTablesSaved(t *testing.T) {
+	tt := tempTables{}
+	tt.observe(session{1, 10}, tempStatement("CREATE TEMPORARY TABLE r (x INT)", "d"))
+	tt.observe(session{1, 10}, tempStatement("CREATE TEMPORARY TABLE `we``ird` (x INT)", "d"))
+	tt.observe(session{2, 3}, tempStatement("CREATE TEMPORARY TABLE e.s (x INT)", "d"))
+	enc := tt.encode()
+	back, err := decodeTempTables(enc)
+	if err != nil || back.encode() != enc || len(back) != 2 || back.kind(session{1, 10}, TableName{"d", "we`ird"}) != isTemp {
+		t.Fatalf("decode(%s) = %v, %v", enc, back, err)
+	}
+	if _, err := decodeTempTables("{not json"); err == nil {
+		t.Fatal("a damaged value was read")
+	}
+	if (tempTables{}).encode() != "" {
+		t.Fatal("no tables encode to something")
+	}
+
+	stmt := func(seq uint64, thread uint32, q string) []*binlog.Event {
+		g := gtidEv(seq)
+		g.Data.(*binlog.MariaGTIDEvent).Flags2 |= binlog.MariaFlStandalone
+		return []*binlog.Event{g, {File: "b.1", Pos: seq*100 + 50, Header: binlog.Header{Timestamp: 1, EventSize: 10, ServerID: 1},
+			Data: &binlog.QueryEvent{Query: []byte(q), Schema: "d", ThreadID: thread}}}
+	}
+	var evs []*binlog.Event
+	evs = append(evs, stmt(1, 10, "TRUNCATE r")...)             // saved as temporary: skipped
+	evs = append(evs, stmt(2, 11, "TRUNCATE r")...)             // another session: runs
+	evs = append(evs, stmt(3, 10, "DROP TEMPORARY TABLE r")...) // changes them
+	pipe := NewPipe(1 << 20)
+	_ = NewAssembler(&script{evs: evs, err: context.Canceled}, Config{TempTables: enc}).Run(context.Background(), pipe)
+	var items []int
+	var carried []string
+	for _, p := range drain(pipe) {
+		items = append(items, len(p.Body.Items))
+		if p.Txn.TempTables != nil {
+			carried = append(carried, *p.Txn.TempTables)
+		}
+	}
+	delete(tt[session{1, 10}], TableName{"d", "r"})
+	if want := []int{0, 1, 0}; !slices.Equal(items, want) {
+		t.Fatalf("statements per transaction %v, want %v", items, want)
+	}
+	if want := []string{enc, tt.encode()}; !slices.Equal(carried, want) {
+		t.Fatalf("transactions carried %q, want %q (the skipped TRUNCATE and the DROP)", carried, want)
+	}
+}

@@ -40,6 +40,10 @@ type Txn struct {
 	EndPos   uint64
 	// Timestamp is the source commit time (seconds), for lag.
 	Timestamp uint32
+	// TempTables, when set, are the source sessions' temporary tables after
+	// this transaction (it changed them), encoded: saved with its position.
+	// Set with EndPos.
+	TempTables *string
 
 	// Commit-order metadata from the source.
 	CommitID       uint64 // MariaDB group-commit id (0 when absent)

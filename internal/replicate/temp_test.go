@@ -1,0 +1,62 @@
+package replicate
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sandbox"
+)
+
+// TestTemporaryTablesAcrossRestart: a MIXED-format source session creates
+// a temporary table r that shadows the replicated table r; binlane stops
+// right after (as a restart or a reconnect would), and the session then
+// truncates and alters its r. The second run must know r is temporary from
+// the saved position: run against the target's real r, the TRUNCATE would
+// empty it and the ALTER change its definition.
+func TestTemporaryTablesAcrossRestart(t *testing.T) {
+	ctx := context.Background()
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	const db = "tmpr"
+	src.ExecT(t, "CREATE DATABASE marker") // a position to start from
+	from := gtidPos(t, src)
+	src.ExecT(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".r (id INT PRIMARY KEY, v INT)", "INSERT INTO "+db+".r VALUES (1,1),(2,2)")
+	session, err := src.OpenT(t, db).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	run := func(stmts ...string) {
+		t.Helper()
+		for _, q := range stmts {
+			if _, err := session.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	run("SET SESSION binlog_format=MIXED", "CREATE TEMPORARY TABLE r (x INT)")
+	mid := gtidPos(t, src)
+	run("TRUNCATE TABLE r", "ALTER TABLE r ADD COLUMN y INT", "DROP TEMPORARY TABLE r")
+	src.ExecT(t, "INSERT INTO "+db+".r VALUES (3,3)")
+	end := gtidPos(t, src)
+
+	if err := corpusRun(t, src, dst, "tmp", from, mid, 1, []string{db}); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	st, ok, err := position.Load(ctx, dst.OpenT(t, ""), "tmp")
+	if err != nil || !ok || st.GTID != mid || !strings.Contains(st.TempTables, `"tmpr","r"`) {
+		t.Fatalf("saved position %q with temporary tables %q (%v %v); want %q with tmpr.r", st.GTID, st.TempTables, ok, err, mid)
+	}
+	// The second run resumes from the saved position (no start given).
+	if err := corpusRun(t, src, dst, "tmp", "", end, 4, []string{db}); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	if got, want := dumpDatabases(t, dst, []string{db})[db], dumpDatabases(t, src, []string{db})[db]; got != want {
+		t.Fatalf("target differs from the source:\n%s", diffLines(want, got))
+	}
+	if st, _, _ = position.Load(ctx, dst.OpenT(t, ""), "tmp"); st.TempTables != "" {
+		t.Fatalf("temporary tables after the session dropped its r: %q, want none", st.TempTables)
+	}
+}
