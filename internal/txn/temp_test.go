@@ -120,29 +120,31 @@ func TestTemporaryTablesForgotten(t *testing.T) {
 	}
 }
 
+// sessionStmt is a standalone statement group (a DDL statement's) of
+// source session thread on server 1, in database d.
+func sessionStmt(seq uint64, thread uint32, q string) []*binlog.Event {
+	g := gtidEv(seq)
+	g.Data.(*binlog.MariaGTIDEvent).Flags2 |= binlog.MariaFlStandalone
+	return []*binlog.Event{g, {File: "b.1", Pos: seq*100 + 50, Header: binlog.Header{Timestamp: 1, EventSize: 10, ServerID: 1},
+		Data: &binlog.QueryEvent{Query: []byte(q), Schema: "d", ThreadID: thread}}}
+}
+
 // TestTemporaryTablesInTheStream runs the assembler over a session's
 // statements: a statement on its temporary table reaches the applier as
 // an empty transaction, a resent format description (position 0, on a
 // reconnect) keeps the names, and the first binlog of a restarted source
 // forgets them (thread ids start again).
 func TestTemporaryTablesInTheStream(t *testing.T) {
-	stmt := func(seq uint64, q string) []*binlog.Event {
-		ev := &binlog.Event{File: "b.1", Pos: seq*100 + 50, Header: binlog.Header{Timestamp: 1, EventSize: 10, ServerID: 1},
-			Data: &binlog.QueryEvent{Query: []byte(q), Schema: "d", ThreadID: 5}}
-		g := gtidEv(seq)
-		g.Data.(*binlog.MariaGTIDEvent).Flags2 |= binlog.MariaFlStandalone
-		return []*binlog.Event{g, ev}
-	}
 	fde := func(logPos uint32) *binlog.Event {
 		return &binlog.Event{File: "b.2", Pos: 4, Header: binlog.Header{Type: binlog.EventFormatDescription, LogPos: logPos, EventSize: 10},
 			Data: &binlog.FormatDescriptionEvent{CreateTimestamp: 1}}
 	}
 	var evs []*binlog.Event
-	evs = append(evs, stmt(1, "CREATE TEMPORARY TABLE r (x INT)")...)
+	evs = append(evs, sessionStmt(1, 5, "CREATE TEMPORARY TABLE r (x INT)")...)
 	evs = append(evs, fde(0))
-	evs = append(evs, stmt(2, "ALTER TABLE r ADD y INT")...)
+	evs = append(evs, sessionStmt(2, 5, "ALTER TABLE r ADD y INT")...)
 	evs = append(evs, fde(120))
-	evs = append(evs, stmt(3, "ALTER TABLE r ADD y INT")...)
+	evs = append(evs, sessionStmt(3, 5, "ALTER TABLE r ADD y INT")...)
 	pipe := NewPipe(1 << 20)
 	_ = NewAssembler(&script{evs: evs, err: context.Canceled}, Config{}).Run(context.Background(), pipe)
 	var items []int
@@ -175,16 +177,10 @@ func TestTemporaryTablesSaved(t *testing.T) {
 		t.Fatal("no tables encode to something")
 	}
 
-	stmt := func(seq uint64, thread uint32, q string) []*binlog.Event {
-		g := gtidEv(seq)
-		g.Data.(*binlog.MariaGTIDEvent).Flags2 |= binlog.MariaFlStandalone
-		return []*binlog.Event{g, {File: "b.1", Pos: seq*100 + 50, Header: binlog.Header{Timestamp: 1, EventSize: 10, ServerID: 1},
-			Data: &binlog.QueryEvent{Query: []byte(q), Schema: "d", ThreadID: thread}}}
-	}
 	var evs []*binlog.Event
-	evs = append(evs, stmt(1, 10, "TRUNCATE r")...)             // saved as temporary: skipped
-	evs = append(evs, stmt(2, 11, "TRUNCATE r")...)             // another session: runs
-	evs = append(evs, stmt(3, 10, "DROP TEMPORARY TABLE r")...) // changes them
+	evs = append(evs, sessionStmt(1, 10, "TRUNCATE r")...)             // saved as temporary: skipped
+	evs = append(evs, sessionStmt(2, 11, "TRUNCATE r")...)             // another session: runs
+	evs = append(evs, sessionStmt(3, 10, "DROP TEMPORARY TABLE r")...) // changes them
 	pipe := NewPipe(1 << 20)
 	_ = NewAssembler(&script{evs: evs, err: context.Canceled}, Config{TempTables: enc}).Run(context.Background(), pipe)
 	var items []int
