@@ -265,8 +265,11 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 	}
 	if kind == stmtDDL || kind == stmtDML {
 		skip, err := a.temps.observe(session{ev.Header.ServerID, q.ThreadID}, st)
-		if err != nil {
+		switch {
+		case err != nil && a.selected(st):
 			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
+		case err != nil:
+			skip = true // about tables not replicated: nothing to run
 		}
 		if skip {
 			a.logStatement(slog.LevelInfo, "not running a statement on temporary tables of a source session", query)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/filter"
 	"strings"
 	"testing"
 )
@@ -197,5 +198,28 @@ func TestTemporaryTablesSaved(t *testing.T) {
 	}
 	if want := []string{enc, tt.encode()}; !slices.Equal(carried, want) {
 		t.Fatalf("transactions carried %q, want %q (the skipped TRUNCATE and the DROP)", carried, want)
+	}
+}
+
+// TestTemporaryTablesNotSelected: a statement binlane would refuse for
+// mixing a temporary table with other tables is skipped when it concerns
+// no replicated table.
+func TestTemporaryTablesNotSelected(t *testing.T) {
+	rules, err := filter.New([]string{"d"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*binlog.Event
+	evs = append(evs, sessionStmt(1, 10, "CREATE TEMPORARY TABLE e.m (x INT)")...)
+	evs = append(evs, sessionStmt(2, 10, "RENAME TABLE e.m TO e.m2, e.r TO e.r2")...)
+	evs = append(evs, sessionStmt(3, 10, "CREATE TEMPORARY TABLE m (x INT)")...)
+	evs = append(evs, sessionStmt(4, 10, "RENAME TABLE m TO m2, r TO r2")...)
+	pipe := NewPipe(1 << 20)
+	err = NewAssembler(&script{evs: evs, err: context.Canceled}, Config{Rules: rules}).Run(context.Background(), pipe)
+	if err == nil || !strings.Contains(err.Error(), "0-1-4") || !strings.Contains(err.Error(), "renames temporary and other tables") {
+		t.Fatalf("Run: %v; want the refusal of transaction 0-1-4 only", err)
+	}
+	if n := len(drain(pipe)); n != 3 {
+		t.Fatalf("%d transactions before the refusal, want 3", n)
 	}
 }
