@@ -82,9 +82,6 @@ type State struct {
 	// who made it.
 	PauseAt string
 	PauseBy string
-	// TempTables are the source sessions' temporary tables at the position
-	// (encoded by package txn; "" when none).
-	TempTables string
 }
 
 // DDLMark records a statement that cannot roll back while it runs.
@@ -228,7 +225,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 const columns = `name, source_id, flavor, COALESCE(gtid_pos, ''), binlog_file, binlog_pos, last_gtid,
 	COALESCE(UNIX_TIMESTAMP(source_ts), 0), applied_trx, state, message,
 	ddl_gtid, ddl_state, ddl_fingerprint, ddl_conn, owner, COALESCE(UNIX_TIMESTAMP(owner_since), 0),
-	UNIX_TIMESTAMP(updated_at), COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0), pause_at, pause_by, temp_tables`
+	UNIX_TIMESTAMP(updated_at), COALESCE(lag_ms, -1), COALESCE(stats, ''), COALESCE(UNIX_TIMESTAMP(reported_at), 0), pause_at, pause_by`
 
 func scan(row interface{ Scan(...any) error }) (State, error) {
 	var s State
@@ -236,7 +233,7 @@ func scan(row interface{ Scan(...any) error }) (State, error) {
 	var owner string
 	err := row.Scan(&s.Name, &s.SourceID, &s.Flavor, &s.GTID, &s.File, &s.Pos, &s.LastGTID, &srcTS, &s.Applied,
 		&s.State, &s.Message, &s.DDL.GTID, &s.DDL.State, &s.DDL.Fingerprint, &s.DDL.Conn, &owner, &since,
-		&upd, &s.LagMillis, &s.Stats, &rep, &s.PauseAt, &s.PauseBy, &s.TempTables)
+		&upd, &s.LagMillis, &s.Stats, &rep, &s.PauseAt, &s.PauseBy)
 	s.SourceTS, s.ReportedAt, s.UpdatedAt = unix(srcTS), unix(rep), unix(upd)
 	s.Owner = ParseOwner(owner)
 	s.Owner.Since = unix(since)
@@ -261,6 +258,22 @@ func Load(ctx context.Context, db *sql.DB, name string) (s State, ok bool, err e
 		return State{}, false, fmt.Errorf("read stream %q: %w", name, err)
 	}
 	return s, true, nil
+}
+
+// LoadTempTables reads the source sessions' temporary tables saved with the
+// stream's position (encoded by package txn; "" when none). It is not part
+// of State: only replicate, after Ensure, reads it, so status, wait and
+// pause keep working on a table an older binlane created.
+func LoadTempTables(ctx context.Context, db *sql.DB, name string) (string, error) {
+	var s string
+	err := db.QueryRowContext(ctx, "SELECT temp_tables FROM "+Table+" WHERE name = ?", name).Scan(&s)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the temporary tables saved with stream %q: %w", name, err)
+	}
+	return s, nil
 }
 
 // List reads every stream.

@@ -262,3 +262,41 @@ func TestCutoverJournal(t *testing.T) {
 		t.Fatal("the old journal was kept")
 	}
 }
+
+// TestOlderStreamsTable: status, wait and pause read a stream table an
+// older binlane created (no temp_tables column: its replicate still runs);
+// the next replicate's Ensure adds the column, and the temporary tables
+// saved with a position read back.
+func TestOlderStreamsTable(t *testing.T) {
+	s, db := testDB(t)
+	ctx := context.Background()
+	s.ExecT(t, "ALTER TABLE "+Table+" DROP COLUMN temp_tables")
+	if err := Create(ctx, db, State{Name: "s", GTID: "0-1-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := Load(ctx, db, "s"); err != nil || !ok {
+		t.Fatalf("Load on an older table: %v %v", ok, err)
+	}
+	if all, err := List(ctx, db); err != nil || len(all) != 1 {
+		t.Fatalf("List on an older table: %d streams, %v", len(all), err)
+	}
+	if err := Ensure(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := TakeOver(ctx, db, "s", "a"); err != nil {
+		t.Fatal(err)
+	}
+	temps := `[{"server":1,"thread":2,"tables":[["d","t"]]}]`
+	if err := SaveIdle(ctx, db, "s", "a", Save{GTID: "0-1-2", Applied: 1, TempTables: &temps}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadTempTables(ctx, db, "s"); err != nil || got != temps {
+		t.Fatalf("LoadTempTables = %q, %v; want %q", got, err, temps)
+	}
+	if err := SaveIdle(ctx, db, "s", "a", Save{GTID: "0-1-3", Applied: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := LoadTempTables(ctx, db, "s"); got != temps {
+		t.Fatalf("a save without a change replaced the temporary tables: %q", got)
+	}
+}

@@ -24,7 +24,7 @@ type Save struct {
 	// by the transaction this save commits with.
 	ClearDDL bool
 	// TempTables, when set, replaces the saved temporary tables of the
-	// source's sessions (State.TempTables).
+	// source's sessions (LoadTempTables).
 	TempTables *string
 }
 

@@ -279,6 +279,10 @@ func (r *run) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	temps, err := savedTempTables(ctx, r.meta, cfg.Stream, st, start)
+	if err != nil {
+		return err
+	}
 	stop, err := gtid.ParseSet(cfg.StopAtGTID)
 	if err != nil {
 		return fmt.Errorf("--stop-at-gtid: %w", err)
@@ -308,7 +312,7 @@ func (r *run) once(ctx context.Context) error {
 	if sourceID == "" {
 		sourceID = fmt.Sprintf("server_id=%d", src.ServerID)
 	}
-	if err := position.RecordSource(ctx, r.meta, cfg.Stream, r.currentOwner(), sourceID, src.Flavor.String(), start.String(), st.TempTables); err != nil {
+	if err := position.RecordSource(ctx, r.meta, cfg.Stream, r.currentOwner(), sourceID, src.Flavor.String(), start.String(), temps); err != nil {
 		return err
 	}
 	// --start-gtid is now the saved position; a restart resumes from what
@@ -329,7 +333,7 @@ func (r *run) once(ctx context.Context) error {
 	}
 	applier := apply.New(acfg, plan.NewBuilder(tgt.cache, tgt.collations, plan.Options{AllowTriggers: cfg.AllowTriggers}), r.meta)
 	asm := txn.NewAssembler(stream, txn.Config{Rules: cfg.Rules, MaxTxnBytes: cfg.MaxTxnBytes, StopAt: stop,
-		Start: start, Logger: r.log, Marks: cr != nil, Names: txn.Names{Charset: tgt.collations.Charset}, TempTables: st.TempTables})
+		Start: start, Logger: r.log, Marks: cr != nil, Names: txn.Names{Charset: tgt.collations.Charset}, TempTables: temps})
 	cfg.Observer.Attach(applier, asm)
 	r.log.Info("replicating", "from", start.String(), "workers", acfg.Workers, "mode", acfg.Mode.String(),
 		"source", cfg.Source.String(), "target", cfg.Target.String())
@@ -506,9 +510,6 @@ func startPosition(ctx context.Context, cfg Config, meta *sql.DB, rcfg replica.C
 		if ok && st.GTID != "" && st.GTID != set.String() {
 			log.Warn("--start-gtid overrides the saved position", "saved", st.GTID, "start", set.String())
 		}
-		if st.GTID != set.String() {
-			st.TempTables = "" // the saved ones belong to the saved position
-		}
 		return set, st, nil
 	}
 	if ok && (st.GTID != "" || st.Applied > 0) {
@@ -524,6 +525,15 @@ func startPosition(ctx context.Context, cfg Config, meta *sql.DB, rcfg replica.C
 	}
 	log.Warn("no saved position: starting from the source's current position, assuming the target is in sync",
 		"position", pos.GTIDs.String())
-	st.TempTables = ""
 	return pos.GTIDs, st, nil
+}
+
+// savedTempTables returns the source sessions' temporary tables saved with
+// the position the stream starts from; none when it starts anywhere else
+// (--start-gtid elsewhere, no saved position).
+func savedTempTables(ctx context.Context, meta *sql.DB, stream string, st position.State, start gtid.Set) (string, error) {
+	if st.GTID == "" || st.GTID != start.String() {
+		return "", nil
+	}
+	return position.LoadTempTables(ctx, meta, stream)
 }
