@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -63,42 +64,50 @@ func TestTemporaryTablesAcrossRestart(t *testing.T) {
 	}
 }
 
-// TestTemporaryTableRefusal: a statement naming a session's temporary
-// table together with a replicated one stops the stream before it, with
-// the position and the target as they were, and the error recorded.
-func TestTemporaryTableRefusal(t *testing.T) {
+// TestTemporaryTableRefusals: a statement naming a session's temporary
+// table together with a replicated one, or reading one (CREATE TABLE ...
+// SELECT from a temporary r that shadows the replicated r: run on the
+// target it would read the real r), stops the stream before it, with the
+// position and the target as they were, and the error recorded.
+func TestTemporaryTableRefusals(t *testing.T) {
 	ctx := context.Background()
 	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
 	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
-	const db = "tmpx"
 	src.ExecT(t, "CREATE DATABASE marker")
-	from := gtidPos(t, src)
-	src.ExecT(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".r (id INT PRIMARY KEY)", "INSERT INTO "+db+".r VALUES (1)")
-	session, err := src.OpenT(t, db).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
-	for _, q := range []string{"SET SESSION binlog_format=MIXED", "CREATE TEMPORARY TABLE m (x INT)"} {
-		if _, err := session.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	before := gtidPos(t, src)
-	want := dumpDatabases(t, src, []string{db})[db]
-	if _, err := session.ExecContext(ctx, "RENAME TABLE m TO m2, r TO r2"); err != nil {
-		t.Fatal(err)
-	}
-	end := gtidPos(t, src)
-	err = corpusRun(t, src, dst, "tmpx", from, end, 4, []string{db})
-	if err == nil || !strings.Contains(err.Error(), "renames temporary and other tables") || !strings.Contains(err.Error(), "RENAME TABLE m TO m2, r TO r2") {
-		t.Fatalf("stream ended with %v; want the refusal naming the statement", err)
-	}
-	st, ok, err := position.Load(ctx, dst.OpenT(t, ""), "tmpx")
-	if err != nil || !ok || st.GTID != before || st.State != position.StateError || !strings.Contains(st.Message, "renames temporary") {
-		t.Fatalf("position %q state %q message %q (%v %v); want %q, error recorded", st.GTID, st.State, st.Message, ok, err, before)
-	}
-	if got := dumpDatabases(t, dst, []string{db})[db]; got != want {
-		t.Fatalf("target changed:\n%s", diffLines(want, got))
+	for i, c := range []struct{ temp, stmt, refusal string }{
+		{"m", "RENAME TABLE m TO m2, r TO r2", "renames temporary and other tables"},
+		{"r", "CREATE TABLE c SELECT * FROM r", "reads temporary table"},
+	} {
+		db := fmt.Sprintf("tmpx%d", i)
+		t.Run(c.stmt, func(t *testing.T) {
+			from := gtidPos(t, src)
+			src.ExecT(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".r (id INT PRIMARY KEY)", "INSERT INTO "+db+".r VALUES (1)")
+			session, err := src.OpenT(t, db).Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer session.Close()
+			for _, q := range []string{"SET SESSION binlog_format=MIXED", "CREATE TEMPORARY TABLE " + c.temp + " (x INT)"} {
+				if _, err := session.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := gtidPos(t, src)
+			want := dumpDatabases(t, src, []string{db})[db]
+			if _, err := session.ExecContext(ctx, c.stmt); err != nil {
+				t.Fatal(err)
+			}
+			err = corpusRun(t, src, dst, db, from, gtidPos(t, src), 4, []string{db})
+			if err == nil || !strings.Contains(err.Error(), c.refusal) || !strings.Contains(err.Error(), c.stmt) {
+				t.Fatalf("stream ended with %v; want the refusal naming the statement", err)
+			}
+			st, ok, err := position.Load(ctx, dst.OpenT(t, ""), db)
+			if err != nil || !ok || st.GTID != before || st.State != position.StateError || !strings.Contains(st.Message, c.refusal) {
+				t.Fatalf("position %q state %q message %q (%v %v); want %q, error recorded", st.GTID, st.State, st.Message, ok, err, before)
+			}
+			if got := dumpDatabases(t, dst, []string{db})[db]; got != want {
+				t.Fatalf("target changed:\n%s", diffLines(want, got))
+			}
+		})
 	}
 }

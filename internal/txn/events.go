@@ -264,7 +264,7 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		st.Tables, st.Unknown = ddlTables(query, q.Schema, dec)
 	}
 	if kind == stmtDDL || kind == stmtDML {
-		skip, err := a.temps.observe(session{ev.Header.ServerID, q.ThreadID}, st)
+		skip, err := a.temps.observe(session{ev.Header.ServerID, q.ThreadID}, st, dec)
 		switch {
 		case err != nil && a.selected(st):
 			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)

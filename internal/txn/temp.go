@@ -40,10 +40,11 @@ type session struct{ server, thread uint32 }
 // tempTables holds the temporary tables of each source session.
 type tempTables map[session]map[TableName]struct{}
 
-// observe reads a statement of session s. skip reports a statement about
-// the session's temporary tables only (the target runs nothing); err a
-// statement that names one together with another table.
-func (tt tempTables) observe(s session, st *Statement) (skip bool, err error) {
+// observe reads a statement of session s (dec reads its identifiers; nil:
+// UTF-8). skip reports a statement about the session's temporary tables
+// only (the target runs nothing); err a statement that names one together
+// with another table, or that reads one (see reads).
+func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, err error) {
 	toks := tokenize(st.Query, 6)
 	switch {
 	case isCreateTemporary(toks):
@@ -77,6 +78,10 @@ func (tt tempTables) observe(s session, st *Statement) (skip bool, err error) {
 		}
 	}
 	if len(temp) == 0 {
+		if n, ok := tt.reads(s, st, dec); ok {
+			return false, fmt.Errorf("%s: reads temporary table %s of the source session (thread %d), whose rows and definition the target "+
+				"does not have (binlog_format must be ROW for every source session)", abbreviate(redact.Statement(st.Query), 200), n, s.thread)
+		}
 		return false, nil
 	}
 	if st.Renames() {
@@ -90,6 +95,30 @@ func (tt tempTables) observe(s session, st *Statement) (skip bool, err error) {
 			"(binlog_format must be ROW for every source session)", abbreviate(redact.Statement(st.Query), 200), temp[0], s.thread, other[0])
 	}
 	return true, nil
+}
+
+// reads finds a name of the session's temporary tables anywhere in a
+// statement that does not change them: CREATE TABLE c SELECT ... FROM t or
+// CREATE TABLE c LIKE t, logged as statements, would read the target's real
+// t where the source read its temporary t. Any identifier that is such a
+// name, as [schema.]name or only when case is ignored, counts: a column of
+// that name too (refused: fail closed).
+func (tt tempTables) reads(s session, st *Statement, dec decoder) (TableName, bool) {
+	toks := tokenize(st.Query, 0)
+	p := &ddlParser{dec: dec}
+	for i, t := range toks {
+		if !t.quoted && (t.raw == "" || !isIdentByte(t.raw[0])) {
+			continue // punctuation, string literals
+		}
+		n := TableName{Schema: st.Schema, Table: p.ident(t.raw)}
+		if i >= 2 && toks[i-1].text == "." && !toks[i-1].quoted {
+			n.Schema = p.ident(toks[i-2].raw)
+		}
+		if tt.kind(s, n) != notTemp {
+			return n, true
+		}
+	}
+	return TableName{}, false
 }
 
 // rename follows RENAME TABLE a TO b[, ...] and ALTER TABLE a RENAME b

@@ -59,8 +59,8 @@ func TestTemporaryTables(t *testing.T) {
 			{a, "CREATE OR REPLACE TEMPORARY TABLE m2 SELECT * FROM r", true, ""},
 			{a, "CREATE TEMPORARY SEQUENCE s1", true, ""},
 			{a, "ALTER TABLE s1 ENGINE=InnoDB", true, ""},
-			{a, "INSERT INTO m2 SELECT * FROM r", true, ""},  // writes the temporary table only
-			{a, "INSERT INTO r SELECT * FROM m2", false, ""}, // statement DML on r: refused by the assembler
+			{a, "INSERT INTO m2 SELECT * FROM r", true, ""}, // writes the temporary table only
+			{a, "INSERT INTO r SELECT * FROM m2", false, "reads temporary table `d`.`m2`"},
 		}},
 		{"renames", []step{
 			{a, "CREATE TEMPORARY TABLE m (id INT)", true, ""},
@@ -76,6 +76,15 @@ func TestTemporaryTables(t *testing.T) {
 			{a, "DROP TABLE r, m", false, "names temporary table `d`.`m` of the source session (thread 10) together with `d`.`r`"},
 			{a, "TRUNCATE TABLE M", false, "only in letter case"},
 		}},
+		{"statements that read a temporary table", []step{
+			{a, "CREATE TEMPORARY TABLE r (x INT)", true, ""},
+			{a, "CREATE TABLE c1 SELECT * FROM r", false, "reads temporary table `d`.`r` of the source session (thread 10)"},
+			{a, "CREATE TABLE c2 LIKE `d`.`r`", false, "reads temporary table `d`.`r`"},
+			{a, "CREATE TABLE c3 (z INT) SELECT x FROM d.R", false, "reads temporary table `d`.`R`"},
+			{a, "CREATE TABLE c4 SELECT * FROM other.r", false, ""},
+			{a, "CREATE TABLE c5 (r INT)", false, "reads temporary table"}, // a column of that name: fail closed
+			{b, "CREATE TABLE c1 SELECT * FROM r", false, ""},
+		}},
 		{"a session's tables are its own", []step{
 			{a, "CREATE TEMPORARY TABLE m (id INT)", true, ""},
 			{b, "CREATE TEMPORARY TABLE n (id INT)", true, ""},
@@ -89,7 +98,7 @@ func TestTemporaryTables(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tt := tempTables{}
 			for i, s := range c.steps {
-				skip, err := tt.observe(s.s, tempStatement(s.q, "d"))
+				skip, err := tt.observe(s.s, tempStatement(s.q, "d"), nil)
 				switch {
 				case s.err != "" && (err == nil || !strings.Contains(err.Error(), s.err)):
 					t.Fatalf("step %d %q: error %v, want one containing %q", i, s.q, err, s.err)
@@ -108,15 +117,15 @@ func TestTemporaryTables(t *testing.T) {
 func TestTemporaryTablesForgotten(t *testing.T) {
 	tt := tempTables{}
 	s := session{1, 7}
-	tt.observe(s, tempStatement("CREATE TEMPORARY TABLE a (x INT)", "d"))
-	tt.observe(s, tempStatement("CREATE TEMPORARY TABLE b (x INT)", "d"))
-	tt.observe(s, tempStatement("DROP /*!40005 TEMPORARY */ TABLE IF EXISTS `a`,`b`", "d"))
+	tt.observe(s, tempStatement("CREATE TEMPORARY TABLE a (x INT)", "d"), nil)
+	tt.observe(s, tempStatement("CREATE TEMPORARY TABLE b (x INT)", "d"), nil)
+	tt.observe(s, tempStatement("DROP /*!40005 TEMPORARY */ TABLE IF EXISTS `a`,`b`", "d"), nil)
 	if len(tt) != 0 {
 		t.Fatalf("left after the session's drop: %v", tt)
 	}
-	tt.observe(s, tempStatement("CREATE TEMPORARY TABLE a (x INT)", "d"))
+	tt.observe(s, tempStatement("CREATE TEMPORARY TABLE a (x INT)", "d"), nil)
 	tt.forget()
-	if skip, _ := tt.observe(s, tempStatement("ALTER TABLE a ADD y INT", "d")); skip {
+	if skip, _ := tt.observe(s, tempStatement("ALTER TABLE a ADD y INT", "d"), nil); skip {
 		t.Fatal("a table of a session before the source's restart is still taken for temporary")
 	}
 }
@@ -163,9 +172,9 @@ func TestTemporaryTablesInTheStream(t *testing.T) {
 // them carry them.
 func TestTemporaryTablesSaved(t *testing.T) {
 	tt := tempTables{}
-	tt.observe(session{1, 10}, tempStatement("CREATE TEMPORARY TABLE r (x INT)", "d"))
-	tt.observe(session{1, 10}, tempStatement("CREATE TEMPORARY TABLE `we``ird` (x INT)", "d"))
-	tt.observe(session{2, 3}, tempStatement("CREATE TEMPORARY TABLE e.s (x INT)", "d"))
+	tt.observe(session{1, 10}, tempStatement("CREATE TEMPORARY TABLE r (x INT)", "d"), nil)
+	tt.observe(session{1, 10}, tempStatement("CREATE TEMPORARY TABLE `we``ird` (x INT)", "d"), nil)
+	tt.observe(session{2, 3}, tempStatement("CREATE TEMPORARY TABLE e.s (x INT)", "d"), nil)
 	enc := tt.encode()
 	back, err := decodeTempTables(enc)
 	if err != nil || back.encode() != enc || len(back) != 2 || back.kind(session{1, 10}, TableName{"d", "we`ird"}) != isTemp {
