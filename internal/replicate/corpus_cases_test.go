@@ -253,6 +253,8 @@ func refusals() []corpusWorkload {
 			"CREATE TABLE t (a INT PRIMARY KEY)", "INSERT INTO t VALUES (1)", "ALTER TABLE t ADD SYSTEM VERSIONING"}},
 		{name: "refuse/statement-based DML", refuse: "statement-based DML", stmts: []string{
 			"CREATE TABLE t (a INT PRIMARY KEY)", "SET SESSION binlog_format=STATEMENT", "INSERT INTO t VALUES (1)"}},
+		{name: "refuse/CREATE TABLE ... SELECT logged as a statement", refuse: "CREATE TABLE ... SELECT logged as a statement", stmts: []string{
+			"CREATE TABLE t (a INT PRIMARY KEY)", "INSERT INTO t VALUES (1)", "SET SESSION binlog_format=MIXED", "CREATE TABLE c SELECT * FROM t"}},
 		{name: "refuse/minimal row image", refuse: "row image is not FULL", stmts: []string{
 			"CREATE TABLE t (a INT PRIMARY KEY, b INT)", "INSERT INTO t VALUES (1, 1)", "SET SESSION binlog_row_image=MINIMAL",
 			"UPDATE t SET b = 2"}},

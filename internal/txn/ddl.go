@@ -339,6 +339,14 @@ func (p *ddlParser) peek() token {
 	return p.toks[p.pos]
 }
 
+// peekAt returns the token k places past the next one (k 0: peek).
+func (p *ddlParser) peekAt(k int) token {
+	if p.pos+k >= len(p.toks) {
+		return token{}
+	}
+	return p.toks[p.pos+k]
+}
+
 func (p *ddlParser) next() string {
 	t := p.peek()
 	p.pos++

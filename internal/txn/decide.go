@@ -1,11 +1,13 @@
 package txn
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/redact"
 )
 
 // What a statement did on the source decides what the target runs. This
@@ -34,6 +36,13 @@ func decide(st *Statement, alter binlog.AlterPhase) (verdict, string, error) {
 	}
 	if err := refuseVersioning(st.Query); err != nil {
 		return skipIt, "", err
+	}
+	if isCreateSelect(st.Query) {
+		// A ROW session logs CREATE TABLE ... SELECT as the new table's
+		// definition and its rows; only a MIXED or STATEMENT session logs the
+		// statement itself, whose rows the target would compute from its own
+		// tables (partly copied during a copy, or not replicated at all).
+		return skipIt, "", fmt.Errorf("%w: %s", ErrCreateSelect, abbreviate(redact.Statement(st.Query), 200))
 	}
 	if st.ErrorCode == 0 && isGeneratedDrop(st.Query) {
 		// DROP TABLE a, b where b did not exist: the source dropped a, told
@@ -84,6 +93,50 @@ func refuseVersioning(q string) error {
 		}
 	}
 	return nil
+}
+
+// ErrCreateSelect refuses CREATE TABLE ... SELECT logged as a statement.
+var ErrCreateSelect = errors.New("CREATE TABLE ... SELECT logged as a statement: its rows are statement-based DML " +
+	"(binlog_format must be ROW for every source session)")
+
+// isCreateSelect recognizes CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t
+// [(definitions)] [options] [IGNORE|REPLACE] [AS] SELECT|WITH|(SELECT ...):
+// a query at the statement's top level, after the name and the
+// definitions (not CREATE TABLE ... LIKE, not a definition alone).
+func isCreateSelect(q string) bool {
+	p := &ddlParser{toks: tokenize(q, 0)}
+	if p.next() != "CREATE" {
+		return false
+	}
+	p.skipWords("OR", "REPLACE")
+	if p.next() != "TABLE" {
+		return false
+	}
+	p.skipWords("IF", "NOT", "EXISTS")
+	if _, ok := p.name(); !ok {
+		return false
+	}
+	depth := 0
+	for ; p.pos < len(p.toks); p.pos++ {
+		t := p.toks[p.pos]
+		if t.quoted {
+			continue
+		}
+		switch {
+		case t.text == "(":
+			if next := p.peekAt(1); depth == 0 && !next.quoted && (next.text == "SELECT" || next.text == "WITH") {
+				return true // CREATE TABLE t (SELECT ...)
+			}
+			depth++
+		case t.text == ")":
+			depth--
+		case depth == 0 && t.text == "SELECT":
+			return true
+		case depth == 0 && t.text == "WITH" && p.peekAt(1).text != "SYSTEM":
+			return true
+		}
+	}
+	return false
 }
 
 // ErrVersioned refuses system-versioned tables.

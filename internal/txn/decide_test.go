@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -216,5 +217,41 @@ func TestAssemblerStatementGroups(t *testing.T) {
 	}
 	if s := stmt(8); !s.Vars.HasInsertID || s.Vars.InsertID != 5 || s.Vars.Rand == nil || s.Vars.Rand.Seed2 != 2 {
 		t.Fatalf("context events: %+v", s.Vars)
+	}
+}
+
+// TestCreateSelect: the statement form of CREATE TABLE ... SELECT (what a
+// MIXED or STATEMENT session logs) is refused; the definition a ROW session
+// logs for it, LIKE, and other tables' DDL are not.
+func TestCreateSelect(t *testing.T) {
+	cases := []struct {
+		q    string
+		want bool
+	}{
+		{"CREATE TABLE d.c4 SELECT * FROM d.r", true},
+		{"CREATE TABLE d.c2 (z INT) SELECT v FROM d.r", true},
+		{"CREATE TABLE d.c5 (SELECT 1 AS a)", true},
+		{"CREATE TABLE d.c6 AS WITH x AS (SELECT 1 AS a) SELECT * FROM x", true},
+		{"CREATE OR REPLACE TABLE IF NOT EXISTS c ENGINE=InnoDB AS SELECT 1", true},
+		{"CREATE TABLE c (a INT) IGNORE SELECT id AS a FROM r", true},
+		{"SET STATEMENT max_statement_time=10 FOR CREATE TABLE c SELECT 1", true},
+		{"/*!40000 CREATE TABLE c */ SELECT 1", true},
+		{"CREATE TABLE `d`.`c1` (\n  `id` int(11) NOT NULL,\n  `v` int(11) DEFAULT NULL\n)", false},
+		{"CREATE TABLE c (a INT, `select` INT, b INT DEFAULT 1 CHECK (b > 0)) COMMENT 'select * from x'", false},
+		{"CREATE TABLE c (a INT) PARTITION BY RANGE (a) (PARTITION p0 VALUES LESS THAN (10))", false},
+		{"CREATE TABLE c LIKE r", false},
+		{"CREATE TABLE c (a INT) WITH SYSTEM VERSIONING", false},
+		{"CREATE VIEW v AS SELECT 1", false},
+		{"CREATE TEMPORARY TABLE m SELECT 1", false}, // the temporary-table path's
+		{"INSERT INTO c SELECT 1", false},
+	}
+	for _, c := range cases {
+		if got := isCreateSelect(c.q); got != c.want {
+			t.Errorf("isCreateSelect(%q) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	_, _, err := decide(&Statement{Query: "CREATE TABLE c SELECT * FROM r"}, binlog.AlterNone)
+	if !errors.Is(err, ErrCreateSelect) || !strings.Contains(err.Error(), "CREATE TABLE c SELECT * FROM r") {
+		t.Fatalf("decide: %v, want the refusal naming the statement", err)
 	}
 }
