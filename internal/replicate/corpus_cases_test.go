@@ -253,6 +253,12 @@ func refusals() []corpusWorkload {
 			"CREATE TABLE t (a INT PRIMARY KEY)", "INSERT INTO t VALUES (1)", "ALTER TABLE t ADD SYSTEM VERSIONING"}},
 		{name: "refuse/statement-based DML", refuse: "statement-based DML", stmts: []string{
 			"CREATE TABLE t (a INT PRIMARY KEY)", "SET SESSION binlog_format=STATEMENT", "INSERT INTO t VALUES (1)"}},
+		{name: "refuse/a writing function called in a STATEMENT session", refuse: "statement-based DML",
+			pre: []string{"CREATE TABLE t (a INT PRIMARY KEY AUTO_INCREMENT, v INT)",
+				"CREATE FUNCTION f() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO t (v) VALUES (1); RETURN 1; END"},
+			preTarget: []string{"CREATE TABLE t (a INT PRIMARY KEY AUTO_INCREMENT, v INT)",
+				"CREATE FUNCTION f() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO t (v) VALUES (1); RETURN 1; END"},
+			stmts: []string{"CREATE TABLE t2 (a INT)", "SET SESSION binlog_format=STATEMENT", "SELECT f()"}},
 		{name: "refuse/CREATE TABLE ... SELECT logged as a statement", refuse: "CREATE TABLE ... SELECT logged as a statement", stmts: []string{
 			"CREATE TABLE t (a INT PRIMARY KEY)", "INSERT INTO t VALUES (1)", "SET SESSION binlog_format=MIXED", "CREATE TABLE c SELECT * FROM t"}},
 		{name: "refuse/minimal row image", refuse: "row image is not FULL", stmts: []string{

@@ -33,7 +33,9 @@ func classify(query string) stmtKind {
 		return stmtDDL
 	}
 	switch toks[0].text {
-	case "INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "CALL", "DO", "HANDLER", "WITH":
+	case "INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "CALL", "DO", "HANDLER", "WITH", "SELECT":
+		// A STATEMENT session logs SELECT f(), DO f() and SET @x := f() of a
+		// stored function that writes as SELECT f(): row changes.
 		return stmtDML
 	case "GRANT", "REVOKE", "FLUSH", "INSTALL", "UNINSTALL", "RESET", "PURGE", "KILL", "SHUTDOWN":
 		return stmtAccount
