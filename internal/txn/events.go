@@ -268,10 +268,10 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		switch {
 		case err != nil && a.selected(st):
 			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
-		case err != nil:
-			skip = true // about tables not replicated: nothing to run
-		}
-		if skip {
+		case err != nil: // about tables not replicated: nothing to run
+			a.logStatement(slog.LevelDebug, "skipping statement for tables not replicated", query)
+			kind, a.tempsChanged = stmtSkip, true
+		case skip:
 			a.logStatement(slog.LevelInfo, "not running a statement on temporary tables of a source session", query)
 			kind, a.tempsChanged = stmtSkip, true
 		}
