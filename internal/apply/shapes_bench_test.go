@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -21,22 +22,10 @@ import (
 //
 //	go test -run '^$' -bench StatementShapes -benchtime 200x ./internal/apply
 func BenchmarkStatementShapes(b *testing.B) {
-	s := sandbox.StartT(b, sandbox.Options{Role: sandbox.Target, Extra: []string{"innodb-buffer-pool-size=512M"}})
-	s.ExecT(b, "CREATE DATABASE d", `CREATE TABLE d.t (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0,
+	_, conn := benchTarget(b, "CREATE DATABASE d", `CREATE TABLE d.t (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0,
 		c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1(k))`,
 		"INSERT INTO d.t SELECT seq, seq, REPEAT('x',120), REPEAT('p',60) FROM d.seq_1_to_100000")
-	target, _ := dsn.Parse(s.URL())
-	pool, err := OpenPool(target, 2)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
 	ctx := context.Background()
-	conn, err := pool.Conn(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := strings.Repeat("c", 120)
 	const rows = 96
@@ -158,4 +147,23 @@ func BenchmarkStatementShapes(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchTarget starts a target sandbox, runs setup on it as root and returns
+// it with a connection of binlane's pool (its session settings).
+func benchTarget(b *testing.B, setup ...string) (*sandbox.Server, *sql.Conn) {
+	s := sandbox.StartT(b, sandbox.Options{Role: sandbox.Target, Extra: []string{"innodb-buffer-pool-size=512M"}})
+	s.ExecT(b, setup...)
+	target, _ := dsn.Parse(s.URL())
+	pool, err := OpenPool(target, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pool.Close() })
+	conn, err := pool.Conn(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return s, conn
 }

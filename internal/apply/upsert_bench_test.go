@@ -9,9 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/binlane/binlane/internal/dsn"
-	"github.com/binlane/binlane/internal/sandbox"
 )
 
 // BenchmarkUpsertRuns measures the target's CPU per updated row of a table
@@ -25,25 +22,13 @@ import (
 //
 //	go test -run '^$' -bench UpsertRuns -benchtime 300x ./internal/apply
 func BenchmarkUpsertRuns(b *testing.B) {
-	s := sandbox.StartT(b, sandbox.Options{Role: sandbox.Target, Extra: []string{"innodb-buffer-pool-size=512M"}})
-	s.ExecT(b, "CREATE DATABASE d",
+	s, conn := benchTarget(b, "CREATE DATABASE d",
 		"CREATE TABLE d.p1 (id INT PRIMARY KEY)", "CREATE TABLE d.p2 (id INT PRIMARY KEY)",
 		"INSERT INTO d.p1 SELECT seq FROM d.seq_1_to_1000", "INSERT INTO d.p2 SELECT seq FROM d.seq_1_to_1000",
 		`CREATE TABLE d.t (id INT PRIMARY KEY, a INT NOT NULL, b INT NOT NULL, qty INT NOT NULL, note VARCHAR(40) NOT NULL,
 			FOREIGN KEY (a) REFERENCES d.p1 (id), FOREIGN KEY (b) REFERENCES d.p2 (id))`,
 		"INSERT INTO d.t SELECT seq, 1 + seq % 1000, 1 + seq % 997, 0, 'n' FROM d.seq_1_to_100000")
-	target, _ := dsn.Parse(s.URL())
-	pool, err := OpenPool(target, 2)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
 	ctx := context.Background()
-	conn, err := pool.Conn(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const rows = 120
 	row := func() (id, a, bb, qty int) {

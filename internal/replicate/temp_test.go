@@ -24,20 +24,8 @@ func TestTemporaryTablesAcrossRestart(t *testing.T) {
 	src.ExecT(t, "CREATE DATABASE marker") // a position to start from
 	from := gtidPos(t, src)
 	src.ExecT(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".r (id INT PRIMARY KEY, v INT)", "INSERT INTO "+db+".r VALUES (1,1),(2,2)")
-	session, err := src.OpenT(t, db).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
-	run := func(stmts ...string) {
-		t.Helper()
-		for _, q := range stmts {
-			if _, err := session.ExecContext(ctx, q); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
-	}
-	run("SET SESSION binlog_format=MIXED", "CREATE TEMPORARY TABLE r (x INT)")
+	run := mixedSession(t, src, db)
+	run("CREATE TEMPORARY TABLE r (x INT)")
 	mid := gtidPos(t, src)
 	run("TRUNCATE TABLE r", "ALTER TABLE r ADD COLUMN y INT", "DROP TEMPORARY TABLE r")
 	src.ExecT(t, "INSERT INTO "+db+".r VALUES (3,3)")
@@ -82,22 +70,12 @@ func TestTemporaryTableRefusals(t *testing.T) {
 		t.Run(c.stmt, func(t *testing.T) {
 			from := gtidPos(t, src)
 			src.ExecT(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".r (id INT PRIMARY KEY)", "INSERT INTO "+db+".r VALUES (1)")
-			session, err := src.OpenT(t, db).Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer session.Close()
-			for _, q := range []string{"SET SESSION binlog_format=MIXED", "CREATE TEMPORARY TABLE " + c.temp + " (x INT)"} {
-				if _, err := session.ExecContext(ctx, q); err != nil {
-					t.Fatal(err)
-				}
-			}
+			run := mixedSession(t, src, db)
+			run("CREATE TEMPORARY TABLE " + c.temp + " (x INT)")
 			before := gtidPos(t, src)
 			want := dumpDatabases(t, src, []string{db})[db]
-			if _, err := session.ExecContext(ctx, c.stmt); err != nil {
-				t.Fatal(err)
-			}
-			err = corpusRun(t, src, dst, db, from, gtidPos(t, src), 4, []string{db})
+			run(c.stmt)
+			err := corpusRun(t, src, dst, db, from, gtidPos(t, src), 4, []string{db})
 			if err == nil || !strings.Contains(err.Error(), c.refusal) || !strings.Contains(err.Error(), c.stmt) {
 				t.Fatalf("stream ended with %v; want the refusal naming the statement", err)
 			}
@@ -110,4 +88,27 @@ func TestTemporaryTableRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mixedSession opens one source session in database db with
+// binlog_format=MIXED and returns a function running statements on it; the
+// session stays open (its temporary tables with it) until the test ends.
+func mixedSession(t *testing.T, src *sandbox.Server, db string) func(stmts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	session, err := src.OpenT(t, db).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { session.Close() })
+	run := func(stmts ...string) {
+		t.Helper()
+		for _, q := range stmts {
+			if _, err := session.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	run("SET SESSION binlog_format=MIXED")
+	return run
 }
