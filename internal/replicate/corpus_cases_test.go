@@ -72,6 +72,10 @@ func findings() []corpusWorkload {
 			"CREATE TEMPORARY TABLE m2 SELECT * FROM r", "ALTER TABLE m2 RENAME TO m3", "RENAME TABLE m3 TO m4", "DELETE FROM m4",
 			"DROP TABLE r2, m",
 			"SET SESSION binlog_format=ROW", "INSERT INTO r VALUES (9,9)", "CREATE TABLE after_it (a INT)"}},
+		{name: "B/columns added with defaults the event's context decides", stmts: []string{
+			"CREATE TABLE t (a INT PRIMARY KEY)", "INSERT INTO t VALUES (1),(2),(3)",
+			"ALTER TABLE t ADD COLUMN db VARCHAR(64) DEFAULT (DATABASE())",
+			"SET timestamp=1000000", "ALTER TABLE t ADD COLUMN d DATETIME DEFAULT (NOW() + INTERVAL 1 DAY)"}},
 		{name: "I/latin1 identifiers", stmts: []string{
 			"SET NAMES latin1", "CREATE TABLE `t\x83` (id INT PRIMARY KEY, `c\xe9` VARCHAR(10) DEFAULT 'd\xe9f')",
 			"INSERT INTO `t\x83` (id) VALUES (1)", "ALTER TABLE `t\x83` ADD COLUMN `n\x81` INT", "RENAME TABLE `t\x83` TO `u\x83`",
@@ -261,6 +265,8 @@ func refusals() []corpusWorkload {
 			stmts: []string{"CREATE TABLE t2 (a INT)", "SET SESSION binlog_format=STATEMENT", "SELECT f()"}},
 		{name: "refuse/CREATE TABLE ... SELECT logged as a statement", refuse: "CREATE TABLE ... SELECT logged as a statement", stmts: []string{
 			"CREATE TABLE t (a INT PRIMARY KEY)", "INSERT INTO t VALUES (1)", "SET SESSION binlog_format=MIXED", "CREATE TABLE c SELECT * FROM t"}},
+		{name: "refuse/a column added with DEFAULT (UUID())", refuse: "DEFAULT calls UUID()", stmts: []string{
+			"CREATE TABLE t (a INT PRIMARY KEY)", "INSERT INTO t VALUES (1),(2)", "ALTER TABLE t ADD COLUMN u CHAR(36) DEFAULT (UUID())"}},
 		{name: "refuse/minimal row image", refuse: "row image is not FULL", stmts: []string{
 			"CREATE TABLE t (a INT PRIMARY KEY, b INT)", "INSERT INTO t VALUES (1, 1)", "SET SESSION binlog_row_image=MINIMAL",
 			"UPDATE t SET b = 2"}},

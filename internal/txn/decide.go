@@ -37,6 +37,9 @@ func decide(st *Statement, alter binlog.AlterPhase) (verdict, string, error) {
 	if err := refuseVersioning(st.Query); err != nil {
 		return skipIt, "", err
 	}
+	if err := refuseNondeterministicFill(st); err != nil {
+		return skipIt, "", err
+	}
 	if isCreateSelect(st.Query) {
 		// A ROW session logs CREATE TABLE ... SELECT as the new table's
 		// definition and its rows; only a MIXED or STATEMENT session logs the

@@ -255,3 +255,45 @@ func TestCreateSelect(t *testing.T) {
 		t.Fatalf("decide: %v, want the refusal naming the statement", err)
 	}
 }
+
+// TestNondeterministicFill: an ALTER that adds a column whose default the
+// target would compute differently for the existing rows is refused; one
+// whose default is the source's (the event's time, the logged seeds) or
+// that fills nothing (MODIFY, SET DEFAULT, table options) is not.
+func TestNondeterministicFill(t *testing.T) {
+	seeded := Vars{Rand: &binlog.RandEvent{Seed1: 1, Seed2: 2}}
+	cases := []struct {
+		q    string
+		vars Vars
+		want string // part of the refusal; "" none
+	}{
+		{"ALTER TABLE t ADD COLUMN u CHAR(36) DEFAULT (UUID())", Vars{}, "DEFAULT calls UUID()"},
+		{"ALTER TABLE t ADD u CHAR(36) NOT NULL DEFAULT uuid() COMMENT 'x'", Vars{}, "DEFAULT calls uuid()"},
+		{"ALTER TABLE t ADD (a INT, s DATETIME(6) DEFAULT SYSDATE(6))", Vars{}, "SYSDATE()"},
+		{"ALTER TABLE t ADD COLUMN c INT, ADD COLUMN who VARCHAR(80) DEFAULT CURRENT_USER", Vars{}, "CURRENT_USER()"},
+		{"ALTER TABLE t ADD COLUMN who VARCHAR(80) DEFAULT (CONCAT('u:', USER()))", Vars{}, "USER()"},
+		{"ALTER TABLE t ADD COLUMN cid BIGINT DEFAULT (CONNECTION_ID())", Vars{}, "CONNECTION_ID()"},
+		{"ALTER TABLE t ADD COLUMN sv INT DEFAULT @@server_id", Vars{}, "@@variable"},
+		{"ALTER TABLE t ADD COLUMN n INT DEFAULT (NEXT VALUE FOR s)", Vars{}, "NEXT VALUE FOR"},
+		{"ALTER TABLE t ADD COLUMN r DOUBLE DEFAULT RAND()", Vars{}, "RAND()"},
+		{"SET STATEMENT lock_wait_timeout=5 FOR ALTER TABLE t ADD COLUMN u CHAR(36) DEFAULT UUID()", Vars{}, "UUID()"},
+		{"ALTER TABLE t ADD COLUMN r DOUBLE DEFAULT RAND()", seeded, ""},
+		{"ALTER TABLE t ADD COLUMN d DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6)", Vars{}, ""},
+		{"ALTER TABLE t ADD COLUMN d DATETIME DEFAULT (NOW() + INTERVAL 1 DAY), ADD COLUMN db VARCHAR(64) DEFAULT (DATABASE())", Vars{}, ""},
+		{"ALTER TABLE t ADD COLUMN user VARCHAR(80) DEFAULT 'uuid()'", Vars{}, ""},
+		{"ALTER TABLE t MODIFY u CHAR(36) DEFAULT (UUID())", Vars{}, ""},
+		{"ALTER TABLE t ADD INDEX (a), ALTER COLUMN u SET DEFAULT (UUID())", Vars{}, ""},
+		{"ALTER TABLE t ADD COLUMN c INT, DEFAULT CHARSET=utf8mb4", Vars{}, ""},
+		{"ALTER TABLE t ADD COLUMN c INT DEFAULT 1, MODIFY u CHAR(36) DEFAULT UUID()", Vars{}, ""},
+		{"CREATE TABLE t (u CHAR(36) DEFAULT (UUID()))", Vars{}, ""},
+	}
+	for _, c := range cases {
+		err := refuseNondeterministicFill(&Statement{Query: c.q, Vars: c.vars})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q refused: %v", c.q, err)
+		case c.want != "" && (!errors.Is(err, ErrNondeterministicFill) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: %v, want the refusal naming %q", c.q, err, c.want)
+		}
+	}
+}
