@@ -27,7 +27,7 @@ var ErrNondeterministicFill = errors.New("ALTER TABLE adds a column whose DEFAUL
 var sessionCalls = map[string]bool{
 	"UUID": true, "UUID_SHORT": true, "SYS_GUID": true, "SYSDATE": true, "CONNECTION_ID": true,
 	"USER": true, "SESSION_USER": true, "SYSTEM_USER": true, "CURRENT_USER": true, "CURRENT_ROLE": true,
-	"NEXTVAL": true, "LASTVAL": true, "SETVAL": true,
+	"NEXTVAL": true, "LASTVAL": true, "SETVAL": true, "RANDOM_BYTES": true, "VERSION": true,
 }
 
 // refuseNondeterministicFill stops at ALTER TABLE ... ADD [COLUMN] whose
