@@ -264,15 +264,24 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		st.Tables, st.Unknown = ddlTables(query, q.Schema, dec)
 	}
 	if kind == stmtDDL || kind == stmtDML {
-		skip, err := a.temps.observe(session{ev.Header.ServerID, q.ThreadID}, st, dec)
+		sess := session{ev.Header.ServerID, q.ThreadID}
+		had := len(a.temps[sess]) > 0
+		skip, err := a.temps.observe(sess, st, dec)
 		switch {
 		case err != nil && a.selected(st):
 			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
 		case err != nil: // about tables not replicated: nothing to run
 			a.logStatement(slog.LevelDebug, "skipping statement for tables not replicated", query)
 			kind, a.tempsChanged = stmtSkip, true
+		case skip && !had && len(a.temps[sess]) > 0:
+			// Once per session's run of temporary tables: a reporting job may
+			// write them a statement at a time.
+			a.log.Warn("a source session logs statements (its binlog_format is not ROW): its temporary tables are not replicated, "+
+				"and its row changes to replicated tables would stop the stream", "server_id", sess.server, "thread", sess.thread,
+				"gtid", a.curGTID(), "query", abbreviate(redact.Statement(query), 200))
+			kind, a.tempsChanged = stmtSkip, true
 		case skip:
-			a.logStatement(slog.LevelInfo, "not running a statement on temporary tables of a source session", query)
+			a.logStatement(slog.LevelDebug, "not running a statement on temporary tables of a source session", query)
 			kind, a.tempsChanged = stmtSkip, true
 		}
 	}
