@@ -32,6 +32,7 @@ type replicateFlags struct {
 	databases, tables, exclude []string
 	stream                     string
 	startGTID, stopAtGTID      string
+	skipGTID                   string
 	threads                    int
 	mode                       string
 	maxBatch, maxBatchBytes    int
@@ -139,6 +140,8 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.StringVar(&f.stream, "stream", "default", "name of the stream (its state lives in binlane.streams on the target)")
 	fl.StringVar(&f.startGTID, "start-gtid", "", "start after this GTID position instead of the saved one")
 	fl.StringVar(&f.stopAtGTID, "stop-at-gtid", "", "stop right after the transaction that reaches this GTID position")
+	fl.StringVar(&f.skipGTID, "skip-gtid", "", "record this transaction, which must be the next one at the saved position, as applied without "+
+		"running it: the way past one binlane refused, after fixing the target by hand")
 	fl.IntVar(&f.threads, "threads", defaultWorkers, "target connections applying transactions at once (1: serial)")
 	deprecatedAlias(fl, "workers", "threads")
 	fl.StringVar(&f.mode, "parallel-mode", "writeset", "how independent transactions are found: writeset, commit-order or serial")
@@ -278,7 +281,7 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	}
 	return replicate.Run(ctx, replicate.Config{
 		Source: src, Target: tgt, Stream: f.stream, Rules: rules,
-		StartGTID: f.startGTID, StopAtGTID: f.stopAtGTID, ServerID: f.serverID,
+		StartGTID: f.startGTID, StopAtGTID: f.stopAtGTID, SkipGTID: f.skipGTID, ServerID: f.serverID,
 		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, QueueBytes: f.queueBytes, DrainTimeout: f.drainTimeout,
 		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs, Throttle: th,
 		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyThreads, ChunkTime: f.chunkTime, InlineIndexes: f.copyIndexes == "inline",

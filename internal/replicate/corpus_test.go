@@ -96,7 +96,7 @@ func runCorpusWorkload(t *testing.T, src *sandbox.Server, db string, w corpusWor
 }
 
 // corpusRun replicates the source range [from, to) into dst with workers.
-func corpusRun(t *testing.T, src, dst *sandbox.Server, stream, from, to string, workers int, dbs []string) error {
+func corpusRun(t *testing.T, src, dst *sandbox.Server, stream, from, to string, workers int, dbs []string, opts ...func(*Config)) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -117,6 +117,9 @@ func corpusRun(t *testing.T, src, dst *sandbox.Server, stream, from, to string, 
 		HeartbeatPeriod: 500 * time.Millisecond, RetryMin: 100 * time.Millisecond, RetryMax: time.Second,
 		Logger: testLogger(t), ReportPeriod: time.Second, FirstTries: 1,
 		Apply: apply.Config{Workers: workers, MaxBatch: 16, Mode: scheduler.ModeWriteset}}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	return Run(ctx, cfg)
 }
 

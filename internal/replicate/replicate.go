@@ -54,6 +54,9 @@ type Config struct {
 	// right after the transaction that reaches it.
 	StartGTID  string
 	StopAtGTID string
+	// SkipGTID names the next transaction at the start position, to be
+	// recorded as applied without running it (see txn.Config.Skip).
+	SkipGTID string
 	// ServerID identifies binlane to the source as a replica (0: derived
 	// from the stream name).
 	ServerID        uint32
@@ -287,6 +290,12 @@ func (r *run) once(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--stop-at-gtid: %w", err)
 	}
+	var skip gtid.GTID
+	if cfg.SkipGTID != "" {
+		if skip, err = gtid.Parse(cfg.SkipGTID); err != nil {
+			return fmt.Errorf("--skip-gtid: %w", err)
+		}
+	}
 	if stop, err = r.pauseStop(ctx, stop, start, cr != nil); err != nil {
 		return err
 	}
@@ -333,7 +342,7 @@ func (r *run) once(ctx context.Context) error {
 	}
 	applier := apply.New(acfg, plan.NewBuilder(tgt.cache, tgt.collations, plan.Options{AllowTriggers: cfg.AllowTriggers}), r.meta)
 	asm := txn.NewAssembler(stream, txn.Config{Rules: cfg.Rules, MaxTxnBytes: cfg.MaxTxnBytes, StopAt: stop,
-		Start: start, Logger: r.log, Marks: cr != nil, Names: txn.Names{Charset: tgt.collations.Charset}, TempTables: temps})
+		Start: start, Logger: r.log, Marks: cr != nil, Names: txn.Names{Charset: tgt.collations.Charset}, TempTables: temps, Skip: skip})
 	cfg.Observer.Attach(applier, asm)
 	r.log.Info("replicating", "from", start.String(), "workers", acfg.Workers, "mode", acfg.Mode.String(),
 		"source", cfg.Source.String(), "target", cfg.Target.String())

@@ -44,6 +44,11 @@ type Config struct {
 	// TempTables are the source sessions' temporary tables at Start, as
 	// the position saved them (Txn.TempTables).
 	TempTables string
+	// Skip, when set and not in Start, must be the stream's first
+	// transaction: it reaches the applier empty (its position recorded,
+	// nothing of it applied). The way past a transaction binlane refused,
+	// once the target was fixed by hand.
+	Skip gtid.GTID
 }
 
 // ErrStopped is returned by Run after the StopAt transaction was delivered.
@@ -80,6 +85,9 @@ type Assembler struct {
 	// tempsChanged says the next transaction to end carries them.
 	temps        tempTables
 	tempsChanged bool
+	// skipping is set while the transaction of Config.Skip is read;
+	// skipChecked once the first transaction was compared with it.
+	skipping, skipChecked bool
 	// Source liveness, readable from other goroutines (metrics, status).
 	lastEvent     atomic.Int64 // unix nanos when the last event arrived
 	lastSourceTS  atomic.Int64 // timestamp of the last event written by the source
@@ -257,6 +265,9 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 	if a.cur != nil {
 		return fmt.Errorf("source binlog %s:%d: transaction %s starts before %s ended", ev.File, ev.Pos, g, a.cur.GTID)
 	}
+	if err := a.checkSkip(g); err != nil {
+		return err
+	}
 	a.seq++
 	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File, StartPos: ev.Pos}
 	a.body, a.sent = Body{}, false
@@ -301,6 +312,7 @@ func (a *Assembler) end(ctx context.Context, ev *binlog.Event) (*Txn, error) {
 	// (File was set at the start and stays: a group never spans files; the
 	// applier may read it from the first part.)
 	t.EndPos, t.Timestamp = ev.NextPos(), ev.Header.Timestamp
+	a.skipping = false
 	if a.tempsChanged {
 		enc := a.temps.encode()
 		t.TempTables, a.tempsChanged = &enc, false
@@ -335,4 +347,22 @@ func (a *Assembler) payload(ctx context.Context, ev *binlog.Event, p *binlog.Tra
 // logStatement logs a statement with its secrets hidden.
 func (a *Assembler) logStatement(level slog.Level, msg, query string) {
 	a.log.Log(context.Background(), level, msg, "gtid", a.curGTID(), "query", abbreviate(redact.Statement(query), 200))
+}
+
+// checkSkip compares the stream's first transaction with Config.Skip: the
+// one to skip must be the next at the start position, so that nothing else
+// is ever skipped by mistake.
+func (a *Assembler) checkSkip(g gtid.GTID) error {
+	skip := a.cfg.Skip
+	if a.skipChecked || skip.Flavor == 0 || a.cfg.Start.Contains(skip) {
+		return nil
+	}
+	a.skipChecked = true
+	if g != skip {
+		return fmt.Errorf("--skip-gtid %s is not the next transaction at the start position %s (the next is %s): nothing skipped",
+			skip, a.cfg.Start, g)
+	}
+	a.skipping = true
+	a.log.Warn("skipping a transaction as asked (--skip-gtid): its position is recorded, nothing of it is applied", "gtid", g)
+	return nil
 }

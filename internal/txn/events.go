@@ -22,8 +22,8 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 	if a.cur == nil {
 		return fmt.Errorf("source binlog %s:%d: rows event outside a transaction", ev.File, ev.Pos)
 	}
-	if r.Table == nil {
-		return nil // the empty event that ends a statement
+	if r.Table == nil || a.skipping {
+		return nil // the empty event that ends a statement; a skipped transaction's rows
 	}
 	if !a.selectedTable(r.Table) {
 		return nil
@@ -248,6 +248,13 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 			return nil, err
 		}
 		a.single = true
+	}
+	if a.skipping {
+		a.vars = Vars{}
+		if a.single {
+			return a.end(ctx, ev)
+		}
+		return nil, nil
 	}
 	query := string(q.Query)
 	st := &Statement{Schema: q.Schema, Query: query, Status: q.Status, Timestamp: ev.Header.Timestamp,

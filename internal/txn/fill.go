@@ -19,7 +19,7 @@ import (
 // ErrNondeterministicFill refuses such an ALTER.
 var ErrNondeterministicFill = errors.New("ALTER TABLE adds a column whose DEFAULT is computed for every existing row by a function " +
 	"the target evaluates differently, so the target would store other values (MariaDB's own replica too). To go on: add the " +
-	"column on the target by hand with the source's values and start the stream after this transaction (--start-gtid); " +
+	"column on the target by hand with the source's values and run replicate with --skip-gtid of this transaction; " +
 	"next time add such a column without that default, fill it with an UPDATE from a ROW session, then ALTER COLUMN ... SET DEFAULT")
 
 // sessionCalls are the functions whose value differs between the source's
