@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/binlane/binlane/internal/position"
-	"github.com/binlane/binlane/internal/sandbox"
 )
 
 // TestSkipRefused walks the way past a refused transaction: the stream
@@ -18,11 +17,8 @@ import (
 // next transaction skips nothing.
 func TestSkipRefused(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
-	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	src, dst, from := sourceAndTarget(t)
 	const db = "skipr"
-	src.ExecT(t, "CREATE DATABASE marker")
-	from := gtidPos(t, src)
 	src.ExecT(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)", "INSERT INTO "+db+".t VALUES (1,1),(2,2)")
 	before := gtidPos(t, src)
 	src.ExecT(t, "ALTER TABLE "+db+".t ADD COLUMN u CHAR(36) DEFAULT (UUID())")

@@ -18,11 +18,8 @@ import (
 // empty it and the ALTER change its definition.
 func TestTemporaryTablesAcrossRestart(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
-	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	src, dst, from := sourceAndTarget(t)
 	const db = "tmpr"
-	src.ExecT(t, "CREATE DATABASE marker") // a position to start from
-	from := gtidPos(t, src)
 	src.ExecT(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".r (id INT PRIMARY KEY, v INT)", "INSERT INTO "+db+".r VALUES (1,1),(2,2)")
 	run := mixedSession(t, src, db)
 	run("CREATE TEMPORARY TABLE r (x INT)")
@@ -59,9 +56,7 @@ func TestTemporaryTablesAcrossRestart(t *testing.T) {
 // position and the target as they were, and the error recorded.
 func TestTemporaryTableRefusals(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
-	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
-	src.ExecT(t, "CREATE DATABASE marker")
+	src, dst, _ := sourceAndTarget(t)
 	for i, c := range []struct{ temp, stmt, refusal string }{
 		{"m", "RENAME TABLE m TO m2, r TO r2", "renames temporary and other tables"},
 		{"r", "CREATE TABLE c SELECT * FROM r", "reads temporary table"},
@@ -111,4 +106,14 @@ func mixedSession(t *testing.T, src *sandbox.Server, db string) func(stmts ...st
 	}
 	run("SET SESSION binlog_format=MIXED")
 	return run
+}
+
+// sourceAndTarget starts a source and a target, and returns the source's
+// position after a first transaction: a start for corpusRun.
+func sourceAndTarget(t *testing.T) (src, dst *sandbox.Server, from string) {
+	t.Helper()
+	src = sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	dst = sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	src.ExecT(t, "CREATE DATABASE marker")
+	return src, dst, gtidPos(t, src)
 }
