@@ -271,24 +271,11 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		st.Tables, st.Unknown = ddlTables(query, q.Schema, dec)
 	}
 	if kind == stmtDDL || kind == stmtDML {
-		sess := session{ev.Header.ServerID, q.ThreadID}
-		had := len(a.temps[sess]) > 0
-		skip, err := a.temps.observe(sess, st, dec)
-		switch {
-		case err != nil && a.selected(st):
-			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
-		case err != nil: // about tables not replicated: nothing to run
-			a.logStatement(slog.LevelDebug, "skipping statement for tables not replicated", query)
-			kind, a.tempsChanged = stmtSkip, true
-		case skip && !had && len(a.temps[sess]) > 0:
-			// Once per session's run of temporary tables: a reporting job may
-			// write them a statement at a time.
-			a.log.Warn("a source session logs statements (its binlog_format is not ROW): its temporary tables are not replicated, "+
-				"and its row changes to replicated tables would stop the stream", "server_id", sess.server, "thread", sess.thread,
-				"gtid", a.curGTID(), "query", abbreviate(redact.Statement(query), 200))
-			kind, a.tempsChanged = stmtSkip, true
-		case skip:
-			a.logStatement(slog.LevelDebug, "not running a statement on temporary tables of a source session", query)
+		skip, err := a.temporary(ev, q, st, dec)
+		if err != nil {
+			return nil, err
+		}
+		if skip {
 			kind, a.tempsChanged = stmtSkip, true
 		}
 	}
@@ -322,6 +309,30 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		return a.end(ctx, ev)
 	}
 	return nil, nil
+}
+
+// temporary applies the source session's temporary tables to a statement
+// (see temp.go): skip when the target has nothing to run.
+func (a *Assembler) temporary(ev *binlog.Event, q *binlog.QueryEvent, st *Statement, dec decoder) (skip bool, err error) {
+	sess := session{ev.Header.ServerID, q.ThreadID}
+	had := len(a.temps[sess]) > 0
+	skip, err = a.temps.observe(sess, st, dec)
+	switch {
+	case err != nil && a.selected(st):
+		return false, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
+	case err != nil: // about tables not replicated: nothing to run
+		a.logStatement(slog.LevelDebug, "skipping statement for tables not replicated", st.Query)
+		return true, nil
+	case skip && !had && len(a.temps[sess]) > 0:
+		// Once per session's run of temporary tables: a reporting job may
+		// write them a statement at a time.
+		a.log.Warn("a source session logs statements (its binlog_format is not ROW): its temporary tables are not replicated, "+
+			"and its row changes to replicated tables would stop the stream", "server_id", sess.server, "thread", sess.thread,
+			"gtid", a.curGTID(), "query", abbreviate(redact.Statement(st.Query), 200))
+	case skip:
+		a.logStatement(slog.LevelDebug, "not running a statement on temporary tables of a source session", st.Query)
+	}
+	return skip, nil
 }
 
 func deferReason(k stmtKind) string {
