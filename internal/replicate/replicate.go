@@ -541,7 +541,8 @@ func startPosition(ctx context.Context, cfg Config, meta *sql.DB, rcfg replica.C
 // the position the stream starts from; none when it starts anywhere else
 // (--start-gtid elsewhere, no saved position).
 func savedTempTables(ctx context.Context, meta *sql.DB, stream string, st position.State, start gtid.Set) (string, error) {
-	if st.GTID == "" || st.GTID != start.String() {
+	saved, err := gtid.ParseSet(st.GTID)
+	if err != nil || st.GTID == "" || saved.String() != start.String() {
 		return "", nil
 	}
 	return position.LoadTempTables(ctx, meta, stream)
