@@ -95,6 +95,31 @@ func (e *env) workload(t *testing.T, ctx context.Context, cfg workload.Config) {
 		t.Fatal(err)
 	}
 	t.Logf("workload: %d committed, %d rolled back on the source", st.Committed.Load(), st.Failed.Load())
+	settle(t, ctx, db)
+}
+
+// settle waits until no statement runs on the source: a session the
+// workload's deadline cut off mid-statement only closed its connection,
+// and the server finishes (and binlogs) an ALTER after that. A stop
+// position read before it would miss the ALTER the source then has.
+func settle(t *testing.T, ctx context.Context, db *sql.DB) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var n int
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+			WHERE COMMAND = 'Query' AND ID <> CONNECTION_ID() AND USER NOT IN ('system user', 'event_scheduler')`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d statements still run on the source a minute after the workload ended", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // verifyEqual compares the workload schema on both sides.
