@@ -95,7 +95,7 @@ func (e *env) workload(t *testing.T, ctx context.Context, cfg workload.Config) {
 		t.Fatal(err)
 	}
 	t.Logf("workload: %d committed, %d rolled back on the source", st.Committed.Load(), st.Failed.Load())
-	settle(t, ctx, db)
+	settle(t, context.WithoutCancel(ctx), db) // also after the caller cancelled the load
 }
 
 // settle waits until no statement runs on the source: a session the

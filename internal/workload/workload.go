@@ -204,9 +204,14 @@ func Run(ctx context.Context, db *sql.DB, cfg Config) (*Stats, error) {
 		return nil, fmt.Errorf("workload: unknown mode %q", cfg.Mode)
 	}
 	cfg = cfg.withDefaults()
+	// Duration stops the sessions from starting transactions; it does not
+	// cancel the ones running: a statement whose client gave up is still
+	// finished and binlogged by the server, after Run returned and the
+	// caller read the source's position.
+	until := ctx
 	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		until, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
 	st := &Stats{}
@@ -223,7 +228,7 @@ func Run(ctx context.Context, db *sql.DB, cfg Config) (*Stats, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- s.loop(ctx, &budget, &slots)
+			errs <- s.loop(until, ctx, &budget, &slots)
 		}()
 	}
 	if cfg.BigTxnRows > 0 && cfg.Mode == Mixed {
@@ -254,14 +259,15 @@ type session struct {
 	docs  int       // Docs: documents the session inserted
 }
 
-func (s *session) loop(ctx context.Context, budget, slots *atomic.Int64) error {
+// loop runs transactions on ctx until until ends.
+func (s *session) loop(until, ctx context.Context, budget, slots *atomic.Int64) error {
 	var conn *sql.Conn
 	defer func() {
 		if conn != nil {
 			conn.Close()
 		}
 	}()
-	for ctx.Err() == nil {
+	for until.Err() == nil {
 		if conn == nil {
 			var err error
 			if conn, err = s.connect(ctx); err != nil {
@@ -271,7 +277,7 @@ func (s *session) loop(ctx context.Context, budget, slots *atomic.Int64) error {
 		if s.cfg.Transactions > 0 && budget.Add(-1) < 0 {
 			return nil
 		}
-		if s.limit != nil && s.limit.Wait(ctx) != nil {
+		if s.limit != nil && s.limit.Wait(until) != nil {
 			return nil
 		}
 		s.n++
