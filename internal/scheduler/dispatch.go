@@ -87,11 +87,11 @@ func (s *Scheduler) grow(start int) (batch []*Unit, bytes int) {
 // retry is always there), when it is large enough to pay for its own
 // commit (half a batch: with a quarter, 16 workers on the benchmark's shop
 // committed 30 source transactions at a time against one worker's 126,
-// and drained slower than one), when there is no backlog (a trickle of transactions: latency
-// matters more than merging), or when it is a solo unit, which no other
-// unit could join (a copied chunk: holding it back until it is at the head
-// made every chunk wait for the stream before it under a load, and
-// serialized the copy with the stream).
+// and drained slower than one), when there is no backlog (a trickle of
+// transactions: latency matters more than merging), or when it is a solo
+// unit, which no other unit could join (a copied chunk: holding it back
+// until it is at the head made every chunk wait for the stream before it
+// under a load, and serialized the copy with the stream).
 func (s *Scheduler) worthDispatching(batch []*Unit, bytes int) bool {
 	minUnits := (s.cfg.MaxBatch + 1) / 2
 	return batch[0].Seq == s.committed+1 || batch[0].Solo ||

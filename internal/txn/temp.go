@@ -126,7 +126,7 @@ func (tt tempTables) reads(s session, st *Statement, dec decoder) (TableName, bo
 // temporary and real tables together is refused.
 func (tt tempTables) rename(s session, st *Statement) error {
 	pairs := st.Tables
-	if len(pairs) > 2 && !strings.EqualFold(firstWord(st.Query), "RENAME") {
+	if len(pairs) > 2 && firstWord(st.Query) != "RENAME" {
 		pairs = []TableName{pairs[0], pairs[len(pairs)-1]} // ALTER: first name, last RENAME
 	}
 	if len(pairs)%2 != 0 {
