@@ -11,14 +11,14 @@ import (
 // column's default. The statement is logged, not the values, so a default
 // the target computes differently gives the target other values: UUID(),
 // SYSDATE(), the session's user or connection id, a server's variables.
-// MariaDB's own replica stores other values too; binlane stops instead.
+// MariaDB's own replica re-runs the statement too; binlane stops instead.
 // (NOW() and CURRENT_TIMESTAMP run at the event's timestamp, DATABASE() in
 // its default database, and RAND() with the seeds the source logged before
 // the statement: those are the source's.)
 
 // ErrNondeterministicFill refuses such an ALTER.
 var ErrNondeterministicFill = errors.New("ALTER TABLE adds a column whose DEFAULT is computed for every existing row by a function " +
-	"the target evaluates differently, so the target would store other values (MariaDB's own replica too). To go on: add the " +
+	"the target evaluates differently, so the target would store other values. To go on: add the " +
 	"column on the target by hand with the source's values and run replicate with --skip-gtid of this transaction; " +
 	"next time add such a column without that default, fill it with an UPDATE from a ROW session, then ALTER COLUMN ... SET DEFAULT")
 
