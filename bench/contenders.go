@@ -59,6 +59,13 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 			}})
 	}
 	for _, n := range spec.native(c) {
+		if n == "rowevents" {
+			list = append(list, contender{"row events as BINLOG statements (reference)", "reference",
+				func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, []sample, error) {
+					return runRowEvents(ctx, b, dst)
+				}})
+			continue
+		}
 		mode, threads := parseNative(n)
 		name := "mariadb serial"
 		if threads > 0 {

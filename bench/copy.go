@@ -445,7 +445,7 @@ func timedCommand(cmd *exec.Cmd, dst, src *sandbox.Server, who string, watch ...
 	for _, w := range watch {
 		stops = append(stops, w(t0))
 	}
-	err := cmd.Run()
+	peak, err := runWatched(cmd)
 	elapsed := time.Since(t0)
 	for _, stop := range stops {
 		stop()
@@ -461,8 +461,8 @@ func timedCommand(cmd *exec.Cmd, dst, src *sandbox.Server, who string, watch ...
 	detail := fmt.Sprintf("CPU s: %s %.1f, target %.1f, source %.1f", who, own.Seconds(),
 		(processCPU(dst.PID()) - tgtCPU).Seconds(), (processCPU(src.PID()) - srcCPU).Seconds())
 	if who == "binlane" {
+		detail += fmt.Sprintf("; peak RSS %.0f MiB", float64(peak)/(1<<20))
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			detail += fmt.Sprintf("; peak RSS %.0f MiB", float64(ru.Maxrss)/1024) // KiB on Linux
 			// The kernel's share: sockets, and the page faults of a heap
 			// that grows (about 11 µs each on the benchmark VM).
 			detail += fmt.Sprintf("; binlane's kernel CPU %.1f s, %d page faults", cmd.ProcessState.SystemTime().Seconds(), ru.Minflt)
