@@ -17,7 +17,7 @@ VERSION   ?= $(shell git describe --tags --exact-match 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build install uninstall deps bench-deps demo test test-short bench bench-apps bench-copy man fuzz vet fmt clean
+.PHONY: all build install uninstall deps bench-deps demo test test-short soak bench bench-apps bench-copy man fuzz vet fmt clean
 
 all: build
 
@@ -63,6 +63,14 @@ test: deps
 
 test-short:
 	$(GO) test -short $(PKGS)
+
+# The randomized replicate, copy and application workloads over many seeds,
+# each ending in verify (internal/replicate/soak_test.go): about 5 s a seed
+# and test. A failing seed is rerun alone: -run 'TestSoakCopy/1234'.
+SOAK_FROM ?= 1000
+SOAK_N ?= 20
+soak: deps
+	BINLANE_SOAK=$(SOAK_FROM) BINLANE_SOAK_N=$(SOAK_N) $(GO) test -race -count=1 -run 'TestSoak' -timeout 120m ./internal/replicate
 
 # The copy benchmark also compares with mydumper/myloader.
 bench-deps: deps
