@@ -125,13 +125,18 @@ func settle(t *testing.T, ctx context.Context, db *sql.DB) {
 // verifyEqual compares the workload schema on both sides.
 func (e *env) verifyEqual(t *testing.T) {
 	t.Helper()
-	src, dst := e.src.OpenT(t, ""), e.dst.OpenT(t, "")
-	src.SetMaxOpenConns(8)
-	dst.SetMaxOpenConns(8)
+	verifyServers(t, e.src, e.dst, "wl")
+}
+
+// verifyServers compares the databases dbs row by row on src and dst.
+func verifyServers(t *testing.T, src, dst *sandbox.Server, dbs ...string) {
+	t.Helper()
+	s, d := src.OpenT(t, ""), dst.OpenT(t, "")
+	s.SetMaxOpenConns(8)
+	d.SetMaxOpenConns(8)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rules := mustRules(t, "wl")
-	rep, err := verify.Run(ctx, verify.Config{Source: src, Target: dst, Rules: rules})
+	rep, err := verify.Run(ctx, verify.Config{Source: s, Target: d, Rules: mustRules(t, dbs...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/binlane/binlane/internal/verify"
 	"github.com/binlane/binlane/internal/workload"
 )
 
@@ -160,16 +158,7 @@ func TestSoakApplications(t *testing.T) {
 			if err := Run(ctx, cfg); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := verify.Run(ctx, verify.Config{Source: e.src.OpenT(t, ""), Target: e.dst.OpenT(t, ""),
-				Rules: mustRules(t, m.Schema())})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !rep.Equal() {
-				var b strings.Builder
-				rep.Format(&b)
-				t.Fatalf("source and target differ:\n%s", b.String())
-			}
+			verifyServers(t, e.src, e.dst, m.Schema())
 		})
 	}
 }
