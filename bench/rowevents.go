@@ -28,8 +28,8 @@ const rowEventsBatch = 126
 
 // rowEventsPerStatement bounds the transactions of one BINLOG statement:
 // the server's cost per event grows with the events of its statement
-// (measured on 10.11: 40 µs per small transaction at 5-20 transactions,
-// 100 at 100, 260-320 at 500).
+// (measured on 10.11 with small transactions: 80-100 µs each at one per
+// statement, 20-40 at 5-20, 80-100 at 100, 260-320 at 500).
 const rowEventsPerStatement = 8
 
 // runRowEvents prints the backlog's events with mariadb-binlog (untimed,
@@ -75,24 +75,39 @@ func runRowEvents(ctx context.Context, b *backlog, dst *sandbox.Server) (time.Du
 	}
 	tgtCPU := processCPU(dst.PID())
 	t0 := time.Now()
-	var drained []sample
+	drained, err := replayRowEvents(ctx, conn1, txns, func(done int) sample {
+		return sample{time.Since(t0), seqOf(b.start) + int64(done)}
+	})
+	if err != nil {
+		return 0, "", nil, err
+	}
+	elapsed := time.Since(t0)
+	return elapsed, fmt.Sprintf("%d trx per target commit; CPU s: target %.1f", rowEventsBatch,
+		(processCPU(dst.PID()) - tgtCPU).Seconds()), drained, nil
+}
+
+// replayRowEvents sends the transactions' events, rowEventsBatch per
+// target commit, and returns a sample (from at) after each commit.
+func replayRowEvents(ctx context.Context, conn *sql.Conn, txns [][]string, at func(done int) sample) ([]sample, error) {
 	// A BINLOG statement must end its round trip (the server's answer to
 	// it drops the more-results flag), so every round trip is one BINLOG
-	// statement of many transactions' events, after the statements that
+	// statement of several transactions' events, after the statements that
 	// close the last commit and open the next.
+	var drained []sample
 	var trip strings.Builder
 	prefix := "BEGIN"
 	send := func() error {
-		_, err := conn1.ExecContext(ctx, prefix+";BINLOG '"+trip.String()+"'")
+		_, err := conn.ExecContext(ctx, prefix+";BINLOG '"+trip.String()+"'")
 		trip.Reset()
 		prefix = "DO 0"
 		return err
 	}
 	for i := 0; i < len(txns); i += rowEventsBatch {
-		for k, events := range txns[i:min(i+rowEventsBatch, len(txns))] {
+		end := min(i+rowEventsBatch, len(txns))
+		for k, events := range txns[i:end] {
 			if k > 0 && k%rowEventsPerStatement == 0 || trip.Len() > 256<<10 {
 				if err := send(); err != nil {
-					return 0, "", nil, fmt.Errorf("transactions from %d: %w", i+1, err)
+					return nil, fmt.Errorf("transactions from %d: %w", i+1, err)
 				}
 			}
 			for _, e := range events {
@@ -100,17 +115,15 @@ func runRowEvents(ctx context.Context, b *backlog, dst *sandbox.Server) (time.Du
 			}
 		}
 		if err := send(); err != nil {
-			return 0, "", nil, fmt.Errorf("transactions from %d: %w", i+1, err)
+			return nil, fmt.Errorf("transactions from %d: %w", i+1, err)
 		}
 		prefix = "COMMIT;BEGIN"
-		drained = append(drained, sample{time.Since(t0), seqOf(b.start) + int64(min(i+rowEventsBatch, len(txns)))})
+		drained = append(drained, at(end))
 	}
-	if _, err := conn1.ExecContext(ctx, "COMMIT"); err != nil {
-		return 0, "", nil, err
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return nil, err
 	}
-	elapsed := time.Since(t0)
-	return elapsed, fmt.Sprintf("%d trx per target commit; CPU s: target %.1f", rowEventsBatch,
-		(processCPU(dst.PID()) - tgtCPU).Seconds()), drained, nil
+	return drained, nil
 }
 
 // binlogStatements splits mariadb-binlog's output into the format
@@ -125,7 +138,11 @@ func binlogStatements(out []byte) (fde string, txns [][]string, err error) {
 	var stmt strings.Builder
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "DELIMITER") {
+		if strings.HasPrefix(line, "DELIMITER") {
+			stmt.Reset() // what came before ended with ';' and set session state
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
 			continue
 		}
 		text, end := strings.CutSuffix(line, "/*!*/;")
