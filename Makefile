@@ -66,11 +66,13 @@ test-short:
 
 # The randomized replicate, copy and application workloads over many seeds,
 # each ending in verify (internal/replicate/soak_test.go): about 5 s a seed
-# and test. A failing seed is rerun alone: -run 'TestSoakCopy/1234'.
+# and test; then SIGKILLs of the binary over SOAK_N / 4 seeds (about 30 s
+# each). A failing seed is rerun alone: -run 'TestSoakCopy/1234'.
 SOAK_FROM ?= 1000
 SOAK_N ?= 20
 soak: deps
 	BINLANE_SOAK=$(SOAK_FROM) BINLANE_SOAK_N=$(SOAK_N) $(GO) test -race -count=1 -run 'TestSoak' -timeout 120m ./internal/replicate
+	BINLANE_SOAK=$(SOAK_FROM) BINLANE_SOAK_N=$$(( $(SOAK_N) / 4 )) $(GO) test -race -count=1 -run 'TestSoakCrash' -timeout 120m ./cmd/binlane
 
 # The copy benchmark also compares with mydumper/myloader.
 bench-deps: deps

@@ -71,6 +71,34 @@ func TestCrashAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB")
 	}
+	got := crashAndResume(t, crashPlan{workloadSeed: 99, killSeed: 1, workers: 8, kills: 20, duration: 25 * time.Second,
+		bigTxnRows: 40000})
+	if got.advanced < 10 || got.midTxn < 3 {
+		t.Errorf("the kills did not land where they matter: %d after progress, %d mid-transaction", got.advanced, got.midTxn)
+	}
+}
+
+// crashPlan shapes one crash-and-resume run: the workload's seed and
+// length, the seed of the kill times, binlane's workers, and the least
+// number of kills.
+type crashPlan struct {
+	workloadSeed int64
+	killSeed     uint64
+	workers      int
+	kills        int
+	duration     time.Duration
+	bigTxnRows   int
+}
+
+// crashCounts says where the kills landed.
+type crashCounts struct {
+	kills, advanced, midTxn, stoppedOnDDL int
+}
+
+// crashAndResume runs the scenario of TestCrashAndResume and checks that
+// the target ends equal to the source, with the trigger DDL deferred.
+func crashAndResume(t *testing.T, plan crashPlan) crashCounts {
+	t.Helper()
 	bin := buildBinary(t)
 	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
 	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
@@ -91,23 +119,23 @@ func TestCrashAndResume(t *testing.T) {
 	src.ExecT(t, workload.TriggerDDL...)
 	wlErr := make(chan error, 1)
 	go func() {
-		_, err := workload.Run(ctx, srcDB, workload.Config{Seed: 99, Sessions: 4, Duration: 25 * time.Second, DDL: true,
-			BigTxnRows: 40000, Ledger: true, Savepoints: true})
+		_, err := workload.Run(ctx, srcDB, workload.Config{Seed: plan.workloadSeed, Sessions: 4, Duration: plan.duration, DDL: true,
+			BigTxnRows: plan.bigTxnRows, Ledger: true, Savepoints: true})
 		wlErr <- err
 	}()
 	go func() {
-		time.Sleep(8 * time.Second)
+		time.Sleep(plan.duration / 3)
 		src.Exec(ctx, "ALTER TABLE wl.skew ADD COLUMN x INT")
 	}()
 
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng := rand.New(rand.NewPCG(plan.killSeed, 2))
 	var logs bytes.Buffer
 	args := []string{"replicate", "--source", binlaneURL(t, src, "wl"), "--target", binlaneURL(t, dst, "wl"), "--stream", "crash",
-		"--workers", "8", "--heartbeat", "500ms", "--max-txn-bytes", "1048576", "--databases", "wl"}
-	var kills, advanced, midTxn, stoppedOnDDL int
+		"--workers", fmt.Sprint(plan.workers), "--heartbeat", "500ms", "--max-txn-bytes", "1048576", "--databases", "wl"}
+	var n crashCounts
 	repaired := false
 	prev := start
-	for run, deadline := 0, time.Now().Add(25*time.Second); kills < 20 || time.Now().Before(deadline); run++ {
+	for run, deadline := 0, time.Now().Add(plan.duration); n.kills < plan.kills || time.Now().Before(deadline); run++ {
 		runArgs := args
 		if run == 0 {
 			runArgs = slices.Concat(args, []string{"--start-gtid", start})
@@ -129,7 +157,7 @@ func TestCrashAndResume(t *testing.T) {
 			if st.state != "error" || !strings.Contains(st.message, "wl.skew") {
 				t.Fatalf("run %d stopped by itself: state %q: %s\n%s", run, st.state, st.message, tail(logs.String(), 3000))
 			}
-			stoppedOnDDL++
+			n.stoppedOnDDL++
 			if !repaired {
 				dst.ExecT(t, "CREATE TABLE wl.skew (id INT PRIMARY KEY)")
 				repaired = true
@@ -138,14 +166,14 @@ func TestCrashAndResume(t *testing.T) {
 		case <-time.After(time.Duration(200+rng.IntN(1300)) * time.Millisecond):
 		}
 		if openTransactions(t, dstDB) > 0 {
-			midTxn++
+			n.midTxn++
 		}
 		cmd.Process.Signal(syscall.SIGKILL)
 		<-exited
-		kills++
+		n.kills++
 		pos := streamRow(t, dstDB).pos
 		if pos != "" && pos != prev {
-			advanced++
+			n.advanced++
 		}
 		prev = pos
 	}
@@ -153,11 +181,8 @@ func TestCrashAndResume(t *testing.T) {
 		t.Fatalf("workload: %v", err)
 	}
 	t.Logf("killed binlane %d times: %d after the position advanced in that run, %d with a transaction open on the target; stopped on the broken DDL %d times",
-		kills, advanced, midTxn, stoppedOnDDL)
+		n.kills, n.advanced, n.midTxn, n.stoppedOnDDL)
 	os.WriteFile(filepath.Join(os.TempDir(), "binlane-crash-test.log"), logs.Bytes(), 0o644)
-	if advanced < 10 || midTxn < 3 {
-		t.Errorf("the kills did not land where they matter: %d after progress, %d mid-transaction", advanced, midTxn)
-	}
 	if !repaired {
 		dst.ExecT(t, "CREATE TABLE IF NOT EXISTS wl.skew (id INT PRIMARY KEY)")
 	}
@@ -175,6 +200,7 @@ func TestCrashAndResume(t *testing.T) {
 	if triggers != 0 || deferred != len(workload.TriggerDDL) {
 		t.Errorf("triggers on the target: %d (want 0); deferred trigger DDL: %d (want %d)", triggers, deferred, len(workload.TriggerDDL))
 	}
+	return n
 }
 
 // openTransactions counts binlane's transactions open on the target that
