@@ -32,6 +32,18 @@ func (e *env) seedCopy(t *testing.T, ctx context.Context, auditRows int) {
 		"INSERT INTO wl.kv (k, v, f, b, ch) SELECT CONCAT('Key', seq), JSON_OBJECT('n', seq), seq / 3, seq % 4096, 'é' FROM wl.seq_1_to_2000")
 }
 
+// catchUpAndVerify replicates from the stream's saved position to the
+// source's current one and compares the workload schema.
+func (e *env) catchUpAndVerify(t *testing.T, ctx context.Context) {
+	t.Helper()
+	cfg := e.copyConfig(t)
+	cfg.StopAtGTID = gtidPos(t, e.src)
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyEqual(t)
+}
+
 func (e *env) copyConfig(t *testing.T) Config {
 	cfg := e.config(t, 4)
 	cfg.StartGTID = ""
@@ -79,12 +91,7 @@ func TestCopyUnderLoad(t *testing.T) {
 	stopLoad()
 	<-wlDone
 	// Replicate the rest from where the copy stopped.
-	cfg = e.copyConfig(t)
-	cfg.StopAtGTID = gtidPos(t, e.src)
-	if err := Run(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	e.verifyEqual(t)
+	e.catchUpAndVerify(t, ctx)
 }
 
 // TestCopyResumes stops a copy in the middle (the source idle) and runs it
@@ -323,10 +330,5 @@ func TestCopyMillion(t *testing.T) {
 	}
 	stopLoad()
 	<-wlDone
-	cfg = e.copyConfig(t)
-	cfg.StopAtGTID = gtidPos(t, e.src)
-	if err := Run(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	e.verifyEqual(t)
+	e.catchUpAndVerify(t, ctx)
 }

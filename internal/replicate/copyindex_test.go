@@ -57,12 +57,7 @@ func showCreate(t *testing.T, db *sql.DB, table string) string {
 // position, then compares rows and definitions.
 func (e *env) catchUpAndCompare(t *testing.T, ctx context.Context) {
 	t.Helper()
-	cfg := e.copyConfig(t)
-	cfg.StopAtGTID = gtidPos(t, e.src)
-	if err := Run(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	e.verifyEqual(t)
+	e.catchUpAndVerify(t, ctx)
 	e.sameDefinitions(t)
 }
 

@@ -108,12 +108,7 @@ func TestSoakCopy(t *testing.T) {
 			}
 			stopLoad()
 			<-wlDone
-			cfg = e.copyConfig(t)
-			cfg.StopAtGTID = gtidPos(t, e.src)
-			if err := Run(ctx, cfg); err != nil {
-				t.Fatal(err)
-			}
-			e.verifyEqual(t)
+			e.catchUpAndVerify(t, ctx)
 		})
 	}
 }
