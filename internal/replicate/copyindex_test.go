@@ -229,32 +229,18 @@ func TestCopyParallelChunks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	e.seedIndexed(t, ctx, 60000)
-	src := e.src.OpenT(t, "")
-	src.SetMaxOpenConns(4)
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	loadDone := make(chan error, 1)
-	go func() {
-		rng := rand.New(rand.NewPCG(7, 8))
-		var err error
-		for loadCtx.Err() == nil && err == nil {
-			id := 1 + rng.IntN(60000)
-			switch rng.IntN(4) {
-			case 0:
-				_, err = src.ExecContext(loadCtx, fmt.Sprintf("UPDATE wl.idx SET c = c + 1, a = a + 1 WHERE id = %d", id))
-			case 1: // to a range far away (its row leaves one chunk for another)
-				_, err = src.ExecContext(loadCtx, fmt.Sprintf("UPDATE IGNORE wl.idx SET id = id + 100000 WHERE id = %d", id))
-			case 2:
-				_, err = src.ExecContext(loadCtx, fmt.Sprintf("DELETE FROM wl.idx WHERE id = %d", id))
-			default:
-				_, err = src.ExecContext(loadCtx, fmt.Sprintf("INSERT IGNORE INTO wl.idx VALUES (%d, 1, 'n%d', NULL)", 200000+id, id))
-			}
-			time.Sleep(2 * time.Millisecond)
+	stopLoad := e.sourceLoad(t, ctx, 7, func(rng *rand.Rand, _ int) string {
+		id := 1 + rng.IntN(60000)
+		switch rng.IntN(4) {
+		case 0:
+			return fmt.Sprintf("UPDATE wl.idx SET c = c + 1, a = a + 1 WHERE id = %d", id)
+		case 1: // to a range far away (its row leaves one chunk for another)
+			return fmt.Sprintf("UPDATE IGNORE wl.idx SET id = id + 100000 WHERE id = %d", id)
+		case 2:
+			return fmt.Sprintf("DELETE FROM wl.idx WHERE id = %d", id)
 		}
-		if loadCtx.Err() != nil {
-			err = nil
-		}
-		loadDone <- err
-	}()
+		return fmt.Sprintf("INSERT IGNORE INTO wl.idx VALUES (%d, 1, 'n%d', NULL)", 200000+id, id)
+	})
 	cfg := e.copyConfig(t)
 	cfg.Copy.ExitWhenDone = true
 	cfg.Copy.Workers = 4
@@ -265,8 +251,7 @@ func TestCopyParallelChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	beside := obs.applier.Stats().ChunksBeside.Load()
-	stopLoad()
-	if err := <-loadDone; err != nil {
+	if err := stopLoad(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("chunks started beside another chunk of their table: %d", beside)
@@ -400,8 +385,11 @@ func TestCopyLongUniqueKey(t *testing.T) {
 }
 
 // sourceLoad runs the statements next returns on the source, one every
-// millisecond or so, until the returned stop is called; stop reports the
-// first failed statement.
+// millisecond or so, until the returned stop is called; stop waits for the
+// statement running then to end and reports the first failed statement.
+// (A statement cancelled through its context would only lose its client:
+// the server finishes it and binlogs it after stop returned, past the
+// position the test then replicates to.)
 func (e *env) sourceLoad(t *testing.T, ctx context.Context, seed uint64, next func(rng *rand.Rand, i int) string) (stop func() error) {
 	src := e.src.OpenT(t, "")
 	loadCtx, cancel := context.WithCancel(ctx)
@@ -410,11 +398,8 @@ func (e *env) sourceLoad(t *testing.T, ctx context.Context, seed uint64, next fu
 		rng := rand.New(rand.NewPCG(seed, seed+1))
 		var err error
 		for i := 0; loadCtx.Err() == nil && err == nil; i++ {
-			_, err = src.ExecContext(loadCtx, next(rng, i))
+			_, err = src.ExecContext(ctx, next(rng, i))
 			time.Sleep(time.Millisecond)
-		}
-		if loadCtx.Err() != nil {
-			err = nil
 		}
 		done <- err
 	}()
