@@ -85,7 +85,10 @@ func TestVerifyOnline(t *testing.T) {
 				default:
 					q = fmt.Sprintf("INSERT INTO t VALUES (%d, 1, %d) ON DUPLICATE KEY UPDATE v = v + 1", id, id)
 				}
-				if _, err := db.ExecContext(loadCtx, q); err == nil {
+				// ctx, not loadCtx: a statement cancelled mid-way would still
+				// commit on the source after the load stopped, past what the
+				// final verify waits for.
+				if _, err := db.ExecContext(ctx, q); err == nil {
 					writes.Add(1)
 				}
 				// A steady load the stream keeps up with: the verify waits
