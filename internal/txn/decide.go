@@ -34,13 +34,14 @@ func decide(st *Statement, alter binlog.AlterPhase) (verdict, string, error) {
 	case binlog.AlterRollback:
 		return skipIt, "two-phase ALTER the source rolled back", nil
 	}
-	if err := refuseVersioning(st.Query); err != nil {
+	toks := tokenize(st.Query, 0) // once for the refusals below
+	if err := refuseVersioning(st.Query, toks); err != nil {
 		return skipIt, "", err
 	}
-	if err := refuseNondeterministicFill(st); err != nil {
+	if err := refuseNondeterministicFill(st, toks); err != nil {
 		return skipIt, "", err
 	}
-	if isCreateSelect(st.Query) {
+	if isCreateSelect(toks) {
 		// A ROW session logs CREATE TABLE ... SELECT as the new table's
 		// definition and its rows; only a MIXED or STATEMENT session logs the
 		// statement itself, whose rows the target would compute from its own
@@ -80,8 +81,7 @@ func ifExists(q string) string {
 // source's row_start/row_end values, which its SQL cannot set), and
 // running the DDL would leave a table the next rows event cannot be
 // applied to. The stream stops before it, position and target untouched.
-func refuseVersioning(q string) error {
-	toks := tokenize(q, 0)
+func refuseVersioning(q string, toks []token) error {
 	if len(toks) < 2 || (toks[0].text != "CREATE" && toks[0].text != "ALTER") {
 		return nil
 	}
@@ -102,12 +102,12 @@ func refuseVersioning(q string) error {
 var ErrCreateSelect = errors.New("CREATE TABLE ... SELECT logged as a statement: its rows are statement-based DML " +
 	"(binlog_format must be ROW for every source session)")
 
-// isCreateSelect recognizes CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t
+// isCreateSelect recognizes (in the statement's tokens) CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t
 // [(definitions)] [options] [IGNORE|REPLACE] [AS] SELECT|WITH|(SELECT ...):
 // a query at the statement's top level, after the name and the
 // definitions (not CREATE TABLE ... LIKE, not a definition alone).
-func isCreateSelect(q string) bool {
-	p := &ddlParser{toks: tokenize(q, 0)}
+func isCreateSelect(toks []token) bool {
+	p := &ddlParser{toks: toks}
 	if p.next() != "CREATE" {
 		return false
 	}

@@ -246,7 +246,7 @@ func TestCreateSelect(t *testing.T) {
 		{"INSERT INTO c SELECT 1", false},
 	}
 	for _, c := range cases {
-		if got := isCreateSelect(c.q); got != c.want {
+		if got := isCreateSelect(tokenize(c.q, 0)); got != c.want {
 			t.Errorf("isCreateSelect(%q) = %v, want %v", c.q, got, c.want)
 		}
 	}
@@ -290,7 +290,7 @@ func TestNondeterministicFill(t *testing.T) {
 		{"CREATE TABLE t (u CHAR(36) DEFAULT (UUID()))", Vars{}, ""},
 	}
 	for _, c := range cases {
-		err := refuseNondeterministicFill(&Statement{Query: c.q, Vars: c.vars})
+		err := refuseNondeterministicFill(&Statement{Query: c.q, Vars: c.vars}, tokenize(c.q, 0))
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%q refused: %v", c.q, err)

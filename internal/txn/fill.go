@@ -33,8 +33,8 @@ var sessionCalls = map[string]bool{
 // refuseNondeterministicFill stops at ALTER TABLE ... ADD [COLUMN] whose
 // DEFAULT calls one of sessionCalls, reads a @@variable or a sequence's
 // NEXT VALUE, or calls RAND() without the seeds the source logs with it.
-func refuseNondeterministicFill(st *Statement) error {
-	toks := tokenize(st.Query, 0)
+// toks are the statement's tokens.
+func refuseNondeterministicFill(st *Statement, toks []token) error {
 	if len(toks) < 2 || toks[0].quoted || toks[0].text != "ALTER" {
 		return nil
 	}
