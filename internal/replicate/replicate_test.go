@@ -83,6 +83,17 @@ func (e *env) config(t *testing.T, workers int) Config {
 	}
 }
 
+// runInBackground starts Run; stop cancels it and returns its error.
+func runInBackground(ctx context.Context, cfg Config) (stop func() error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- Run(runCtx, cfg) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
 func (e *env) workload(t *testing.T, ctx context.Context, cfg workload.Config) {
 	t.Helper()
 	db := e.src.OpenT(t, "")
@@ -242,9 +253,7 @@ func TestReplicateSurvivesRestarts(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- Run(runCtx, e.config(t, 8)) }()
+	stop := runInBackground(ctx, e.config(t, 8))
 
 	wlDone := make(chan struct{})
 	go func() {
@@ -267,8 +276,7 @@ func TestReplicateSurvivesRestarts(t *testing.T) {
 	}
 	<-wlDone
 	e.waitCaughtUp(t, 2*time.Minute)
-	stop()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if st := streamState(t, e.dst.OpenT(t, "")); st.State != position.StateStopped {

@@ -51,13 +51,10 @@ func TestSoakReplicate(t *testing.T) {
 			cfg.Apply.MaxBatch = pick(seed, 1, 4, 16, 128)
 			cfg.MaxTxnBytes = 256 << 10
 			if seed%2 == 1 {
-				runCtx, stop := context.WithCancel(ctx)
-				done := make(chan error, 1)
-				go func() { done <- Run(runCtx, cfg) }()
+				stop := runInBackground(ctx, cfg)
 				e.workload(t, ctx, wl)
 				time.Sleep(time.Duration(seed%5) * 100 * time.Millisecond)
-				stop()
-				if err := <-done; err != nil {
+				if err := stop(); err != nil {
 					t.Fatal(err)
 				}
 				cfg.StartGTID = "" // resume from the saved position
@@ -131,9 +128,7 @@ func TestSoakApplications(t *testing.T) {
 			cfg := e.config(t, 1+int(seed*7%16))
 			cfg.Apply.MaxBatch = pick(seed*3, 1, 4, 16, 128)
 			cfg.MaxTxnBytes = 256 << 10
-			runCtx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- Run(runCtx, cfg) }()
+			stop := runInBackground(ctx, cfg)
 			if err := workload.Prepare(ctx, db, wl); err != nil {
 				t.Fatal(err)
 			}
@@ -144,8 +139,7 @@ func TestSoakApplications(t *testing.T) {
 			t.Logf("workload %s: %d committed, %d rolled back on the source", m, st.Committed.Load(), st.Failed.Load())
 			settle(t, ctx, db)
 			time.Sleep(time.Duration(seed%5) * 100 * time.Millisecond)
-			stop()
-			if err := <-done; err != nil {
+			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
 			cfg.StartGTID = ""

@@ -30,9 +30,7 @@ func TestApplyThrottleFailsClosed(t *testing.T) {
 	cfg.Throttle = throttle.New(throttle.Config{Replicas: []throttle.Replica{{Name: "replica-1", DB: down}}, Limits: limits})
 	obs := &Observer{}
 	cfg.Observer = obs
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- Run(runCtx, cfg) }()
+	stop := runInBackground(ctx, cfg)
 
 	deadline := time.Now().Add(30 * time.Second)
 	for obs.Status().Throttled == "" && time.Now().Before(deadline) {
@@ -56,8 +54,7 @@ func TestApplyThrottleFailsClosed(t *testing.T) {
 	if why := obs.Status().Throttled; why != "" {
 		t.Errorf("still held after the limit was lifted: %q", why)
 	}
-	stop()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	e.verifyEqual(t)
