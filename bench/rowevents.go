@@ -35,9 +35,9 @@ const rowEventsPerStatement = 8
 // runRowEvents prints the backlog's events with mariadb-binlog (untimed,
 // like the native replica's relay fetch), then times sending them.
 func runRowEvents(ctx context.Context, b *backlog, dst *sandbox.Server) (time.Duration, string, []sample, error) {
-	files, err := filepath.Glob(filepath.Join(b.src.DataDir(), "binlog.[0-9]*"))
-	if err != nil || len(files) == 0 {
-		return 0, "", nil, fmt.Errorf("source binlogs: %v", err)
+	files, _ := filepath.Glob(filepath.Join(b.src.DataDir(), "binlog.[0-9]*")) // the pattern is valid
+	if len(files) == 0 {
+		return 0, "", nil, fmt.Errorf("no binlog files in %s", b.src.DataDir())
 	}
 	sort.Strings(files)
 	args := append([]string{"--start-position=" + b.start, "--stop-position=" + b.end}, files...)
