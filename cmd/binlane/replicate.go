@@ -14,6 +14,7 @@ import (
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/scheduler"
 )
@@ -55,6 +56,7 @@ type replicateFlags struct {
 	chunkTime                  time.Duration
 	limits                     limitFlags
 	copyIndexes                string
+	definer, copyEvents        string
 	exitWhenCopied             bool
 }
 
@@ -105,7 +107,10 @@ target has applied everything the source had committed by then. The tables
 are created on the target from the source's definitions (without
 triggers), without the secondary indexes that can wait: each table gets
 them with one ALTER TABLE once its rows are in, before it counts as copied
-(--copy-indexes=inline keeps them from the start).
+(--copy-indexes=inline keeps them from the start). Sequences (with their
+state), views, stored routines and events (disabled until the cut-over;
+--copy-events) are created too, with their definers (--definer); a view
+the target cannot take is named in a warning at start.
 
 Run "binlane replicate" with the same --stream afterwards to keep the target
 in sync from where copy stopped; or run replicate from the start, which
@@ -173,6 +178,8 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.IntVar(&f.copyThreads, "copy-threads", 4, "chunks written on the target at once during the copy (twice as many source connections read them)")
 	deprecatedAlias(fl, "copy-workers", "copy-threads")
 	fl.StringVar(&f.copyIndexes, "copy-indexes", "after", "after: create copied tables without the secondary indexes that can wait and build them once each table's rows are in; inline: maintain them row by row")
+	fl.StringVar(&f.definer, "definer", "source", "source: create copied views, routines and events with the source's DEFINER (the target needs the accounts, and binlane SET USER); current: with binlane's target account as their DEFINER")
+	fl.StringVar(&f.copyEvents, "copy-events", "disabled", "disabled: create copied events DISABLE ON SLAVE, as MariaDB's replica does (the cut-over enables them); source: with the source's status")
 	fl.DurationVar(&f.chunkTime, "chunk-time", 500*time.Millisecond, "time a copied chunk should take; chunk sizes adapt to it")
 	addLimitFlags(fl, &f.limits, "the copy and the applier")
 }
@@ -236,6 +243,12 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	if f.copyIndexes != "after" && f.copyIndexes != "inline" {
 		return fmt.Errorf("--copy-indexes %q: want after or inline", f.copyIndexes)
 	}
+	if f.definer != "source" && f.definer != "current" {
+		return fmt.Errorf("--definer %q: want source or current", f.definer)
+	}
+	if f.copyEvents != "disabled" && f.copyEvents != "source" {
+		return fmt.Errorf("--copy-events %q: want disabled or source", f.copyEvents)
+	}
 	th, closeThrottle, err := newThrottle(cmd, f.limits, src, func(addr string) (dsn.DSN, error) {
 		return resolveServer("target-replica", addr, f.targetPassEnv, f.targetPassF, f.targetTLS)
 	}, log)
@@ -285,7 +298,8 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, QueueBytes: f.queueBytes, DrainTimeout: f.drainTimeout,
 		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs, Throttle: th,
 		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyThreads, ChunkTime: f.chunkTime, InlineIndexes: f.copyIndexes == "inline",
-			ExitWhenDone: f.exitWhenCopied},
+			ExitWhenDone: f.exitWhenCopied,
+			Objects:      provision.ObjectOptions{CurrentDefiner: f.definer == "current", EventsAsSource: f.copyEvents == "source"}},
 		Apply: apply.Config{Workers: f.threads, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
 			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: int(f.lockWaitTimeout / time.Second)},
 	})

@@ -254,8 +254,16 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 		p.Upsert = p.Upsert && strings.EqualFold(ix.Type, "BTREE") && !ix.Functional
 	}
 	markKeyColumns(p)
-	if t.HasTriggers {
+	switch {
+	case t.HasTriggers:
 		p.Serialize = SerializeTriggers
+	case t.Type == "SEQUENCE":
+		// A write to a sequence waits for the metadata lock of every open
+		// transaction that opened it, such as an INSERT into a table whose
+		// DEFAULT calls NEXTVAL on it: a later transaction holding it
+		// would wait for the write's commit (ordered commit), and neither
+		// would move.
+		p.Serialize = SerializeSequence
 	}
 	return p, nil
 }
@@ -297,6 +305,7 @@ func markKeyColumns(p *Table) {
 const (
 	SerializeTriggers          = "triggers"                 // allowed triggers on the target
 	SerializeUniqueNotInSource = "unique_key_not_in_source" // a target unique key over a column the source lacks
+	SerializeSequence          = "sequence"                 // a sequence's state (MariaDB logs it as a row)
 )
 
 // TriggerError refuses a table with triggers on the target.

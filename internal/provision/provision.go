@@ -12,6 +12,7 @@ package provision
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -67,26 +68,23 @@ func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexe
 }
 
 // createTable runs a CREATE TABLE in the table's schema, with foreign keys
-// checked only once the parents exist too (they may be created later).
+// checked only once the parents exist too (they may be created later), and
+// in the sql_mode its definition was read in (schema.DefinitionMode), not
+// the target's: a source table whose default is a zero date must be
+// created on a target whose global mode has NO_ZERO_DATE. The session is
+// thrown away after.
 func createTable(ctx context.Context, dst *sql.DB, t *schema.Table, create string) error {
 	conn, err := dst.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	_, err = conn.ExecContext(ctx, "USE "+schema.QuoteName(t.Schema))
-	if err == nil {
-		_, err = conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0")
-	}
-	if err == nil {
-		_, err = conn.ExecContext(ctx, create)
-	}
-	// The session goes back to the pool: checks on again.
-	if _, rerr := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); rerr != nil && err == nil {
-		err = rerr
-	}
-	if err != nil {
-		return fmt.Errorf("create %s on the target: %w", t.QualifiedName(), err)
+	defer conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // drops the connection
+	for _, q := range []string{"USE " + schema.QuoteName(t.Schema),
+		"SET SESSION foreign_key_checks = 0, sql_mode = '" + schema.DefinitionMode + "'", create} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create %s on the target: %w", t.QualifiedName(), err)
+		}
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -53,6 +52,8 @@ type CopyConfig struct {
 	// ExitWhenDone ends the run once every table is copied and the target
 	// caught up with the source's position at that moment (binlane copy).
 	ExitWhenDone bool
+	// Objects says how views, sequences, routines and events are created.
+	Objects provision.ObjectOptions
 }
 
 // copyRun is the copy of one attempt.
@@ -144,24 +145,17 @@ func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, s
 	if err := waitNoPreparedXA(ctx, cr.src, 30*time.Second, r.log); err != nil {
 		return err
 	}
-	tables, pos, err := stableTables(ctx, cr.src, cfg, rcfg, r.log)
+	st, err := stableTables(ctx, cr.src, cfg, rcfg, r.log)
 	if err != nil {
 		return err
 	}
-	if len(tables) == 0 {
+	tables, pos := st.tables, st.pos
+	if len(tables) == 0 && len(st.objects) == 0 {
 		return fmt.Errorf("copy: no source table matches the stream's filters")
 	}
-	sources := make([]provision.Source, len(tables))
-	for i, t := range tables {
-		sources[i] = provision.Source{Def: t.Def, Create: t.Create}
-	}
-	deferred, nonEmpty, err := provision.CreateTables(ctx, r.meta, sources, !cfg.Copy.InlineIndexes)
+	deferred, err := r.createDefinitions(ctx, st)
 	if err != nil {
 		return fmt.Errorf("copy: %w", err)
-	}
-	if len(nonEmpty) > 0 {
-		return fmt.Errorf("copy: the target's tables %s already hold rows; binlane copies into empty tables only "+
-			"(empty them, or use --copy=never with --start-gtid if the target is already in sync)", strings.Join(nonEmpty, ", "))
 	}
 	rows := make([]position.CopyTable, len(tables))
 	for i, t := range tables {
@@ -221,8 +215,9 @@ func (cr *copyRun) setPending(cache *schema.Cache) {
 	}
 }
 
-// stableTables lists the tables to copy and the source's position, which
-// starts the stream: their definitions as they are at that position.
+// stableTables lists the tables and other objects to copy and the
+// source's position, which starts the stream: their definitions as they
+// are at that position (listing), the sequences' states after it.
 //
 // Why they agree: the position from is read before the listing and to
 // after it, and the binlog between the two must hold no statement that
@@ -248,31 +243,31 @@ func (cr *copyRun) setPending(cache *schema.Cache) {
 // dropped after it (or dropped before it and created again after it)
 // while they run; the stream then starts with rows of a table the target
 // never got, or with the CREATE of a table it already has.
-func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Config, log *slog.Logger) ([]*copier.Table, gtid.Set, error) {
+func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Config, log *slog.Logger) (*startDefs, error) {
 	for attempt := 1; ; attempt++ {
 		from, err := replica.CurrentPosition(ctx, rcfg)
 		if err != nil {
-			return nil, gtid.Set{}, fmt.Errorf("read the source's current position: %w", err)
+			return nil, fmt.Errorf("read the source's current position: %w", err)
 		}
 		if cfg.Copy.AroundListing != nil {
 			cfg.Copy.AroundListing(false)
 		}
-		tables, err := copier.ListTables(ctx, src, cfg.Rules, true)
+		defs, err := listDefinitions(ctx, src, cfg.Rules)
 		if err != nil {
-			return nil, gtid.Set{}, fmt.Errorf("copy: %w", err)
+			return nil, fmt.Errorf("copy: %w", err)
 		}
 		if cfg.Copy.AroundListing != nil {
 			cfg.Copy.AroundListing(true)
 		}
 		to, err := replica.CurrentPosition(ctx, rcfg)
 		if err != nil {
-			return nil, gtid.Set{}, fmt.Errorf("read the source's current position: %w", err)
+			return nil, fmt.Errorf("read the source's current position: %w", err)
 		}
 		stmt, err := statementBetween(ctx, rcfg, cfg.Rules, from.GTIDs, to.GTIDs)
 		var why error
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return nil, gtid.Set{}, ctx.Err()
+			return nil, ctx.Err()
 		case err != nil:
 			// What the binlog holds there is not known (such as an event the
 			// stream would refuse, which may come before the start): another
@@ -281,7 +276,8 @@ func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Co
 			log.Debug("could not read the source's binlog while the tables were listed; listing them again", "attempt", attempt,
 				"error", err)
 		case stmt == "":
-			return tables, to.GTIDs, nil
+			defs.pos = to.GTIDs
+			return defs, readSequences(ctx, src, defs.objects)
 		default:
 			why = errors.New("the source's tables keep changing (DDL)")
 			if stmt = redact.Statement(stmt); len(stmt) > 200 {
@@ -290,12 +286,12 @@ func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Co
 			log.Debug("the source's tables changed while they were listed; listing them again", "attempt", attempt, "statement", stmt)
 		}
 		if attempt == 20 {
-			return nil, gtid.Set{}, fmt.Errorf("copy: could not find a start: %w", why)
+			return nil, fmt.Errorf("copy: could not find a start: %w", why)
 		}
 		select {
 		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 		case <-ctx.Done():
-			return nil, gtid.Set{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }

@@ -27,18 +27,22 @@ const (
 // user (an account name such as 'binlane'@'%') and the replicated
 // databases: the replication stream, reading the current binlog position,
 // and SELECT for the copy, verify and the table engines of transactions
-// that roll back to a savepoint.
+// that roll back to a savepoint; SHOW VIEW, EVENT and SELECT on mysql.proc
+// let the copy read the definitions of views, events and stored routines
+// (MariaDB 10.11 shows a routine's body only to its definer and to an
+// account that can read mysql.proc).
 func SourceGrants(user string, dbs ...string) []string {
 	out := []string{"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO " + user}
 	for _, db := range dbs {
-		out = append(out, "GRANT SELECT ON "+quoteDB(db)+".* TO "+user)
+		out = append(out, "GRANT SELECT, SHOW VIEW, EVENT ON "+quoteDB(db)+".* TO "+user)
 	}
-	return out
+	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user)
 }
 
 // TargetGrants are the privileges binlane needs on a MariaDB target: on each
 // replicated database, writing rows and replaying the source's DDL (tables,
-// indexes, views, routines), and TRIGGER, without which information_schema
+// indexes, views, routines; EVENT for the events a copy creates), and
+// TRIGGER, without which information_schema
 // hides a table's triggers from binlane (it never creates one: trigger DDL
 // from the source is kept for cut-over); everything on its own binlane
 // schema. PROCESS is optional (see TargetOptionalGrants).
@@ -46,7 +50,7 @@ func TargetGrants(user string, dbs ...string) []string {
 	var out []string
 	for _, db := range dbs {
 		out = append(out, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, REFERENCES, "+
-			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, TRIGGER ON "+quoteDB(db)+".* TO "+user)
+			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER ON "+quoteDB(db)+".* TO "+user)
 	}
 	return append(out, "GRANT ALL PRIVILEGES ON `binlane`.* TO "+user)
 }
@@ -54,9 +58,10 @@ func TargetGrants(user string, dbs ...string) []string {
 // TargetOptionalGrants make binlane faster or enable options: PROCESS lets
 // it see which of its transactions waits for which (lock waits resolved in
 // ~150 ms instead of after --lock-blind-after), BINLOG ADMIN allows
-// --binlog-applied=false.
+// --binlog-applied=false, SET USER creates copied views, routines and
+// events (and replays their DDL) with the source's DEFINER.
 func TargetOptionalGrants(user string) []string {
-	return []string{"GRANT PROCESS, BINLOG ADMIN ON *.* TO " + user}
+	return []string{"GRANT PROCESS, BINLOG ADMIN, SET USER ON *.* TO " + user}
 }
 
 // CutoverGrants are what binlane cutover needs beyond the stream's grants.

@@ -74,6 +74,11 @@ const (
 	StatementTimeout             = 1969 // MariaDB ER_STATEMENT_TIMEOUT
 	ReadOnly                     = 1290 // ER_OPTION_PREVENTS_STATEMENT: the server runs with --read-only (or another option forbids it)
 	ParseError                   = 1064 // ER_PARSE_ERROR
+	NoSuchRoutine                = 1305 // ER_SP_DOES_NOT_EXIST
+	WrongObjectType              = 1347 // ER_WRONG_OBJECT: a table where a view was named
+	NoSuchDefiner                = 1449 // ER_NO_SUCH_USER: the DEFINER account does not exist (a note on CREATE)
+	NoSuchEvent                  = 1539 // ER_EVENT_DOES_NOT_EXIST
+	NotSequence                  = 4089 // MariaDB ER_NOT_SEQUENCE
 	// Code4031 is ER_CLIENT_INTERACTION_TIMEOUT on MySQL 8.0.24+ (the
 	// server dropped an idle client) but ER_REFERENCED_TRG_DOES_NOT_EXIST
 	// on MariaDB (a trigger statement failed): never classify it without

@@ -1,0 +1,256 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/sqlerr"
+)
+
+// ObjectKind is a kind of schema object other than a table.
+type ObjectKind string
+
+// The object kinds a copy brings along (triggers are the cut-over's).
+const (
+	KindSequence    ObjectKind = "SEQUENCE"
+	KindView        ObjectKind = "VIEW"
+	KindProcedure   ObjectKind = "PROCEDURE"
+	KindFunction    ObjectKind = "FUNCTION"
+	KindPackage     ObjectKind = "PACKAGE"
+	KindPackageBody ObjectKind = "PACKAGE BODY"
+	KindEvent       ObjectKind = "EVENT"
+)
+
+// ObjectDef is a view, sequence, stored routine or event as the source
+// defines it: SHOW CREATE's statement and the session it was created in.
+type ObjectDef struct {
+	Kind         ObjectKind
+	Schema, Name string
+	// Definer is user@host as information_schema spells it ("" for
+	// sequences).
+	Definer string
+	// Create is SHOW CREATE's statement, run in the object's schema.
+	Create string
+	// The session the object was created in: sql_mode (routines, events),
+	// the client's character set and the connection's collation (all but
+	// sequences), the time zone (events).
+	SQLMode, Charset, Collation, TimeZone string
+	// Sequence is a sequence's state (ReadSequence), nil before it is read.
+	Sequence *SequenceState
+}
+
+// Qualified is `schema`.`name`.
+func (o *ObjectDef) Qualified() string { return QuoteName(o.Schema) + "." + QuoteName(o.Name) }
+
+// String is the kind and the name, as messages name an object.
+func (o *ObjectDef) String() string { return strings.ToLower(string(o.Kind)) + " " + o.Qualified() }
+
+// SequenceState is a sequence's one row: what the next NEXTVAL returns
+// follows from it (MariaDB binlogs a sequence's changes as this row).
+type SequenceState struct {
+	Columns []string
+	Values  []string
+}
+
+// DefinitionMode is the sql_mode in which binlane reads a table's or
+// sequence's definition (SHOW CREATE prints it for the session's mode:
+// ANSI_QUOTES changes its quoting) and runs it on the target: a table the
+// source created with an empty sql_mode and a zero date as a default must be
+// created so on a target whose global mode has NO_ZERO_DATE. No mode that
+// checks values at DDL time, none that changes how the statement parses;
+// NO_ENGINE_SUBSTITUTION so that an engine the target lacks is an error,
+// not a silent InnoDB.
+const DefinitionMode = "NO_ENGINE_SUBSTITUTION"
+
+// ReadObjects lists the objects a copy with rules brings along, with their
+// definitions: views and sequences the rules select by name, and the
+// routines and events of the databases they select (as the stream filters
+// their DDL). It sets the session's sql_mode to DefinitionMode. Views come in name order; package CreateObjects orders
+// them by dependency.
+func ReadObjects(ctx context.Context, q *sql.Conn, rules filter.Rules) ([]*ObjectDef, error) {
+	if _, err := q.ExecContext(ctx, "SET SESSION sql_mode = '"+DefinitionMode+"'"); err != nil {
+		return nil, err
+	}
+	var out []*ObjectDef
+	lists := []struct {
+		query  string
+		byName bool
+	}{
+		{`SELECT TABLE_TYPE, TABLE_SCHEMA, TABLE_NAME, '' FROM information_schema.TABLES
+			WHERE TABLE_TYPE = 'SEQUENCE' ORDER BY TABLE_SCHEMA, TABLE_NAME`, true},
+		{`SELECT 'VIEW', TABLE_SCHEMA, TABLE_NAME, DEFINER FROM information_schema.VIEWS
+			ORDER BY TABLE_SCHEMA, TABLE_NAME`, true},
+		{`SELECT ROUTINE_TYPE, ROUTINE_SCHEMA, ROUTINE_NAME, DEFINER FROM information_schema.ROUTINES
+			ORDER BY ROUTINE_SCHEMA, FIELD(ROUTINE_TYPE, 'PACKAGE', 'PACKAGE BODY'), ROUTINE_NAME`, false},
+		{`SELECT 'EVENT', EVENT_SCHEMA, EVENT_NAME, DEFINER FROM information_schema.EVENTS
+			ORDER BY EVENT_SCHEMA, EVENT_NAME`, false},
+	}
+	for _, l := range lists {
+		objs, err := listObjects(ctx, q, l.query)
+		if err != nil {
+			return nil, fmt.Errorf("list the source's objects: %w", err)
+		}
+		for _, o := range objs {
+			if l.byName && rules.Match(o.Schema, o.Name) || !l.byName && rules.MatchSchema(o.Schema) {
+				out = append(out, o)
+			}
+		}
+	}
+	kept := out[:0]
+	for _, o := range out {
+		found, err := showObject(ctx, q, o)
+		if err != nil {
+			return nil, err
+		}
+		if found { // else dropped since it was listed: its DROP is in the binlog
+			kept = append(kept, o)
+		}
+	}
+	return kept, nil
+}
+
+func listObjects(ctx context.Context, q Querier, query string) ([]*ObjectDef, error) {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*ObjectDef
+	for rows.Next() {
+		o := &ObjectDef{}
+		if err := rows.Scan(&o.Kind, &o.Schema, &o.Name, &o.Definer); err != nil {
+			return nil, err
+		}
+		if !filter.IsSystem(o.Schema) {
+			out = append(out, o)
+		}
+	}
+	return out, rows.Err()
+}
+
+// showObject reads o's definition and session with SHOW CREATE; false when
+// o is gone.
+func showObject(ctx context.Context, q *sql.Conn, o *ObjectDef) (bool, error) {
+	rows, err := q.QueryContext(ctx, "SHOW CREATE "+string(o.Kind)+" "+o.Qualified())
+	if err != nil {
+		if isGone(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read the definition of %s: %w", o, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return false, err
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return false, fmt.Errorf("read the definition of %s: %w", o, err)
+	}
+	for i, c := range cols {
+		switch c := strings.ToLower(c); {
+		case strings.HasPrefix(c, "create ") || c == "sql original statement":
+			o.Create = vals[i].String
+		case c == "sql_mode":
+			o.SQLMode = vals[i].String
+		case c == "character_set_client":
+			o.Charset = vals[i].String
+		case c == "collation_connection":
+			o.Collation = vals[i].String
+		case c == "time_zone":
+			o.TimeZone = vals[i].String
+		}
+	}
+	if o.Create == "" {
+		// The server shows a routine's body only to its definer and to an
+		// account that can read mysql.proc.
+		return false, fmt.Errorf("read the definition of %s: the server shows none to binlane's account "+
+			"(see the source's privileges in the README: SHOW VIEW, EVENT, SELECT ON mysql.proc)", o)
+	}
+	if o.Kind == KindSequence {
+		o.SQLMode = DefinitionMode
+	}
+	return true, rows.Err()
+}
+
+// isGone reports an error saying the object does not exist (any kind),
+// or is now an object of another kind.
+func isGone(err error) bool {
+	return sqlerr.Is(err, sqlerr.NoSuchTable, sqlerr.NoSuchRoutine, sqlerr.NoSuchEvent, sqlerr.NotSequence, sqlerr.WrongObjectType)
+}
+
+// ReadSequence reads a sequence's state. Read it after the position the
+// stream starts from: the stream's events set the row to the states after
+// that position, in order, so the last one is the state read (a state read
+// before the start could miss a change the stream never sees).
+func ReadSequence(ctx context.Context, q Querier, o *ObjectDef) error {
+	rows, err := q.QueryContext(ctx, "SELECT * FROM "+o.Qualified())
+	if err != nil {
+		return fmt.Errorf("read the state of %s: %w", o, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if !rows.Next() {
+		return fmt.Errorf("read the state of %s: it has no row", o)
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return err
+	}
+	st := &SequenceState{Columns: cols}
+	for _, v := range vals {
+		if !numeric.MatchString(v.String) {
+			return fmt.Errorf("read the state of %s: unexpected value %q", o, v.String)
+		}
+		st.Values = append(st.Values, v.String)
+	}
+	o.Sequence = st
+	return rows.Err()
+}
+
+// numeric is a sequence column's value: every one is an integer.
+var numeric = regexp.MustCompile(`^-?[0-9]+$`)
+
+// SequenceInsert is the statement that gives a sequence a state: MariaDB
+// takes an INSERT into a sequence as its new row (what its replica does
+// with the row event), whatever the state before.
+func SequenceInsert(o *ObjectDef) string {
+	cols := make([]string, len(o.Sequence.Columns))
+	for i, c := range o.Sequence.Columns {
+		cols[i] = QuoteName(c)
+	}
+	return "INSERT INTO " + o.Qualified() + " (" + strings.Join(cols, ", ") + ") VALUES (" +
+		strings.Join(o.Sequence.Values, ", ") + ")"
+}
+
+// ShowCreateDatabase is a database's CREATE DATABASE on q, as IF NOT
+// EXISTS: its character set and collation are the source's, which the
+// routines created in it and tables created later without their own take.
+func ShowCreateDatabase(ctx context.Context, q Querier, name string) (string, error) {
+	var n, create string
+	if err := q.QueryRowContext(ctx, "SHOW CREATE DATABASE "+QuoteName(name)).Scan(&n, &create); err != nil {
+		return "", fmt.Errorf("read the definition of database %s: %w", QuoteName(name), err)
+	}
+	if rest, ok := strings.CutPrefix(create, "CREATE DATABASE "); ok && !strings.HasPrefix(rest, "IF NOT EXISTS") {
+		create = "CREATE DATABASE IF NOT EXISTS " + rest
+	}
+	return create, nil
+}
