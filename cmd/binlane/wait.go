@@ -41,9 +41,9 @@ func runWait(cmd *cobra.Command, f targetFlags, want string) error {
 	if want == "" {
 		return fmt.Errorf("--gtid is required")
 	}
-	pos, err := gtid.ParseSet(want)
+	pos, err := parseGTIDFlag("gtid", want)
 	if err != nil {
-		return fmt.Errorf("--gtid: %w", err)
+		return err
 	}
 	ctx := cmd.Context()
 	db, d, _, err := f.open(ctx)
