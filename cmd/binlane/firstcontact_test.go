@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sandbox"
 )
 
 // TestFlagValueErrors: a value an option cannot take is said in words that
@@ -53,4 +58,65 @@ func TestFlagValueErrors(t *testing.T) {
 			t.Errorf("stderr:\n%s", stderr.String())
 		}
 	})
+}
+
+// TestFirstContact: what a new user meets when a first start goes wrong.
+// A source the preflight refuses leaves nothing on the target (no stream
+// row in error that status --check would report CRITICAL from then on),
+// and a stream's row that was there stays as it was. A source that does
+// not answer is retried as a first connection, not "from the saved
+// position" the stream does not have, and wait on the stream it left in
+// error names no empty position.
+func TestFirstContact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB")
+	}
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	src.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)")
+	srcURL, dstURL := binlaneURL(t, src, "app"), binlaneURL(t, dst, "app")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	src.ExecT(t, "SET GLOBAL binlog_format = 'MIXED'")
+	out, err := runReplicateCmd(ctx, "--source", srcURL, "--target", dstURL, "--databases", "app")
+	if err == nil || !strings.Contains(err.Error(), "@@binlog_format is MIXED, need ROW") {
+		t.Fatalf("refused start: %v\n%s", err, out)
+	}
+	noBinlaneSchema(t, dst)
+	if out, _ := runStatusCmd(t, "--target", dstURL, "--check"); strings.Contains(out, "CRITICAL") {
+		t.Errorf("status --check after a refused start: %s", out)
+	}
+	src.ExecT(t, "SET GLOBAL binlog_format = 'ROW'")
+
+	out, err = runReplicateCmd(ctx, "--source", "mysql://binlane@127.0.0.1:1/", "--target", dstURL, "--databases", "app", "--stream", "first")
+	if err == nil || !strings.Contains(err.Error(), "giving up after 3 attempts") {
+		t.Fatalf("unreachable source: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, `msg="the first connection failed: retrying"`) || !strings.Contains(out, "connection refused") ||
+		strings.Contains(out, "saved position") || strings.Contains(out, "prepared XA") {
+		t.Errorf("the retries of a first connection:\n%s", out)
+	}
+
+	out, code := runTargetCmd(t, ctx, newWaitCmd(), "--target", dstURL, "--stream", "first", "--gtid", "0-1-1")
+	if code != 2 || !strings.Contains(out, `stream "first" stopped on an error before its first position: giving up after 3 attempts`) {
+		t.Errorf("wait: exit %d: %s", code, out)
+	}
+
+	dstDB := dst.OpenT(t, "")
+	before, _, err := position.Load(ctx, dstDB, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.ExecT(t, "SET GLOBAL binlog_format = 'STATEMENT'")
+	if _, err := runReplicateCmd(ctx, "--source", srcURL, "--target", dstURL, "--databases", "app", "--stream", "first"); err == nil {
+		t.Fatal("a refused source was accepted")
+	}
+	after, _, err := position.Load(ctx, dstDB, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State != before.State || after.Message != before.Message || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Errorf("a refused start changed the stream's row: %s %q, was %s %q", after.State, after.Message, before.State, before.Message)
+	}
 }
