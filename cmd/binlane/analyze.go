@@ -118,11 +118,11 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, f analyzeFlags) erro
 		return err
 	}
 	var from, to gtid.Set
-	if from, err = gtid.ParseSet(f.fromGTID); err != nil {
-		return fmt.Errorf("--start-gtid: %w", err)
+	if from, err = parseGTIDFlag("start-gtid", f.fromGTID); err != nil {
+		return err
 	}
-	if to, err = gtid.ParseSet(f.toGTID); err != nil {
-		return fmt.Errorf("--stop-at-gtid: %w", err)
+	if to, err = parseGTIDFlag("stop-at-gtid", f.toGTID); err != nil {
+		return err
 	}
 	for _, w := range f.workers {
 		if w < 1 {

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -15,7 +14,6 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/eventfmt"
-	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/replica"
 )
 
@@ -179,9 +177,9 @@ func dumpStart(ctx context.Context, o dumpOptions, cfg replica.Config) (replica.
 	case o.fromGTIDSet && o.fromFile != "":
 		return replica.Position{}, errors.New("give --from-gtid or --from-file, not both")
 	case o.fromGTIDSet:
-		set, err := gtid.ParseSet(o.fromGTID)
+		set, err := parseGTIDFlag("from-gtid", o.fromGTID)
 		if err != nil {
-			return replica.Position{}, fmt.Errorf("--from-gtid: %w", err)
+			return replica.Position{}, err
 		}
 		return replica.StartAtGTID(set), nil
 	case o.fromFile != "":

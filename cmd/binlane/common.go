@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/binlane/binlane/internal/dsn"
+	"github.com/binlane/binlane/internal/gtid"
 )
 
 // resolveServer parses a server address given for role ("source",
@@ -120,4 +121,28 @@ func addPasswordFlags(fl *pflag.FlagSet, role string, env, file *string) {
 	fl.StringVar(env, role+"-password-env", "BINLANE_"+strings.ToUpper(role)+"_PASSWORD",
 		"environment variable holding the "+role+" password")
 	fl.StringVar(file, role+"-password-file", "", "file whose first line is the "+role+" password")
+}
+
+// gtidForms ends the error of a GTID option that is not one: the parser's
+// own message says what is wrong, this what would be right.
+const gtidForms = "a position is MariaDB's domain-server-sequence, one per domain, comma-separated (0-1-100,1-2-5), " +
+	"or a MySQL GTID set (3E11FA47-71CA-11E1-9E33-C80AA9429562:1-100)"
+
+// parseGTIDFlag reads the position given with --name, before anything
+// connects: a typo there is a usage error, not a failed stream.
+func parseGTIDFlag(name, value string) (gtid.Set, error) {
+	set, err := gtid.ParseSet(value)
+	return set, gtidFlagError(name, err)
+}
+
+// gtidFlagError names the option and the accepted forms in a parse error
+// (nil stays nil); tagged GTIDs have their own message.
+func gtidFlagError(name string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, gtid.ErrTagged):
+		return fmt.Errorf("--%s: %w", name, err)
+	}
+	return fmt.Errorf("--%s: %w; %s", name, err, gtidForms)
 }

@@ -127,8 +127,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"old name = value line", "workers: 2\ntarget = \"mysql://binlane@dst:3306/\"\n", `binlane.conf:2: "target = …" is no longer read`},
 		{"config inside config", "config: other.conf\n", `binlane.conf:1: unknown option "config"`},
 		{"no separator", "# ok\nworkers 2\n", "binlane.conf:2: want one \"name: value\" per line"},
-		{"bad value", "workers: many\n", "binlane.conf:1: workers: want a whole number"},
-		{"bad duration", "heartbeat: soon\n", "binlane.conf:1: heartbeat: want a duration"},
+		{"bad value", "workers: many\n", "binlane.conf:1: workers: not a whole number"},
+		{"bad duration", "heartbeat: soon\n", "binlane.conf:1: heartbeat: not a duration"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -174,6 +174,11 @@ func TestReplicateFlagValidation(t *testing.T) {
 		{"positional argument", []string{"--source", src, "--target", dst, "extra"}, "unknown command"},
 		{"config file value", []string{"--config", file}, `--parallel-mode "fastest"`},
 		{"config file overridden", []string{"--config", file, "--parallel-mode", "serial", "--workers", "-1"}, "--threads and --max-batch"},
+		{"start position not one", []string{"--source", src, "--target", dst, "--start-gtid", "garbage"},
+			`--start-gtid: gtid "garbage": want domain-server-sequence; a position is MariaDB's domain-server-sequence`},
+		{"stop position tagged", []string{"--source", src, "--target", dst, "--stop-at-gtid", "3E11FA47-71CA-11E1-9E33-C80AA9429562:tag1:1-5"},
+			"--stop-at-gtid: tagged GTIDs (MySQL 8.3+) are not supported"},
+		{"skip GTID not one", []string{"--source", src, "--target", dst, "--skip-gtid", "0-1"}, "--skip-gtid: "},
 		{"config file unknown key", []string{"--config", configFile(t, "sources: x\n")}, `unknown option "sources"`},
 	}
 	for _, c := range cases {

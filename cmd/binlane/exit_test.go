@@ -145,7 +145,7 @@ func TestExitStatus(t *testing.T) {
 		{name: "verify unreachable", args: []string{"verify", "--source", unreachable, "--target", tgtURL}, want: 2, output: "connection refused"},
 		{name: "verify missing source", args: []string{"verify", "--target", tgtURL}, want: 2, output: "--source is required"},
 		{name: "bad flag", args: append([]string{"verify", "--wokers", "2"}, servers...), want: 2, output: "unknown flag: --wokers (see binlane verify --help)"},
-		{name: "bad flag value", args: []string{"replicate", "--workers", "many"}, want: 2, output: "invalid argument"},
+		{name: "bad flag value", args: []string{"replicate", "--workers", "many"}, want: 2, output: "binlane: --workers: not a whole number"},
 		{name: "unknown command", args: []string{"verfy"}, want: 2, output: "unknown command"},
 		{name: "bad config file", args: []string{"replicate", "--config", "/nonexistent/binlane.yaml"}, want: 2, output: "--config: open"},
 		{name: "status unreachable", args: []string{"status", "--target", unreachable}, want: 2, output: "connection refused"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/binlane/binlane/internal/config"
 	"github.com/binlane/binlane/internal/redact"
 )
 
@@ -55,7 +56,7 @@ func newRootCmd() *cobra.Command {
 	}
 	// Bad flags are usage errors: say where the usage is.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
+		return fmt.Errorf("%w (see %s --help)", config.FlagError(err), c.CommandPath())
 	})
 	root.AddCommand(newAnalyzeCmd(), newBinlogCmd(), newReplicateCmd(), newCopyCmd(), newStatusCmd(), newVerifyCmd(), newCutoverCmd(),
 		newWaitCmd(), newPauseCmd(), newResumeCmd(), newDemoCmd(), newManCmd())

@@ -49,8 +49,10 @@ func loadOptions(cmd *cobra.Command, cmdLineOnly []string) error {
 		return err
 	}
 	for _, old := range syncAliases(fl) {
-		// On stderr: stdout may be JSON a script reads.
-		fmt.Fprintf(cmd.ErrOrStderr(), "binlane: --%s is deprecated: use --%s\n", old, fl.Lookup(old).Annotations[aliasOf][0])
+		// On stderr: stdout may be JSON a script reads. "binlane: " starts
+		// the line of an error that ends the command: a notice must not
+		// look like one.
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: --%s is an old name of --%s; it still works\n", old, fl.Lookup(old).Annotations[aliasOf][0])
 	}
 	_, err = commandLogger(cmd)
 	return err

@@ -14,6 +14,7 @@ import (
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/scheduler"
@@ -196,6 +197,23 @@ func parseMode(s string) (scheduler.Mode, error) {
 	return 0, fmt.Errorf("--parallel-mode %q: want writeset, commit-order or serial", s)
 }
 
+// checkPositionFlags parses the GTID options up front: replicate.Run reads
+// them only once both servers answered, after retries.
+func checkPositionFlags(f replicateFlags) error {
+	if _, err := parseGTIDFlag("start-gtid", f.startGTID); err != nil {
+		return err
+	}
+	if _, err := parseGTIDFlag("stop-at-gtid", f.stopAtGTID); err != nil {
+		return err
+	}
+	if f.skipGTID != "" {
+		if _, err := gtid.Parse(f.skipGTID); err != nil {
+			return gtidFlagError("skip-gtid", err)
+		}
+	}
+	return nil
+}
+
 func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) error {
 	// On a terminal the copy draws bars (text logs only: JSON logs are for
 	// machines), and log lines go through the bars' writer, above them.
@@ -206,6 +224,9 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	cmd.SetErr(sink)
 	log, err := commandLogger(cmd)
 	if err != nil {
+		return err
+	}
+	if err := checkPositionFlags(f); err != nil {
 		return err
 	}
 	src, err := resolveServer("source", f.source, f.sourcePassEnv, f.sourcePassF, f.sourceTLS)

@@ -41,9 +41,9 @@ func runWait(cmd *cobra.Command, f targetFlags, want string) error {
 	if want == "" {
 		return fmt.Errorf("--gtid is required")
 	}
-	pos, err := gtid.ParseSet(want)
+	pos, err := parseGTIDFlag("gtid", want)
 	if err != nil {
-		return fmt.Errorf("--gtid: %w", err)
+		return err
 	}
 	ctx := cmd.Context()
 	db, d, _, err := f.open(ctx)
@@ -71,6 +71,9 @@ func runWait(cmd *cobra.Command, f targetFlags, want string) error {
 		case at.ContainsSet(pos):
 			fmt.Fprintf(cmd.OutOrStdout(), "stream %s is at %s\n", f.stream, at)
 			return nil
+		case st.State == position.StateError && at.IsEmpty():
+			// It never applied anything: there is no position to name.
+			return fmt.Errorf("stream %q stopped on an error before its first position: %s", f.stream, st.Message)
 		case st.State == position.StateError:
 			return fmt.Errorf("stream %q stopped on an error at %s before reaching %s: %s", f.stream, at, pos, st.Message)
 		case st.State == position.StateCutOver:

@@ -338,10 +338,25 @@ func scratch(fl *pflag.Flag) pflag.Value {
 	return fs.Lookup("v").Value
 }
 
+// FlagError is err, an error of parsing the command line, with a bad value
+// said the way valueError says it: "--threads: not a whole number", not
+// pflag's `invalid argument "many" for "--threads" flag: strconv.ParseInt:
+// parsing "many": invalid syntax`. Other errors are returned as they are.
+func FlagError(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return err
+	}
+	return fmt.Errorf("--%s: %w", ive.GetFlag().Name, valueError(ive.GetFlag(), errors.Unwrap(ive)))
+}
+
 // valueError says what fl wants without repeating the value given, which
 // may be a secret put under the wrong name. Types it does not know keep
 // their own message.
 func valueError(fl *pflag.Flag, err error) error {
+	if _, own := fl.Value.(interface{ Fresh() pflag.Value }); own {
+		return err // a value type of the command's own says what it wants
+	}
 	var want string
 	switch t := fl.Value.Type(); t {
 	case "bool":
@@ -363,8 +378,8 @@ func valueError(fl *pflag.Flag, err error) error {
 		return err
 	}
 	var ne *strconv.NumError
-	if errors.As(err, &ne) {
-		return fmt.Errorf("want %s (%w)", want, ne.Err)
+	if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+		return fmt.Errorf("out of range: want %s", want)
 	}
-	return fmt.Errorf("want %s", want)
+	return fmt.Errorf("not %s", want)
 }

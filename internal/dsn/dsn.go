@@ -46,6 +46,14 @@ type DSN struct {
 	TLS    TLSOptions
 }
 
+// acceptedForms ends the error of an address binlane cannot read: a user
+// who typed host:port, or another program's URL, learns what to write.
+const acceptedForms = "want mysql://user@host:port/db, user@tcp(host:port)/db or user@unix(/path/to.sock)/db"
+
+// schemeRE finds a URL scheme at the start of an address. A password with
+// "://" in it never matches: the user name's ":" comes first.
+var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
+
 // Parse reads either form. A missing port defaults to 3306, a missing host
 // to 127.0.0.1. Errors show the address with its password hidden.
 func Parse(s string) (DSN, error) {
@@ -66,7 +74,10 @@ func parse(s string) (DSN, error) {
 	}
 	var d DSN
 	var err error
-	if strings.HasPrefix(s, "mysql://") || strings.HasPrefix(s, "mariadb://") {
+	if m := schemeRE.FindStringSubmatch(s); m != nil {
+		if scheme := strings.ToLower(m[1]); scheme != "mysql" && scheme != "mariadb" {
+			return DSN{}, fmt.Errorf("server address %q: %s:// is not a MySQL or MariaDB address: %s", Redact(s), m[1], acceptedForms)
+		}
 		d, err = parseURL(s)
 	} else {
 		d, err = parseDriverDSN(s)
@@ -74,8 +85,12 @@ func parse(s string) (DSN, error) {
 	if err != nil {
 		return DSN{}, err
 	}
-	if d.Socket != "" && d.Host != "" && d.Host != "localhost" {
+	switch {
+	case d.Socket != "" && d.Host != "" && d.Host != "localhost":
 		return DSN{}, fmt.Errorf("server address %q: a socket is for a server on this machine: give host localhost, or no socket", Redact(s))
+	case d.Socket != "" && d.Port != 0:
+		// The port would be ignored: say so rather than connect elsewhere.
+		return DSN{}, fmt.Errorf("server address %q: give a port (TCP) or a socket, not both", Redact(s))
 	}
 	return d, nil
 }
@@ -114,10 +129,12 @@ func parseDriverDSN(s string) (DSN, error) {
 	cfg, err := mysql.ParseDSN(base)
 	if err != nil {
 		// go-sql-driver's messages can quote parts of the input, which may
-		// hold the password; only its fixed messages are shown.
-		msg := "not a valid user:password@tcp(host:port)/db address"
-		if strings.HasPrefix(err.Error(), "invalid DSN:") {
-			msg = err.Error()
+		// hold the password; only its fixed messages are shown, and only
+		// for what was meant as its form: for "db1:3306" its "missing the
+		// slash separating the database name" helps nobody.
+		msg := "not a server address: " + acceptedForms
+		if strings.Contains(base, "(") && strings.HasPrefix(err.Error(), "invalid DSN:") {
+			msg = err.Error() + "; " + acceptedForms
 		}
 		return DSN{}, fmt.Errorf("server address %q: %s", Redact(s), msg)
 	}

@@ -38,6 +38,26 @@ func TestParseRejects(t *testing.T) {
 	}
 }
 
+// TestNotAnAddress: what is not an address binlane reads gets the forms
+// it reads, not go-sql-driver's view of it ("missing the slash separating
+// the database name" for host:port).
+func TestNotAnAddress(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"127.0.0.1:3306", "not a server address: want mysql://user@host:port/db, user@tcp(host:port)/db or user@unix(/path/to.sock)/db"},
+		{"db1", "not a server address: want mysql://"},
+		{"postgres://u@h/", "postgres:// is not a MySQL or MariaDB address: want mysql://"},
+		{"http://x", "http:// is not a MySQL or MariaDB address: want mysql://"},
+		{"u@tcp(h:1", "invalid DSN: missing the slash separating the database name; want mysql://"},
+		{"mysql://u@localhost:3307/?socket=/run/mysqld/mysqld.sock", "give a port (TCP) or a socket, not both"},
+	}
+	for _, c := range cases {
+		_, err := Parse(c.in)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%q): %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
 func TestPasswordNeverPrinted(t *testing.T) {
 	d, _ := Parse("mysql://root:hunter2@127.0.0.1:3306/db")
 	if s := d.String(); s != "mysql://root:***@127.0.0.1:3306/db" {

@@ -28,7 +28,7 @@ type Resolve struct {
 //     ([client], [client-server], [client-mariadb], [binlane],
 //     [binlane-ROLE]; a later file or group wins), else 127.0.0.1:3306;
 //     a socket applies only to host localhost (or none), as in the
-//     clients;
+//     clients, and never to an address that gives a port;
 //   - password: the address, else PasswordFile, else the variable
 //     PasswordEnv, else the option files;
 //   - TLS: the flags (r.TLS), else the address, else the option files.
@@ -42,6 +42,10 @@ func ResolveAddr(addr string, r Resolve) (DSN, error) {
 		return DSN{}, err
 	}
 	get := func(name string) string { return opts[name].value }
+	// A port in the address means TCP: unlike the MySQL clients of old,
+	// which dropped it for the option files' socket when no host was
+	// given, mysql://:3307/ reaches 127.0.0.1:3307 (or the files' host).
+	tcp := d.Port != 0
 	if d.User == "" {
 		d.User = get("user")
 	}
@@ -55,7 +59,7 @@ func ResolveAddr(addr string, r Resolve) (DSN, error) {
 		}
 		d.Port = p
 	}
-	if d.Socket == "" && get("socket") != "" && (d.Host == "" || d.Host == "localhost") {
+	if d.Socket == "" && !tcp && get("socket") != "" && (d.Host == "" || d.Host == "localhost") {
 		if err := d.setSocket(get("socket")); err != nil {
 			return DSN{}, fmt.Errorf("%s: %w", opts["socket"].origin, err)
 		}

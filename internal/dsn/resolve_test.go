@@ -109,6 +109,10 @@ default-character-set = utf8mb4
 			want: "mysql://me:***@db9:3310/", pw: "only"},
 		{name: "--defaults-extra-file comes last", addr: "mysql://me@/", r: Resolve{Files: OptionFiles{Home: home, Extra: only}},
 			want: "mysql://me:***@db9:3310/", pw: "only"},
+		{name: "a port without a host is TCP, not the socket", addr: "mysql://:1/", r: Resolve{Role: "source", Files: home1},
+			want: "mysql://dba:***@127.0.0.1:1/", pw: `from "home"`},
+		{name: "a port with host localhost is TCP", addr: "mysql://localhost:3307/", r: Resolve{Role: "source", Files: home1},
+			want: "mysql://dba:***@localhost:3307/", pw: `from "home"`},
 		{name: "--no-defaults", addr: "mysql://me@localhost/", r: Resolve{Files: OptionFiles{Home: home, NoDefaults: true}},
 			want: "mysql://me@localhost:3306/"},
 	}

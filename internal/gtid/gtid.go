@@ -57,6 +57,9 @@ func Parse(s string) (GTID, error) {
 	s = strings.TrimSpace(s)
 	if strings.Contains(s, ":") {
 		i := strings.LastIndexByte(s, ':')
+		if j := strings.IndexByte(s, ':'); j < i && isTag(s[j+1:i]) {
+			return GTID{}, fmt.Errorf("%w: gtid %q has the tag %q", ErrTagged, s, s[j+1:i])
+		}
 		sid, err := ParseUUID(s[:i])
 		if err != nil {
 			return GTID{}, fmt.Errorf("gtid %q: %w", s, err)

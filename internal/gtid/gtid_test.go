@@ -2,6 +2,8 @@ package gtid
 
 import (
 	"bytes"
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -120,4 +122,33 @@ func FuzzParseSet(f *testing.F) {
 			t.Fatalf("%q -> %q does not round-trip: %v", in, s.String(), err)
 		}
 	})
+}
+
+// TestTaggedGTIDs: a tagged GTID or set (MySQL 8.3+), from the user or the
+// server, says that tags are not supported, not "bad interval".
+func TestTaggedGTIDs(t *testing.T) {
+	const uuid = "3E11FA47-71CA-11E1-9E33-C80AA9429562"
+	tagged := make([]byte, 8)
+	tagged[7] = 1 // the format byte of the tagged binary layout
+	cases := []struct {
+		name  string
+		parse func() error
+	}{
+		{"set", func() error { _, err := ParseSet(uuid + ":tag1:1-5"); return err }},
+		{"second source", func() error {
+			_, err := ParseSet(uuid + ":1-5,\n" + "4e11fa47-71ca-11e1-9e33-c80aa9429562:1-3:_t:7")
+			return err
+		}},
+		{"one gtid", func() error { _, err := Parse(uuid + ":tag1:5"); return err }},
+		{"binary set", func() error { _, err := DecodeMySQL(tagged); return err }},
+	}
+	for _, c := range cases {
+		err := c.parse()
+		if !errors.Is(err, ErrTagged) || !strings.Contains(err.Error(), "tagged GTIDs (MySQL 8.3+) are not supported") {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	if _, err := ParseSet(uuid + ":1-5:x-y"); errors.Is(err, ErrTagged) {
+		t.Errorf("a bad interval taken for a tag: %v", err)
+	}
 }

@@ -2,10 +2,12 @@ package gtid
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Set is a replication position. For MariaDB it is the last applied GTID
@@ -52,6 +54,26 @@ func ParseSet(s string) (Set, error) {
 	return set, nil
 }
 
+// ErrTagged is the error of a tagged GTID or GTID set (MySQL 8.3+:
+// uuid:tag:1-5), which binlane cannot follow: the tag is part of a
+// transaction's identity, and Set has no place for it.
+var ErrTagged = errors.New("tagged GTIDs (MySQL 8.3+) are not supported")
+
+// isTag reports whether a field after a source id is a MySQL tag (a letter
+// or _ first, then letters, digits and _) rather than an interval: it gets
+// a message about tags instead of "bad interval".
+func isTag(field string) bool {
+	if field == "" || len(field) > 32 || !(field[0] == '_' || unicode.IsLetter(rune(field[0]))) {
+		return false
+	}
+	for _, c := range field {
+		if c != '_' && !(c < 128 && (unicode.IsLetter(c) || unicode.IsDigit(c))) {
+			return false
+		}
+	}
+	return true
+}
+
 func parseMySQLSet(s string) (Set, error) {
 	set := Set{flavor: MySQL, sids: map[UUID][]Interval{}}
 	for _, part := range strings.Split(s, ",") {
@@ -68,6 +90,9 @@ func parseMySQLSet(s string) (Set, error) {
 			return Set{}, fmt.Errorf("gtid set %q: %s has no intervals", s, fields[0])
 		}
 		for _, iv := range fields[1:] {
+			if isTag(iv) {
+				return Set{}, fmt.Errorf("%w: gtid set %q has the tag %q", ErrTagged, s, iv)
+			}
 			lo, hi, ok := strings.Cut(iv, "-")
 			a, err := parseUint(lo, 63)
 			if err != nil || a == 0 {
@@ -258,7 +283,7 @@ func DecodeMySQL(b []byte) (Set, error) {
 	}
 	n := binary.LittleEndian.Uint64(b)
 	if n>>56 != 0 {
-		return Set{}, fmt.Errorf("gtid set: tagged format (0x%x) is not supported", n>>56)
+		return Set{}, fmt.Errorf("%w: gtid set in the tagged format (0x%x)", ErrTagged, n>>56)
 	}
 	b = b[8:]
 	for i := uint64(0); i < n; i++ {

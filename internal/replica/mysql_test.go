@@ -218,12 +218,36 @@ func TestMySQLErrors(t *testing.T) {
 	cfg.Addr = srv2.Addr()
 	_, err = Open(context.Background(), cfg)
 	var pfe *PreflightError
-	if !errors.As(err, &pfe) || len(pfe.Problems) != 3 {
+	// Compressed transactions are decoded: binlog_transaction_compression is
+	// no problem (it once was).
+	if !errors.As(err, &pfe) || len(pfe.Problems) != 2 || strings.Contains(err.Error(), "compression") {
 		t.Fatalf("got %v", err)
 	}
-	for _, want := range []string{"binlog_row_metadata", "@@gtid_mode is OFF", "binlog_transaction_compression"} {
+	for _, want := range []string{"binlog_row_metadata", "@@gtid_mode is OFF"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+}
+
+// TestMySQLOptionalSettings: the preflight's decision on the settings only
+// some MySQL versions have.
+func TestMySQLOptionalSettings(t *testing.T) {
+	cases := []struct {
+		name, value string
+		refused     bool
+	}{
+		{"binlog_transaction_compression", "ON", false},
+		{"binlog_transaction_compression", "1", false},
+		{"binlog_transaction_compression", "OFF", false},
+		{"binlog_row_value_options", "PARTIAL_JSON", true},
+		{"binlog_row_value_options", "partial_json", true},
+		{"binlog_row_value_options", "", false},
+	}
+	for _, c := range cases {
+		p := mysqlOptionalProblem(c.name, c.value)
+		if (p != "") != c.refused || c.refused && !strings.Contains(p, "@@"+c.name) {
+			t.Errorf("@@%s = %q: problem %q, want refused %v", c.name, c.value, p, c.refused)
 		}
 	}
 }

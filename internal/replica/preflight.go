@@ -130,15 +130,18 @@ func (info *SourceInfo) fill(vals map[string]string, serverID uint32, start *Pos
 	return problems
 }
 
+// mysqlOptional are settings that only some MySQL versions have, with the
+// value binlane cannot follow. binlog_transaction_compression is not one:
+// the decoder reads its Transaction_payload events (zstd).
+var mysqlOptional = []struct{ name, bad, fix string }{
+	{"binlog_row_value_options", "PARTIAL_JSON", "run SET GLOBAL binlog_row_value_options='' on the source (partial JSON updates are not supported)"},
+}
+
 // mysqlOptionalChecks covers settings that only some MySQL versions have
 // (an unknown variable there means the feature does not exist: fine).
 func mysqlOptionalChecks(ctx context.Context, c *wire.Conn) []string {
 	var problems []string
-	checks := []struct{ name, bad, fix string }{
-		{"binlog_transaction_compression", "ON", "run SET GLOBAL binlog_transaction_compression=OFF on the source (binlane does not decode zstd payloads)"},
-		{"binlog_row_value_options", "PARTIAL_JSON", "run SET GLOBAL binlog_row_value_options='' on the source (partial JSON updates are not supported)"},
-	}
-	for _, chk := range checks {
+	for _, chk := range mysqlOptional {
 		vals, err := globals(ctx, c, []string{chk.name})
 		if err != nil {
 			if !wire.IsServerError(err, wire.ErrCodeUnknownSystemVar) {
@@ -146,11 +149,23 @@ func mysqlOptionalChecks(ctx context.Context, c *wire.Conn) []string {
 			}
 			continue
 		}
-		if v := vals[chk.name]; strings.EqualFold(v, chk.bad) || v == "1" && chk.bad == "ON" {
-			problems = append(problems, fmt.Sprintf("@@%s is %s: %s", chk.name, v, chk.fix))
+		if p := mysqlOptionalProblem(chk.name, vals[chk.name]); p != "" {
+			problems = append(problems, p)
 		}
 	}
 	return problems
+}
+
+// mysqlOptionalProblem decides whether the source's value of an optional
+// MySQL setting stops binlane, and says what to change ("" when it does
+// not).
+func mysqlOptionalProblem(name, value string) string {
+	for _, chk := range mysqlOptional {
+		if chk.name == name && (strings.EqualFold(value, chk.bad) || value == "1" && chk.bad == "ON") {
+			return fmt.Sprintf("@@%s is %s: %s", name, value, chk.fix)
+		}
+	}
+	return ""
 }
 
 // globals reads global variables in one query; NULL reads as "".

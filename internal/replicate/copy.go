@@ -20,6 +20,7 @@ import (
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -539,6 +540,11 @@ func waitNoPreparedXA(ctx context.Context, src *sql.DB, wait time.Duration, log 
 	deadline := time.Now().Add(wait)
 	for warned := false; ; {
 		n, err := preparedXA(ctx, src)
+		if err != nil && sqlerr.Code(err) == 0 {
+			// No answer at all (the source is down): the attempt fails and
+			// is retried, with no warning about XA for a first contact.
+			return fmt.Errorf("copy: the source: %w", err)
+		}
 		if err != nil {
 			log.Warn("cannot list the source's prepared XA transactions; a copy started while one is prepared stops at its XA COMMIT",
 				"error", err)

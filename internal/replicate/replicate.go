@@ -43,6 +43,7 @@ import (
 	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/throttle"
 	"github.com/binlane/binlane/internal/txn"
+	"github.com/binlane/binlane/internal/wire"
 )
 
 // Config describes a stream.
@@ -174,7 +175,7 @@ func Run(ctx context.Context, cfg Config) error {
 	meta.SetMaxOpenConns(4)
 	r.meta = meta
 	defer func() { r.lock.Release() }() // r.lock is set later
-	if err := checkTLS(ctx, cfg, meta, r.log); err != nil {
+	if err := checkServers(ctx, cfg, meta, r.log); err != nil {
 		cfg.Observer.failed(err, true)
 		return err
 	}
@@ -223,7 +224,7 @@ func Run(ctx context.Context, cfg Config) error {
 			bo.Reset() // the stream ran a while: start from the shortest wait again
 		}
 		wait := bo.NextBackOff()
-		r.log.Warn("restarting from the saved position", "reason", redact.Text(err.Error()), "retry_in", wait.Round(time.Millisecond))
+		r.logRetry(err, tries, wait)
 		select {
 		case <-ctx.Done():
 			r.saveState(position.StateStopped, "")
@@ -232,6 +233,18 @@ func Run(ctx context.Context, cfg Config) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// logRetry says that the stream is retried after err. Until an attempt got
+// it going there may be no saved position to restart from (a new stream):
+// that is the first connection failing, bounded by FirstTries.
+func (r *run) logRetry(err error, tries int, wait time.Duration) {
+	reason, in := redact.Text(err.Error()), wait.Round(time.Millisecond)
+	if r.started {
+		r.log.Warn("restarting from the saved position", "reason", reason, "retry_in", in)
+		return
+	}
+	r.log.Warn("the first connection failed: retrying", "error", reason, "attempt", tries, "of", r.cfg.FirstTries, "retry_in", in)
 }
 
 func (r *run) currentOwner() string {
@@ -484,11 +497,14 @@ func replicaConfig(cfg Config, log *slog.Logger) (replica.Config, error) {
 	return rc, nil
 }
 
-// checkTLS connects to both servers once before anything is written to
-// the target, so that a TLS mode a server cannot meet (or a certificate
-// that fails its checks) ends the run with nothing created there. Other
-// failures take the usual path: a server that is not up yet is waited for.
-func checkTLS(ctx context.Context, cfg Config, meta *sql.DB, log *slog.Logger) error {
+// checkServers connects to both servers once before anything is written
+// to the target, so that a refusal no retry can change ends the run with
+// nothing created there (no stream row in error that status --check would
+// report from then on): a TLS mode a server cannot meet, a certificate
+// that fails its checks, a source the preflight refuses (binlog_format...)
+// or that refuses the account. Other failures take the usual path: a
+// server that is not up yet is waited for.
+func checkServers(ctx context.Context, cfg Config, meta *sql.DB, log *slog.Logger) error {
 	var te *dsn.TLSError
 	if err := meta.PingContext(ctx); errors.As(err, &te) {
 		return fmt.Errorf("target: %w", err)
@@ -497,8 +513,14 @@ func checkTLS(ctx context.Context, cfg Config, meta *sql.DB, log *slog.Logger) e
 	if err != nil {
 		return err
 	}
-	if _, err := replica.Inspect(ctx, rcfg); errors.As(cfg.Source.AnnotateTLS(err), &te) {
+	_, err = replica.Inspect(ctx, rcfg)
+	var pfe *replica.PreflightError
+	var ae *wire.AuthError
+	switch err = cfg.Source.AnnotateTLS(err); {
+	case errors.As(err, &te):
 		return fmt.Errorf("source: %w", te)
+	case errors.As(err, &pfe), errors.As(err, &ae):
+		return fmt.Errorf("source %s: %w", cfg.Source, err)
 	}
 	return nil
 }
