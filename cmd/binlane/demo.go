@@ -82,6 +82,7 @@ type demo struct {
 	rules          filter.Rules
 	obs            *replicate.Observer
 	final          apply.Snapshot // the apply phase's counters, for the summary
+	invoiced       int            // calls of shop.invoice_order during the load
 }
 
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
@@ -108,6 +109,12 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		cfg.Seed, cfg.Sessions, cfg.Rate = time.Now().UnixNano(), f.sessions, f.rate
 		wl, err = workload.Run(wlCtx, d.srcDB, cfg)
 		wlDone <- err
+	}()
+	invDone := make(chan error, 1)
+	go func() {
+		var err error
+		d.invoiced, err = d.invoices(wlCtx)
+		invDone <- err
 	}()
 
 	repCtx, stopRep := context.WithCancel(ctx)
@@ -137,6 +144,9 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	stopLoad()
 	if err := <-wlDone; err != nil {
 		return fmt.Errorf("workload: %w", err)
+	}
+	if err := <-invDone; err != nil {
+		return err
 	}
 	d.say("\nload stopped after %d transactions (%d rolled back by the source); waiting for the target to catch up...",
 		wl.Committed.Load(), wl.Failed.Load())
@@ -177,8 +187,14 @@ func (d *demo) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dstURL, err := d.dst.GrantBinlane(ctx, false, demoSchema)
+	// With the optional grants: SET USER creates the copied objects with
+	// their DEFINER. A target that binlogs takes stored functions only
+	// with log_bin_trust_function_creators (README: privileges).
+	dstURL, err := d.dst.GrantBinlane(ctx, true, demoSchema)
 	if err != nil {
+		return err
+	}
+	if err := d.dst.Exec(ctx, "SET GLOBAL log_bin_trust_function_creators = ON"); err != nil {
 		return err
 	}
 	if d.srcDSN, err = dsn.Parse(srcURL); err != nil {
@@ -236,7 +252,49 @@ func (d *demo) seed(ctx context.Context) (string, error) {
 		return "", err
 	}
 	d.say("seeded %d rows in %s (shop.customer, shop.item, shop.orders, shop.order_line).", rows, time.Since(t0).Round(time.Millisecond))
+	if err := d.src.Exec(ctx, demoObjects...); err != nil {
+		return "", err
+	}
+	d.say("and the objects a copy must not leave behind: sequence shop.invoice_no (the DEFAULT of shop.invoice),\n" +
+		"  view shop.customer_totals, function shop.order_total, procedure shop.invoice_order, event shop.purge_shipped.")
 	return d.pos(ctx), nil
+}
+
+// demoObjects are the shop's objects other than tables; invoices runs the
+// procedure (and so the sequence) during the load.
+var demoObjects = []string{
+	"CREATE SEQUENCE shop.invoice_no START WITH 1000 CACHE 20",
+	`CREATE TABLE shop.invoice (no BIGINT PRIMARY KEY DEFAULT NEXTVAL(shop.invoice_no), order_id BIGINT NOT NULL,
+		total DECIMAL(12,2) NOT NULL, issued DATETIME(6) NOT NULL) ENGINE=InnoDB`,
+	`CREATE FUNCTION shop.order_total(o BIGINT) RETURNS DECIMAL(12,2) READS SQL DATA
+		RETURN (SELECT COALESCE(SUM(qty * price), 0) FROM shop.order_line WHERE order_id = o)`,
+	`CREATE PROCEDURE shop.invoice_order(o BIGINT) MODIFIES SQL DATA
+		INSERT INTO shop.invoice (order_id, total, issued) VALUES (o, shop.order_total(o), NOW(6))`,
+	`CREATE VIEW shop.customer_totals AS SELECT c.id, c.email, COUNT(o.id) AS orders, COALESCE(SUM(o.total), 0) AS spent
+		FROM shop.customer c LEFT JOIN shop.orders o ON o.customer_id = c.id GROUP BY c.id, c.email`,
+	`CREATE EVENT shop.purge_shipped ON SCHEDULE EVERY 1 DAY
+		DO DELETE FROM shop.orders WHERE status = 'shipped' AND shipped < NOW() - INTERVAL 1 YEAR`,
+}
+
+// invoices calls shop.invoice_order for a recent order every 50 ms until
+// ctx ends: the sequence is in use while the copy reads it.
+func (d *demo) invoices(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return n, nil
+		case <-time.After(50 * time.Millisecond):
+		}
+		_, err := d.srcDB.ExecContext(ctx, "CALL shop.invoice_order((SELECT MAX(id) FROM shop.orders))")
+		if ctx.Err() != nil {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("invoice: %w", err)
+		}
+		n++
+	}
 }
 
 func (d *demo) replicate(ctx context.Context) error {

@@ -87,5 +87,35 @@ func (d *demo) summary(began time.Time, rep *verify.Report) {
 		elapsed.Round(time.Second), float64(st.Applied)/elapsed.Seconds())
 	d.say("  workers       %s (apply phase)", shares(d.final))
 	d.say("  recommended   %s: %s", analyze.Workers(r.Workers), r.Reason)
+	d.say("  objects       %s", d.objects(ctx))
 	d.say("  verify        %s (online, %d tables)", verdict, len(rep.Tables))
+}
+
+// objects says which of the source's objects the target has, and whether
+// the sequence is where the source's is.
+func (d *demo) objects(ctx context.Context) string {
+	var parts []string
+	for _, q := range []struct{ what, sql string }{
+		{"sequence", "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'shop' AND TABLE_TYPE = 'SEQUENCE'"},
+		{"view", "SELECT COUNT(*) FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'shop'"},
+		{"function", "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'shop' AND ROUTINE_TYPE = 'FUNCTION'"},
+		{"procedure", "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'shop' AND ROUTINE_TYPE = 'PROCEDURE'"},
+		{"event", "SELECT COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = 'shop' AND STATUS = 'SLAVESIDE_DISABLED'"},
+	} {
+		var n int
+		if err := d.dstDB.QueryRowContext(ctx, q.sql).Scan(&n); err != nil {
+			return "cannot read the target's objects: " + err.Error()
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", n, q.what))
+	}
+	var src, dst string
+	state := "SELECT next_not_cached_value FROM shop.invoice_no"
+	d.srcDB.QueryRowContext(ctx, state).Scan(&src)
+	d.dstDB.QueryRowContext(ctx, state).Scan(&dst)
+	seq := "the sequence's next value " + dst + " on both sides"
+	if src != dst {
+		seq = fmt.Sprintf("the sequence's next value DIFFERS: source %s, target %s", src, dst)
+	}
+	return fmt.Sprintf("%s copied (the event disabled until the cut-over); %d invoices numbered during the load, %s",
+		strings.Join(parts, ", "), d.invoiced, seq)
 }

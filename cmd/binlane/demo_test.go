@@ -29,6 +29,8 @@ func TestDemo(t *testing.T) {
 		`copied +(1[5-9]|[2-9]\d)\d{3} rows in \d+ tables`,
 		`applied +\d+ source transactions`,
 		`recommended +\d+ workers?: \S`,
+		`and the objects a copy must not leave behind`,
+		`objects +1 sequence, 1 view, 1 function, 1 procedure, 1 event copied .*[1-9]\d* invoices numbered during the load, the sequence's next value \d+ on both sides`,
 		`verify +equal \(online`,
 		`source and target are equal`,
 	} {
