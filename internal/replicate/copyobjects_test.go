@@ -218,9 +218,10 @@ func without(lines []string, name string) []string {
 	return out
 }
 
-// TestCopyMissingDefiner: a view and a procedure whose DEFINER the target
-// lacks stop the copy at its start with an error naming the account and
-// both objects, before anything is recorded; started again with
+// TestCopyMissingDefiner: a source account that may not see routines or
+// events, and a view and a procedure whose DEFINER the target lacks, stop
+// the copy at its start with an error naming the grant, or the account
+// and both objects, before anything is recorded; started again with
 // --definer=current, the copy creates them as binlane's account.
 func TestCopyMissingDefiner(t *testing.T) {
 	e := newEnv(t)
@@ -237,6 +238,19 @@ func TestCopyMissingDefiner(t *testing.T) {
 	cfg := e.copyConfig(t)
 	cfg.Rules = mustRules(t, "objs")
 	cfg.Copy.ExitWhenDone = true
+	// Without the grants that show routines and events, information_schema
+	// would list none: the copy refuses to start instead of leaving them out.
+	for _, c := range []struct{ revoke, want string }{
+		{"REVOKE SELECT ON mysql.proc FROM " + sandbox.SourceUser + "@'%'", "grant it SELECT ON mysql.proc"},
+		{"REVOKE EVENT ON objs.* FROM " + sandbox.SourceUser + "@'%'", "grant it EVENT ON `objs`.*"},
+	} {
+		e.src.ExecT(t, "SET SESSION sql_log_bin = 0; "+c.revoke)
+		err := Run(ctx, cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: the copy says %v, want %q", c.revoke, err, c.want)
+		}
+		e.grant(t, "objs")
+	}
 	err := Run(ctx, cfg)
 	if !errors.Is(err, provision.ErrMissingDefiner) {
 		t.Fatalf("copy with a definer the target lacks: %v", err)

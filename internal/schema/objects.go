@@ -75,6 +75,9 @@ func ReadObjects(ctx context.Context, q *sql.Conn, rules filter.Rules) ([]*Objec
 	if _, err := q.ExecContext(ctx, "SET SESSION sql_mode = '"+DefinitionMode+"'"); err != nil {
 		return nil, err
 	}
+	if err := checkVisible(ctx, q, rules); err != nil {
+		return nil, err
+	}
 	var out []*ObjectDef
 	lists := []struct {
 		query  string
@@ -111,6 +114,42 @@ func ReadObjects(ctx context.Context, q *sql.Conn, rules filter.Rules) ([]*Objec
 		}
 	}
 	return kept, nil
+}
+
+// checkVisible fails when the server would hide routines or events from
+// binlane's account: information_schema lists only those an account may
+// see, so without the privileges they would be silently left behind.
+func checkVisible(ctx context.Context, q *sql.Conn, rules filter.Rules) error {
+	if _, err := q.ExecContext(ctx, "SELECT 1 FROM mysql.proc LIMIT 0"); err != nil {
+		return fmt.Errorf("the source hides its stored routines from binlane's account (%w): grant it SELECT ON mysql.proc "+
+			"(README: privileges)", err)
+	}
+	rows, err := q.QueryContext(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME")
+	if err != nil {
+		return fmt.Errorf("list schemas: %w", err)
+	}
+	var schemas []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return err
+		}
+		if rules.MatchSchema(s) {
+			schemas = append(schemas, s)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, s := range schemas {
+		if _, err := q.ExecContext(ctx, "SHOW EVENTS FROM "+QuoteName(s)); err != nil {
+			return fmt.Errorf("the source hides the events of %s from binlane's account (%w): grant it EVENT ON %s.* "+
+				"(README: privileges)", QuoteName(s), err, QuoteName(s))
+		}
+	}
+	return nil
 }
 
 func listObjects(ctx context.Context, q Querier, query string) ([]*ObjectDef, error) {
