@@ -69,9 +69,9 @@ A database in the source DSN selects that database when neither --databases
 nor --tables is given. Passwords can come from the environment or a file
 instead of the DSN.
 
-Exit status: 0 the tables and objects are equal, 1 differences found (the
-report lists them), 2 error, a table or object that could not be compared, or interrupted
-(SIGINT/SIGTERM: no report is printed).
+Exit status: 0 the tables are equal, 1 differences found (in rows or
+objects: the report lists them), 2 error, a table or object that could not
+be compared, or interrupted (SIGINT/SIGTERM: no report is printed).
 
 ` + configHelp,
 		Args: cobra.NoArgs,

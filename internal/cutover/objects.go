@@ -196,12 +196,45 @@ func createObject(ctx context.Context, db *sql.DB, o object) error {
 	return nil
 }
 
-// dropObject drops o on db, if it is there.
-func dropObject(ctx context.Context, db *sql.DB, o object) error {
+// dropObject drops o on db (the server named where), if it is there.
+func dropObject(ctx context.Context, db *sql.DB, o object, where string) error {
 	if _, err := db.ExecContext(ctx, "DROP "+string(o.kind)+" IF EXISTS "+o.qualified()); err != nil {
-		return fmt.Errorf("drop %s %s on the source: %w", strings.ToLower(string(o.kind)), o.qualified(), err)
+		return fmt.Errorf("drop %s %s on the %s: %w", strings.ToLower(string(o.kind)), o.qualified(), where, err)
 	}
 	return nil
+}
+
+// replaceObject gives the target o's definition where it has an object of
+// the same name: an event the copy created DISABLE ON SLAVE, as a replica
+// holds it. It reports false when the target's is already o's (a run that
+// finishes an earlier one). A failed create puts the target's own
+// definition back, so the target never keeps neither.
+func replaceObject(ctx context.Context, db *sql.DB, o object) (bool, error) {
+	old := object{kind: o.kind, schema: o.schema, name: o.name, table: o.table}
+	if err := define(ctx, db, &old); err != nil {
+		return false, fmt.Errorf("target: %w", err)
+	}
+	if old.sameDefinition(o) {
+		return false, nil
+	}
+	if err := dropObject(ctx, db, old, "target"); err != nil {
+		return false, err
+	}
+	err := createObject(ctx, db, o)
+	if err == nil {
+		return true, nil
+	}
+	if uerr := createObject(ctx, db, old); uerr != nil {
+		return false, fmt.Errorf("%w; and putting back the target's own definition failed: %w", err, uerr)
+	}
+	return false, fmt.Errorf("%w (the target's own definition is back)", err)
+}
+
+// sameDefinition: o and p are created by the same statement in the same
+// session settings.
+func (o object) sameDefinition(p object) bool {
+	return o.create == p.create && o.sqlMode == p.sqlMode && o.charset == p.charset && o.collation == p.collation &&
+		o.timeZone == p.timeZone
 }
 
 // existingObjects lists the triggers and events db has (object keys).
