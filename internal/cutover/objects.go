@@ -169,14 +169,23 @@ func define(ctx context.Context, db *sql.DB, o *object) error {
 }
 
 // session is the statements that set up a connection to run o's
-// definition as the source did.
+// definition as the source did. The settings come from the source, so
+// each is a string literal, never SQL of its own.
 func (o object) session() []string {
 	out := []string{"USE " + schema.QuoteName(o.schema),
-		fmt.Sprintf("SET SESSION sql_mode = '%s', character_set_client = %s, collation_connection = %s", o.sqlMode, o.charset, o.collation)}
+		fmt.Sprintf("SET SESSION sql_mode = %s, character_set_client = %s, collation_connection = %s", sqlString(o.sqlMode),
+			sqlString(o.charset), sqlString(o.collation))}
 	if o.timeZone != "" {
-		out = append(out, fmt.Sprintf("SET SESSION time_zone = '%s'", o.timeZone))
+		out = append(out, "SET SESSION time_zone = "+sqlString(o.timeZone))
 	}
 	return out
+}
+
+// sqlString quotes s as a string literal. Quotes are doubled, which ends
+// no literal with or without NO_BACKSLASH_ESCAPES; backslashes are doubled
+// too, so that without it they stay what they were.
+func sqlString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
 }
 
 // createObject runs o's definition on db, in a session of its own (thrown
