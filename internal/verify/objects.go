@@ -65,8 +65,11 @@ func (o ObjectReport) Label() string { return string(o.Kind) + " " + o.Schema + 
 type objectDef struct {
 	Kind         ObjectKind
 	Schema, Name string
-	Def          string
-	Err          string
+	// Order is a trigger's ACTION_ORDER among those of its table, timing
+	// and event, which SHOW CREATE TRIGGER does not show.
+	Order string
+	Def   string
+	Err   string
 }
 
 func (d objectDef) key() string { return string(d.Kind) + "\x00" + d.Schema + "\x00" + d.Name }
@@ -191,11 +194,12 @@ func unquotePart(p string) string {
 
 // eventStatus finds an event's status in SHOW CREATE EVENT, which writes
 // it right after ON COMPLETION [NOT] PRESERVE.
-var eventStatus = regexp.MustCompile(`(?s)^(.*? ON COMPLETION (?:NOT )?PRESERVE )(ENABLE|DISABLE ON SLAVE|DISABLE)\b`)
+var eventStatus = regexp.MustCompile(`(?s)^(.*? ON COMPLETION (?:NOT )?PRESERVE )(ENABLE|DISABLE ON SLAVE|DISABLE ON REPLICA|DISABLE)\b`)
 
 // replicaEventStatus returns the target's event definition with the
-// source's status when the target's is DISABLE ON SLAVE and the source's
-// ENABLE: what a replica holds for an enabled event until it takes over.
+// source's status when the target's is DISABLE ON SLAVE (MySQL 8.4: ON
+// REPLICA) and the source's ENABLE: what a replica holds for an enabled
+// event until it takes over.
 // The search starts after the event's name, so a name cannot fake it.
 func replicaEventStatus(src, tgt, name string) string {
 	head := " EVENT " + schema.QuoteName(name)
@@ -209,7 +213,7 @@ func replicaEventStatus(src, tgt, name string) string {
 	if sm == nil || tm == nil {
 		return tgt
 	}
-	if src[sfrom+sm[4]:sfrom+sm[5]] != "ENABLE" || tgt[from+tm[4]:from+tm[5]] != "DISABLE ON SLAVE" {
+	if st := tgt[from+tm[4] : from+tm[5]]; src[sfrom+sm[4]:sfrom+sm[5]] != "ENABLE" || st != "DISABLE ON SLAVE" && st != "DISABLE ON REPLICA" {
 		return tgt
 	}
 	return tgt[:from+tm[4]] + "ENABLE" + tgt[from+tm[5]:]

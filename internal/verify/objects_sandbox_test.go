@@ -137,3 +137,30 @@ func TestVerifyObjectsUnreadable(t *testing.T) {
 		t.Fatalf("unreadable view: %+v\n%s", v, rep)
 	}
 }
+
+// TestVerifyTriggerOrder: two triggers of the same table, timing and
+// event that fire in the other order on the target differ, though SHOW
+// CREATE TRIGGER shows each the same.
+func TestVerifyTriggerOrder(t *testing.T) {
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	tgt := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	srcDB, tgtDB := verifierPool(t, src, "trg"), verifierPool(t, tgt, "trg")
+	first := "CREATE TRIGGER trg.a BEFORE INSERT ON trg.t FOR EACH ROW SET NEW.v = NEW.v * 2"
+	second := "CREATE TRIGGER trg.b BEFORE INSERT ON trg.t FOR EACH ROW SET NEW.v = NEW.v + 1"
+	for _, s := range []*sandbox.Server{src, tgt} {
+		s.ExecT(t, "CREATE DATABASE trg", "CREATE TABLE trg.t (id INT PRIMARY KEY, v INT)")
+	}
+	src.ExecT(t, first, second)
+	tgt.ExecT(t, second, first)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Source: srcDB, Target: tgtDB, Rules: filter.Rules{Databases: []string{"trg"}}, Scope: ScopeObjects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := rep.Object(KindTrigger, "trg", "a"), rep.Object(KindTrigger, "trg", "b")
+	if a == nil || b == nil || a.Status != ObjectDifferent || b.Status != ObjectDifferent ||
+		a.Source != "-- action_order: 1" || a.Target != "-- action_order: 2" {
+		t.Fatalf("triggers in the other order:\n%s", rep)
+	}
+}

@@ -49,6 +49,7 @@ func TestReplicaEventStatus(t *testing.T) {
 		{"replica's disabled on slave equals enable", ev("e", "ENABLE"), ev("e", "DISABLE ON SLAVE"), ev("e", "ENABLE")},
 		{"disable stays", ev("e", "ENABLE"), ev("e", "DISABLE"), ev("e", "DISABLE")},
 		{"source disabled", ev("e", "DISABLE"), ev("e", "DISABLE ON SLAVE"), ev("e", "DISABLE ON SLAVE")},
+		{"MySQL's replica", ev("e", "ENABLE"), ev("e", "DISABLE ON REPLICA"), ev("e", "ENABLE")},
 		{"same", ev("e", "ENABLE"), ev("e", "ENABLE"), ev("e", "ENABLE")},
 		{"a name cannot fake the status", ev("x ON COMPLETION PRESERVE ENABLE", "ENABLE"), ev("x ON COMPLETION PRESERVE ENABLE", "DISABLE ON SLAVE"),
 			ev("x ON COMPLETION PRESERVE ENABLE", "ENABLE")},

@@ -80,9 +80,10 @@ func listObjects(ctx context.Context, conn *sql.Conn, sc string, rules filter.Ru
 				add(KindSequence, v[0])
 			}
 		}},
-		{"SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?", func(v []string) {
+		{"SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_ORDER FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?", func(v []string) {
 			if rules.Match(sc, v[1]) {
 				add(KindTrigger, v[0])
+				out[len(out)-1].Order = v[2]
 			}
 		}},
 		// Packages (sql_mode=ORACLE) are not compared.
@@ -162,7 +163,8 @@ func readDefinition(ctx context.Context, conn *sql.Conn, d objectDef) (string, e
 		return "", &hiddenError{fmt.Sprintf("the server shows no definition of %s %s (see the privileges verify needs)", d.Kind, name)}
 	}
 	settings := [][2]string{{"sql_mode", got["sql_mode"]}, {"time_zone", got["time_zone"]},
-		{"character_set_client", got["character_set_client"]}, {"collation_connection", got["collation_connection"]}}
+		{"character_set_client", got["character_set_client"]}, {"collation_connection", got["collation_connection"]},
+		{"action_order", d.Order}}
 	return describeSession(create, settings), rows.Err()
 }
 
