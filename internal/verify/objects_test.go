@@ -1,9 +1,13 @@
 package verify
 
 import (
+	"context"
+	"database/sql/driver"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 func TestNormalizeDefinition(t *testing.T) {
@@ -151,5 +155,26 @@ func TestFirstDifference(t *testing.T) {
 				t.Errorf("got %d %q %q, want %d %q %q", line, src, tgt, c.line, c.src, c.tgt)
 			}
 		})
+	}
+}
+
+func TestObjectError(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"none", nil, false},
+		{"denied", &mysql.MySQLError{Number: 1142, Message: "SHOW VIEW command denied"}, true},
+		{"dropped meanwhile", &mysql.MySQLError{Number: 1305, Message: "PROCEDURE p does not exist"}, true},
+		{"hidden body", &hiddenError{"no definition"}, true},
+		{"killed", &mysql.MySQLError{Number: 1927, Message: "Connection was killed"}, false},
+		{"interrupted", &mysql.MySQLError{Number: 1317, Message: "Query execution was interrupted"}, false},
+		{"connection", driver.ErrBadConn, false},
+		{"context", context.Canceled, false},
+	} {
+		if got := objectError(c.err); got != c.want {
+			t.Errorf("%s: objectError = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -31,9 +31,8 @@ func readObjects(ctx context.Context, conn *sql.Conn, rules filter.Rules) ([]obj
 		}
 		for _, d := range defs {
 			d.Def, err = readDefinition(ctx, conn, d)
-			var hidden *hiddenError
 			switch {
-			case errors.As(err, &hidden) || sqlerr.Code(err) != 0:
+			case objectError(err):
 				d.Err = err.Error()
 			case err != nil:
 				return nil, fmt.Errorf("read %s %s.%s: %w", d.Kind, schema.QuoteName(d.Schema), schema.QuoteName(d.Name), err)
@@ -42,6 +41,18 @@ func readObjects(ctx context.Context, conn *sql.Conn, rules filter.Rules) ([]obj
 		}
 	}
 	return out, nil
+}
+
+// objectError reports whether err is the object's, not the session's: the
+// server refused to show it (a privilege, or it was dropped meanwhile) but
+// answered, and nothing cut the statement short.
+func objectError(err error) bool {
+	var hidden *hiddenError
+	if errors.As(err, &hidden) {
+		return true
+	}
+	code := sqlerr.Code(err)
+	return code != 0 && !sqlerr.ConnectionLost(err, sqlerr.Unknown) && !sqlerr.Interrupted(code) && !sqlerr.Transient(err)
 }
 
 func selectedSchemas(ctx context.Context, conn *sql.Conn, rules filter.Rules) ([]string, error) {
