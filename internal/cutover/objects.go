@@ -276,6 +276,12 @@ func existingObjects(ctx context.Context, db *sql.DB) (map[string]bool, error) {
 	return out, nil
 }
 
+// oneLine keeps text from the source (a name, a definer) on its comment
+// line: a line break in it would end the comment, and the rest would run.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
+}
+
 // script is the objects' definitions as a file for the mysql client, and
 // the statements the stream kept (binlane.deferred) for reference.
 func script(header string, objs []object, kept []position.Deferred) string {
@@ -285,8 +291,14 @@ func script(header string, objs []object, kept []position.Deferred) string {
 	}
 	b.WriteString("DELIMITER ;;\n")
 	for _, o := range objs {
-		fmt.Fprintf(&b, "\n-- %s %s (definer %s)\n", strings.ToLower(string(o.kind)), o.qualified(), o.definer)
-		for _, q := range append(o.session(), o.create) {
+		fmt.Fprintf(&b, "\n-- %s\n", oneLine(fmt.Sprintf("%s %s (definer %s)", strings.ToLower(string(o.kind)), o.qualified(), o.definer)))
+		stmts := o.session()
+		if o.kind == kindEvent {
+			// The copy creates the events on the target (DISABLE ON
+			// SLAVE): the source's definition replaces them.
+			stmts = append(stmts, "DROP EVENT IF EXISTS "+o.qualified())
+		}
+		for _, q := range append(stmts, o.create) {
 			b.WriteString(q + ";;\n")
 		}
 	}
@@ -295,7 +307,7 @@ func script(header string, objs []object, kept []position.Deferred) string {
 		b.WriteString("\n-- The trigger and event statements the stream kept instead of running (binlane.deferred), for\n" +
 			"-- reference: the definitions above are their result as the source has it at the cut-over.\n")
 		for _, d := range kept {
-			fmt.Fprintf(&b, "-- %s (%s, in %s): %s\n", d.GTID, d.Reason, d.Schema,
+			fmt.Fprintf(&b, "-- %s: %s\n", oneLine(fmt.Sprintf("%s (%s, in %s)", d.GTID, d.Reason, d.Schema)),
 				strings.ReplaceAll(redact.Statement(d.Statement), "\n", "\n--   "))
 		}
 	}

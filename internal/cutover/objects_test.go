@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sandbox"
 )
 
@@ -84,5 +85,28 @@ func TestReplaceObject(t *testing.T) {
 	}
 	if replaced, err := replaceObject(ctx, db, src); err != nil || replaced {
 		t.Fatalf("replace again: %v, %v", replaced, err)
+	}
+}
+
+// TestScriptCrafted: names and definers from the source stay inside their
+// comments and quotes in the --deferred-out script; an event is dropped
+// before it is created (the copy created it on the target).
+func TestScriptCrafted(t *testing.T) {
+	evil := "x\nDROP DATABASE shop;;\n"
+	objs := []object{
+		{kind: kindTrigger, schema: "shop", name: evil, table: "t", definer: "a\r\nDROP DATABASE shop;;@%", charset: "utf8mb4",
+			collation: "utf8mb4_general_ci", create: "CREATE DEFINER=`a`@`%` TRIGGER `x` BEFORE INSERT ON `t` FOR EACH ROW SET @a = 1"},
+		{kind: kindEvent, schema: "shop", name: "e", definer: "root@localhost", charset: "utf8mb4", collation: "utf8mb4_general_ci",
+			create: "CREATE DEFINER=`root`@`localhost` EVENT `e` ON SCHEDULE EVERY 1 DAY DO DELETE FROM t"},
+	}
+	kept := []position.Deferred{{GTID: "0-1-5", Reason: "trigger", Schema: "shop\nDROP DATABASE shop;;", Statement: "CREATE TRIGGER x"}}
+	got := script("header", objs, kept)
+	for _, l := range strings.Split(got, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "DROP DATABASE") {
+			t.Errorf("a crafted name became a statement:\n%s", got)
+		}
+	}
+	if !strings.Contains(got, "DROP EVENT IF EXISTS `shop`.`e`;;\nCREATE DEFINER=`root`@`localhost` EVENT `e`") {
+		t.Errorf("the event is not replaced:\n%s", got)
 	}
 }
