@@ -45,7 +45,7 @@ and rows missing, extra or changed, with their keys.
 It also compares the definitions of the selected tables, views, sequences
 (with their state), stored procedures and functions, events and triggers, as
 SHOW CREATE shows them, less what legitimately differs: a table's
-AUTO_INCREMENT counter and the spelling of a definer. A trigger or event the
+AUTO_INCREMENT counter and engine, and the spelling of a definer. A trigger or event the
 target lacks is deferred to the cut-over, and an event the target holds
 DISABLE ON SLAVE equals the source's ENABLE, unless --handed-over says the
 target has taken over. --rows-only leaves the objects out.

@@ -160,18 +160,29 @@ func kindOrder(k ObjectKind) int {
 // the rows it applies, and a restart or a rolled-back insert moves either).
 var autoIncrementOption = regexp.MustCompile(` AUTO_INCREMENT=[0-9]+`)
 
+// tableEngine is a table's storage engine, in its options and in each
+// partition's: binlane requires a transactional engine on the target
+// (README), so a source's MyISAM or Aria table is InnoDB there.
+var tableEngine = regexp.MustCompile(`(?m)(^\) ENGINE=[A-Za-z0-9_]+| ENGINE = [A-Za-z0-9_]+)`)
+
 // definerClause is DEFINER=user@host with each part quoted with
 // backticks, single quotes, or not at all, as servers and dumps spell it.
 var definerClause = regexp.MustCompile("DEFINER=(`(?:[^`]|``)*`|'(?:[^'\\\\]|\\\\.|'')*'|[^\\s@`']+)@(`(?:[^`]|``)*`|'(?:[^'\\\\]|\\\\.|'')*'|[^\\s`']+)")
 
 // normalizeDefinition is a definition without what legitimately differs
 // between two servers holding the same object: a table's AUTO_INCREMENT
-// counter, and the spelling of its definer (quoting, and the case of the
-// host name, which MariaDB matches without it).
+// counter and engine, and the spelling of its definer (quoting, and the
+// case of the host name, which MariaDB matches without it).
 func normalizeDefinition(d objectDef) string {
 	s := d.Def
 	if d.Kind == KindTable {
 		s = autoIncrementOption.ReplaceAllString(s, "")
+		s = tableEngine.ReplaceAllStringFunc(s, func(m string) string {
+			if strings.HasPrefix(m, ")") {
+				return ")"
+			}
+			return ""
+		})
 	}
 	if m := definerClause.FindStringSubmatchIndex(s); m != nil {
 		user, host := unquotePart(s[m[2]:m[3]]), unquotePart(s[m[4]:m[5]])

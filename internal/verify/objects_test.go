@@ -17,7 +17,15 @@ func TestNormalizeDefinition(t *testing.T) {
 		want string
 	}{
 		{"auto_increment counter", objectDef{Kind: KindTable, Def: "CREATE TABLE `t` (\n  `id` int(11) NOT NULL AUTO_INCREMENT\n) ENGINE=InnoDB AUTO_INCREMENT=42 DEFAULT CHARSET=utf8mb4"},
-			"CREATE TABLE `t` (\n  `id` int(11) NOT NULL AUTO_INCREMENT\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"},
+			"CREATE TABLE `t` (\n  `id` int(11) NOT NULL AUTO_INCREMENT\n) DEFAULT CHARSET=utf8mb4"},
+		{"engine", objectDef{Kind: KindTable, Def: "CREATE TABLE `t` (\n  `id` int(11) NOT NULL\n) ENGINE=MyISAM DEFAULT CHARSET=latin1"},
+			"CREATE TABLE `t` (\n  `id` int(11) NOT NULL\n) DEFAULT CHARSET=latin1"},
+		{"partitions' engines", objectDef{Kind: KindTable, Def: "CREATE TABLE `t` (\n  `id` int(11) NOT NULL\n) ENGINE=Aria PAGE_CHECKSUM=1\n" +
+			" PARTITION BY RANGE (`id`)\n(PARTITION `p0` VALUES LESS THAN (10) ENGINE = Aria,\n PARTITION `p1` VALUES LESS THAN MAXVALUE ENGINE = Aria)"},
+			"CREATE TABLE `t` (\n  `id` int(11) NOT NULL\n) PAGE_CHECKSUM=1\n PARTITION BY RANGE (`id`)\n(PARTITION `p0` VALUES LESS THAN (10),\n" +
+				" PARTITION `p1` VALUES LESS THAN MAXVALUE)"},
+		{"a column's text mentioning an engine", objectDef{Kind: KindTable, Def: "CREATE TABLE `t` (\n  `c` int(11) DEFAULT 0 COMMENT ') ENGINE=x'\n) ENGINE=InnoDB"},
+			"CREATE TABLE `t` (\n  `c` int(11) DEFAULT 0 COMMENT ') ENGINE=x'\n)"},
 		{"auto_increment kept outside tables", objectDef{Kind: KindView, Def: "select ' AUTO_INCREMENT=3' AS `a`"},
 			"select ' AUTO_INCREMENT=3' AS `a`"},
 		{"definer in backticks", objectDef{Kind: KindView, Def: "CREATE ALGORITHM=UNDEFINED DEFINER=`app`@`LocalHost` SQL SECURITY DEFINER VIEW `v` AS select 1"},
