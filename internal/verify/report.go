@@ -143,7 +143,9 @@ func (r *Report) Table(schema, table string) *TableReport {
 // closing count.
 func (r *Report) Format(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tSTATUS\tSOURCE ROWS\tTARGET ROWS\tCHUNKS\tDIFFERING\tKEY")
+	if len(r.Tables) > 0 || len(r.Objects) == 0 { // none with ScopeObjects
+		fmt.Fprintln(tw, "TABLE\tSTATUS\tSOURCE ROWS\tTARGET ROWS\tCHUNKS\tDIFFERING\tKEY")
+	}
 	for _, t := range r.Tables {
 		key := "(whole table)"
 		if t.Key != "" {
