@@ -96,6 +96,8 @@ type Config struct {
 	Source, Target *sql.DB
 	// Rules select the tables; system schemas are never compared. Tables
 	// the rules select on the target but the source lacks are reported.
+	// Views and sequences are selected as tables are, triggers with their
+	// table, routines and events with their database (MatchSchema).
 	Rules filter.Rules
 	// ChunkRows is the number of source rows per chunk.
 	ChunkRows int
