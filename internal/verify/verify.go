@@ -1,6 +1,7 @@
 // Package verify compares the selected tables of two servers row by row and
 // reports every difference: tables missing on either side, columns that
-// differ, and rows missing, extra or changed, by key.
+// differ, and rows missing, extra or changed, by key; and the definitions
+// of their schema objects (see Objects below).
 //
 // The package owns the comparison. It must never write to either server:
 // it sends only SELECTs (and SET SESSION), and its sessions are read-only,
