@@ -50,11 +50,16 @@ func newCutoverCmd() *cobra.Command {
      source's position unchanged for --quiet-for).
   3. catch up: the source's final position P; the stream applies up to P
      exactly and holds there.
-  4. verify: the selected tables compared at P, unless --no-verify.
+  4. verify: the selected tables compared at P, unless --no-verify, and
+     always the definitions of the tables, views, sequences, routines,
+     triggers and events: one missing or different on the target (named)
+     rolls back; triggers and events the target lacks are deferred to 5.
   5. hand over: the stream is recorded as cut over at P (a later replicate
      of it refuses to start); the source's triggers and events (as they
-     are at P) are created on the target, or written to --deferred-out;
-     the target is made writable if it was read-only.
+     are at P) are created on the target, an event it has (DISABLE ON
+     SLAVE, as the copy creates it) replaced by the source's, and compared
+     again; or written to --deferred-out. The target is made writable if it
+     was read-only.
   6. --reverse: a reverse stream (--reverse-stream, default NAME-reverse)
      from the target back to the source is prepared, starting at the
      target's own position Q of the hand-over, and the replicate command
@@ -93,7 +98,7 @@ unless it says otherwise), 3 --timeout reached (rolled back).
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "how long the freeze and the catch-up may take together before the cut-over rolls back")
 	fl.StringVar(&f.freeze, "freeze", cutover.FreezeReadOnly, "read-only: binlane makes the source read-only; none: the application stops writing")
 	fl.DurationVar(&f.quiet, "quiet-for", 2*time.Second, "--freeze none: how long the source's position must not move")
-	fl.BoolVar(&f.noVerify, "no-verify", false, "hand over without comparing the tables at the final position")
+	fl.BoolVar(&f.noVerify, "no-verify", false, "hand over without comparing the tables' rows at the final position (their definitions and the other objects are still compared)")
 	fl.IntVar(&f.parallel, "threads", verify.DefaultParallel, "verify: chunks compared at once")
 	deprecatedAlias(fl, "parallel", "threads")
 	fl.IntVar(&f.chunkRows, "chunk-rows", verify.DefaultChunkRows, "verify: source rows per checksummed chunk")
@@ -199,6 +204,9 @@ func printCutover(w io.Writer, res *cutover.Result, f cutoverFlags) {
 	}
 	if len(res.Created) > 0 {
 		fmt.Fprintf(w, "  on the target      created %s\n", strings.Join(res.Created, ", "))
+	}
+	if len(res.Replaced) > 0 {
+		fmt.Fprintf(w, "  on the target      replaced %s by the source's\n", strings.Join(res.Replaced, ", "))
 	}
 	if res.Deferred != "" {
 		fmt.Fprintf(w, "  triggers, events   written to %s: run it on the target\n", res.Deferred)

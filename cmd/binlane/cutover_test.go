@@ -34,6 +34,7 @@ type cutoverResult struct {
 	ReverseStream  string   `json:"reverse_stream"`
 	ReverseCommand string   `json:"reverse_command"`
 	Created        []string `json:"created"`
+	Replaced       []string `json:"replaced"`
 	Dropped        []string `json:"dropped"`
 	RolledBack     bool     `json:"rolled_back"`
 	Steps          []string `json:"steps"`
@@ -240,7 +241,9 @@ func TestCutoverAndBack(t *testing.T) {
 	if !readOnly(t, aDB) || readOnly(t, bDB) {
 		t.Fatal("A should be read-only and B writable")
 	}
-	verifyEqual(t, aDB, bDB, "wl")
+	// B is the primary now: compared as the source, whose triggers A, a
+	// replica, must not have.
+	verifyEqual(t, bDB, aDB, "wl")
 	if triggers(t, aDB) != 0 || triggers(t, bDB) != len(workload.TriggerDDL) {
 		t.Fatalf("triggers: A %d, B %d", triggers(t, aDB), triggers(t, bDB))
 	}
@@ -559,7 +562,7 @@ func TestCutoverKilled(t *testing.T) {
 			t.Fatalf("after %q: read-only %v/%v, triggers %d/%d", step, readOnly(t, roots[src]), readOnly(t, roots[dst]),
 				triggers(t, roots[src]), triggers(t, roots[dst]))
 		}
-		verifyEqual(t, roots[src], roots[dst], "wl")
+		verifyEqual(t, roots[dst], roots[src], "wl") // the new primary as the source: it has the triggers
 
 		// Back the other way for the next step.
 		fields := strings.Fields(r.ReverseCommand)

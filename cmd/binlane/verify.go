@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,7 @@ type verifyFlags struct {
 	maxDiffs                   int
 	json, verbose              bool
 	online                     bool
+	handedOver, rowsOnly       bool
 	stream                     string
 	resumeFile                 string
 	limits                     limitFlags
@@ -35,14 +37,23 @@ func newVerifyCmd() *cobra.Command {
 	var f verifyFlags
 	cmd := &cobra.Command{
 		Use:   "verify --source DSN --target DSN",
-		Short: "Compare the tables of two servers row by row",
+		Short: "Compare the tables and schema objects of two servers",
 		Long: `Compare the selected tables of the source and the target row by row and
 report every difference: tables missing on either side, columns that differ,
 and rows missing, extra or changed, with their keys.
 
+It also compares the definitions of the selected tables, views, sequences
+(with their state), stored procedures and functions, events and triggers, as
+SHOW CREATE shows them, less what legitimately differs: a table's
+AUTO_INCREMENT counter and engine, and the spelling of a definer. A trigger or event the
+target lacks is deferred to the cut-over, and an event the target holds
+DISABLE ON SLAVE equals the source's ENABLE, unless --handed-over says the
+target has taken over. --rows-only leaves the objects out.
+
 Run it at a consistent point: writes to the source stopped and the target
 caught up (for example after binlane replicate --stop-at-gtid). It only reads:
-its sessions are read-only and a SELECT privilege is enough.
+its sessions are read-only. It needs SELECT, SHOW VIEW, TRIGGER and EVENT on
+the compared databases and SELECT on mysql.proc (see the README).
 
 With --online it compares while the source takes writes and the stream
 (--stream) runs: each pair of sessions takes a consistent snapshot on the
@@ -58,9 +69,9 @@ A database in the source DSN selects that database when neither --databases
 nor --tables is given. Passwords can come from the environment or a file
 instead of the DSN.
 
-Exit status: 0 the tables are equal, 1 differences found (the report lists
-them), 2 error, a table that could not be compared, or interrupted
-(SIGINT/SIGTERM: no report is printed).
+Exit status: 0 the tables are equal, 1 differences found (in rows or
+objects: the report lists them), 2 error, a table or object that could not
+be compared, or interrupted (SIGINT/SIGTERM: no report is printed).
 
 ` + configHelp,
 		Args: cobra.NoArgs,
@@ -84,6 +95,8 @@ them), 2 error, a table that could not be compared, or interrupted
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log every chunk (--log-level debug)")
 	fl.BoolVar(&f.online, "online", false, "compare while the source takes writes, pausing --stream at each snapshot's position")
 	fl.StringVar(&f.stream, "stream", "default", "the stream to pause (with --online)")
+	fl.BoolVar(&f.handedOver, "handed-over", false, "the target has taken over (after binlane cutover): its triggers and events must match the source's")
+	fl.BoolVar(&f.rowsOnly, "rows-only", false, "compare the tables' rows only, not the definitions of tables, views, routines, events, triggers and sequences")
 	fl.StringVar(&f.resumeFile, "resume-file", "", "record the tables found equal in this file, and leave out those it lists (run again after an interruption)")
 	addLimitFlags(fl, &f.limits, "the comparison")
 	// --source and --target may come from the file or the environment:
@@ -131,7 +144,10 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	defer stopHUP()
 	hup.Go(func() { reloadLimitsOnHUP(ctx, cmd, th.Limits(), log) })
 	vcfg := verify.Config{Source: src.db, Target: tgt.db, Rules: rules,
-		ChunkRows: f.chunkRows, Parallel: f.threads, MaxDiffs: f.maxDiffs, Logger: log}
+		ChunkRows: f.chunkRows, Parallel: f.threads, MaxDiffs: f.maxDiffs, Logger: log, HandedOver: f.handedOver}
+	if f.rowsOnly {
+		vcfg.Scope = verify.ScopeRows
+	}
 	if th != nil {
 		vcfg.Hold = th.Wait
 	}
@@ -177,20 +193,34 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 }
 
 // verdict is verify's result: nil when equal, exit status 1 for
-// differences, and 2 when a table could not be compared (its differences,
-// if any, are unknown).
+// differences, and 2 when a table or object could not be compared (its
+// differences, if any, are unknown).
 func verdict(rep *verify.Report) error {
-	failed := 0
+	failed, failedObjects := 0, 0
 	for _, t := range rep.Tables {
 		if t.Status == verify.StatusError {
 			failed++
 		}
 	}
+	for _, o := range rep.Objects {
+		if o.Status == verify.ObjectError {
+			failedObjects++
+		}
+	}
 	switch {
 	case failed > 0:
 		return fmt.Errorf("verify: %d of %d tables could not be compared", failed, len(rep.Tables))
+	case failedObjects > 0:
+		return fmt.Errorf("verify: the definitions of %d of %d objects could not be read", failedObjects, len(rep.Objects))
 	case !rep.Equal():
-		return withExitCode(exitDiffer, fmt.Errorf("verify: %d of %d tables differ", len(rep.Differing()), len(rep.Tables)))
+		var parts []string
+		if n := len(rep.Differing()); n > 0 || len(rep.DifferingObjects()) == 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d tables differ", n, len(rep.Tables)))
+		}
+		if n := len(rep.DifferingObjects()); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d objects differ", n, len(rep.Objects)))
+		}
+		return withExitCode(exitDiffer, fmt.Errorf("verify: %s", strings.Join(parts, ", ")))
 	}
 	return nil
 }

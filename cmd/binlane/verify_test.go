@@ -104,3 +104,49 @@ func TestVerifyCommand(t *testing.T) {
 		t.Error("missing --source accepted")
 	}
 }
+
+// TestVerifyCommandObjects: verify, as an account with exactly the
+// README's verify grants, reports a view that differs and a procedure
+// missing on the target by kind and name, in text and JSON, and exits 1;
+// --rows-only leaves them out; equal objects exit 0.
+func TestVerifyCommandObjects(t *testing.T) {
+	src := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
+	tgt := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	for _, s := range []*sandbox.Server{src, tgt} {
+		s.ExecT(t, append([]string{"CREATE USER checker@'%' IDENTIFIED BY '" + checkerPassword + "'"},
+			sandbox.VerifyGrants("checker@'%'", "app")...)...)
+		s.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, v INT)", "INSERT INTO app.t VALUES (1, 1)",
+			"CREATE VIEW app.v AS SELECT id FROM app.t", "CREATE PROCEDURE app.p() SELECT COUNT(*) FROM app.t")
+	}
+	t.Setenv("CHECKER_PW", checkerPassword)
+	args := []string{"--source", "checker@tcp(" + src.Addr() + ")/app", "--target", "checker@tcp(" + tgt.Addr() + ")/",
+		"--source-password-env", "CHECKER_PW", "--target-password-env", "CHECKER_PW"}
+	if out, err := runVerifyCmd(t, args...); err != nil || !strings.Contains(out, "3 objects, 3 equal, 0 differing") {
+		t.Fatalf("equal objects: %v\n%s", err, out)
+	}
+
+	tgt.ExecT(t, "CREATE OR REPLACE VIEW app.v AS SELECT id, v FROM app.t", "DROP PROCEDURE app.p")
+	out, err := runVerifyCmd(t, args...)
+	if exitCode(err) != exitDiffer || !strings.Contains(err.Error(), "2 of 3 objects differ") {
+		t.Fatalf("differing objects: exit %d, %v\n%s", exitCode(err), err, out)
+	}
+	for _, want := range []string{"view app.v: different", "procedure app.p: missing-on-target", "line 1 of the definition"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	out, _ = runVerifyCmd(t, append(args, "--json")...)
+	var rep verify.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	if v := rep.Object(verify.KindView, "app", "v"); v == nil || v.Status != verify.ObjectDifferent || v.Target == "" {
+		t.Errorf("JSON view: %+v\n%s", v, out)
+	}
+	if p := rep.Object(verify.KindProcedure, "app", "p"); p == nil || p.Status != verify.ObjectMissing {
+		t.Errorf("JSON procedure: %+v", p)
+	}
+	if out, err := runVerifyCmd(t, append(args, "--rows-only")...); err != nil || strings.Contains(out, "objects") {
+		t.Errorf("--rows-only: %v\n%s", err, out)
+	}
+}

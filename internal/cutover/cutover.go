@@ -9,14 +9,18 @@
 //     position must stop moving; then its final position P is read.
 //  3. catch up: the running stream is asked to apply up to P and hold
 //     there (package pause); its saved position is then exactly P.
-//  4. verify: both sides compared at P (both are still), unless NoVerify.
+//  4. verify: both sides compared at P (both are still): the rows, unless
+//     NoVerify, and always the schema objects' definitions (package
+//     verify); an object missing or different rolls back.
 //  5. hand over, one target transaction: the stream is recorded as cut
 //     over at P (it never runs again), with the target's own position Q.
 //     Then, going forward only: the source's triggers and events are
-//     created on the target (or written to DeferredOut), the target made
-//     writable, and with Reverse a reverse stream target → source is
-//     prepared at Q (binlane replicate runs it; it carries only what the
-//     application writes to the target from Q on).
+//     created on the target, an event the copy created there (DISABLE ON
+//     SLAVE) replaced by the source's, and all of them compared again (or
+//     written to DeferredOut); the target made writable, and with Reverse
+//     a reverse stream target → source is prepared at Q (binlane
+//     replicate runs it; it carries only what the application writes to
+//     the target from Q on).
 //
 // Every step is journaled in binlane.cutover (package position) before it
 // changes anything, so that a failure, a timeout or Ctrl-C before the hand-
@@ -121,6 +125,7 @@ type Result struct {
 	ReverseStream  string   `json:"reverse_stream"` // "" without --reverse
 	ReverseCommand string   `json:"reverse_command,omitempty"`
 	Created        []string `json:"created,omitempty"`  // triggers and events created on the target
+	Replaced       []string `json:"replaced,omitempty"` // events the target had (DISABLE ON SLAVE), given the source's definition
 	Dropped        []string `json:"dropped,omitempty"`  // and dropped on the source (Reverse)
 	Deferred       string   `json:"deferred,omitempty"` // the DeferredOut file written
 	Timings        Timings  `json:"timings"`
@@ -307,16 +312,22 @@ func (c *cut) switchOver(ctx context.Context) error {
 	return nil
 }
 
-// verify compares both sides at P.
+// verify compares both sides at P: the rows (unless NoVerify) and the
+// schema objects' definitions, a few statements that even NoVerify runs:
+// the target must not take over without a view, routine, sequence or
+// event of the source's, or with one that differs. Triggers and events it
+// lacks are deferred: the hand-over creates them.
 func (c *cut) verify(ctx context.Context) error {
-	if c.cfg.NoVerify {
-		c.res.Verify = "skipped"
-		return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"verified": "skipped"})
-	}
 	began := time.Now()
-	c.log.Info("verifying at the final position")
-	rep, err := verify.Run(ctx, verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Parallel: c.cfg.VerifyParallel,
-		ChunkRows: c.cfg.ChunkRows, Logger: c.log})
+	cfg := verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Parallel: c.cfg.VerifyParallel,
+		ChunkRows: c.cfg.ChunkRows, Logger: c.log}
+	if c.cfg.NoVerify {
+		cfg.Scope = verify.ScopeObjects
+		c.log.Info("comparing the schema objects at the final position (rows: --no-verify)")
+	} else {
+		c.log.Info("verifying at the final position")
+	}
+	rep, err := verify.Run(ctx, cfg)
 	c.res.Timings.Verify = time.Since(began)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
@@ -325,15 +336,33 @@ func (c *cut) verify(ctx context.Context) error {
 	if !rep.Equal() {
 		var b strings.Builder
 		_ = rep.Format(&b)
-		return fmt.Errorf("verify found differences at %s, so the target cannot take over:\n%s", c.res.SourceGTID, b.String())
+		return fmt.Errorf("verify found differences at %s%s, so the target cannot take over:\n%s", c.res.SourceGTID,
+			namedObjects(rep), b.String())
 	}
 	for _, t := range rep.Tables {
 		if t.Status == verify.StatusError {
 			return fmt.Errorf("verify could not compare %s: %s", t.Name(), t.Error)
 		}
 	}
+	if c.cfg.NoVerify {
+		c.res.Verify = "skipped"
+		return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"verified": "skipped"})
+	}
 	c.res.Verify, c.res.Verified = "equal", true
 	return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"verified": "equal"})
+}
+
+// namedObjects names the objects that differ, for the first line of the
+// error.
+func namedObjects(rep *verify.Report) string {
+	var names []string
+	for _, o := range rep.DifferingObjects() {
+		names = append(names, o.Label()+" ("+string(o.Status)+")")
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " in " + strings.Join(names, ", ")
 }
 
 // handOver commits the cut-over: the source must still be at P; the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/verify"
 )
 
 // rollback undoes what the journal says this cut-over changed: the source
@@ -90,13 +92,27 @@ func (c *cut) forward(ctx context.Context) error {
 			return c.forwardFailed(fmt.Errorf("target: %w", err))
 		}
 		for _, o := range objs {
-			if have[o.key()] {
-				continue
+			switch {
+			case have[o.key()] && o.kind == kindEvent:
+				// The copy creates events DISABLE ON SLAVE: the primary
+				// runs them, so now the target gets the source's status.
+				replaced, err := replaceObject(ctx, c.tgt, o)
+				if err != nil {
+					return c.forwardFailed(err)
+				}
+				if replaced {
+					c.res.Replaced = append(c.res.Replaced, o.key())
+				}
+			case have[o.key()]:
+			default:
+				if err := createObject(ctx, c.tgt, o); err != nil {
+					return c.forwardFailed(err)
+				}
+				c.res.Created = append(c.res.Created, o.key())
 			}
-			if err := createObject(ctx, c.tgt, o); err != nil {
-				return c.forwardFailed(err)
-			}
-			c.res.Created = append(c.res.Created, o.key())
+		}
+		if err := c.checkMoved(ctx, objs); err != nil {
+			return c.forwardFailed(err)
 		}
 	}
 	c.step("objects created")
@@ -108,7 +124,7 @@ func (c *cut) forward(ctx context.Context) error {
 	}
 	if j.Reverse != "" {
 		for _, o := range objs {
-			if err := dropObject(ctx, c.src, o); err != nil {
+			if err := dropObject(ctx, c.src, o, "source"); err != nil {
 				return c.forwardFailed(err)
 			}
 			c.res.Dropped = append(c.res.Dropped, o.key())
@@ -128,6 +144,53 @@ func (c *cut) forward(ctx context.Context) error {
 	c.res.Timings.Frozen += time.Since(began)
 	c.waitStreamEnded(ctx)
 	return nil
+}
+
+// checkMoved compares the triggers and events moved (objs) once the
+// target has them: as the primary now, it must hold each exactly as the
+// source does, an event with the source's status. Only those: the
+// application may already be writing to the target (a sequence moves),
+// and with Reverse a run that finishes an earlier one may find some
+// dropped on the source already.
+func (c *cut) checkMoved(ctx context.Context, objs []object) error {
+	if len(objs) == 0 {
+		return nil
+	}
+	rep, err := verify.Run(ctx, verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Scope: verify.ScopeObjects,
+		HandedOver: true, Logger: c.log})
+	if err != nil {
+		return fmt.Errorf("compare the triggers and events moved: %w", err)
+	}
+	var bad []string
+	for _, o := range objs {
+		kind := verify.KindTrigger
+		if o.kind == kindEvent {
+			kind = verify.KindEvent
+		}
+		r := rep.Object(kind, o.schema, o.name)
+		switch {
+		case r == nil:
+			bad = append(bad, fmt.Sprintf("%s %s.%s (not found)", kind, o.schema, o.name))
+		case !r.Equal():
+			bad = append(bad, describeObject(*r))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the target's triggers and events differ from the source's after they were moved: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// describeObject names an object that differs, and how.
+func describeObject(r verify.ObjectReport) string {
+	s := r.Label() + " (" + string(r.Status)
+	switch {
+	case r.Error != "":
+		s += ": " + r.Error
+	case r.Line > 0:
+		s += fmt.Sprintf(", line %d: source %q, target %q", r.Line, r.Source, r.Target)
+	}
+	return s + ")"
 }
 
 // forwardFailed: the hand-over stands (the target is the primary); what

@@ -169,14 +169,23 @@ func define(ctx context.Context, db *sql.DB, o *object) error {
 }
 
 // session is the statements that set up a connection to run o's
-// definition as the source did.
+// definition as the source did. The settings come from the source, so
+// each is a string literal, never SQL of its own.
 func (o object) session() []string {
 	out := []string{"USE " + schema.QuoteName(o.schema),
-		fmt.Sprintf("SET SESSION sql_mode = '%s', character_set_client = %s, collation_connection = %s", o.sqlMode, o.charset, o.collation)}
+		fmt.Sprintf("SET SESSION sql_mode = %s, character_set_client = %s, collation_connection = %s", sqlString(o.sqlMode),
+			sqlString(o.charset), sqlString(o.collation))}
 	if o.timeZone != "" {
-		out = append(out, fmt.Sprintf("SET SESSION time_zone = '%s'", o.timeZone))
+		out = append(out, "SET SESSION time_zone = "+sqlString(o.timeZone))
 	}
 	return out
+}
+
+// sqlString quotes s as a string literal. Quotes are doubled, which ends
+// no literal with or without NO_BACKSLASH_ESCAPES; backslashes are doubled
+// too, so that without it they stay what they were.
+func sqlString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
 }
 
 // createObject runs o's definition on db, in a session of its own (thrown
@@ -196,12 +205,45 @@ func createObject(ctx context.Context, db *sql.DB, o object) error {
 	return nil
 }
 
-// dropObject drops o on db, if it is there.
-func dropObject(ctx context.Context, db *sql.DB, o object) error {
+// dropObject drops o on db (the server named where), if it is there.
+func dropObject(ctx context.Context, db *sql.DB, o object, where string) error {
 	if _, err := db.ExecContext(ctx, "DROP "+string(o.kind)+" IF EXISTS "+o.qualified()); err != nil {
-		return fmt.Errorf("drop %s %s on the source: %w", strings.ToLower(string(o.kind)), o.qualified(), err)
+		return fmt.Errorf("drop %s %s on the %s: %w", strings.ToLower(string(o.kind)), o.qualified(), where, err)
 	}
 	return nil
+}
+
+// replaceObject gives the target o's definition where it has an object of
+// the same name: an event the copy created DISABLE ON SLAVE, as a replica
+// holds it. It reports false when the target's is already o's (a run that
+// finishes an earlier one). A failed create puts the target's own
+// definition back, so the target never keeps neither.
+func replaceObject(ctx context.Context, db *sql.DB, o object) (bool, error) {
+	old := object{kind: o.kind, schema: o.schema, name: o.name, table: o.table}
+	if err := define(ctx, db, &old); err != nil {
+		return false, fmt.Errorf("target: %w", err)
+	}
+	if old.sameDefinition(o) {
+		return false, nil
+	}
+	if err := dropObject(ctx, db, old, "target"); err != nil {
+		return false, err
+	}
+	err := createObject(ctx, db, o)
+	if err == nil {
+		return true, nil
+	}
+	if uerr := createObject(ctx, db, old); uerr != nil {
+		return false, fmt.Errorf("%w; and putting back the target's own definition failed: %w", err, uerr)
+	}
+	return false, fmt.Errorf("%w (the target's own definition is back)", err)
+}
+
+// sameDefinition: o and p are created by the same statement in the same
+// session settings.
+func (o object) sameDefinition(p object) bool {
+	return o.create == p.create && o.sqlMode == p.sqlMode && o.charset == p.charset && o.collation == p.collation &&
+		o.timeZone == p.timeZone
 }
 
 // existingObjects lists the triggers and events db has (object keys).
@@ -234,6 +276,12 @@ func existingObjects(ctx context.Context, db *sql.DB) (map[string]bool, error) {
 	return out, nil
 }
 
+// oneLine keeps text from the source (a name, a definer) on its comment
+// line: a line break in it would end the comment, and the rest would run.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
+}
+
 // script is the objects' definitions as a file for the mysql client, and
 // the statements the stream kept (binlane.deferred) for reference.
 func script(header string, objs []object, kept []position.Deferred) string {
@@ -243,8 +291,14 @@ func script(header string, objs []object, kept []position.Deferred) string {
 	}
 	b.WriteString("DELIMITER ;;\n")
 	for _, o := range objs {
-		fmt.Fprintf(&b, "\n-- %s %s (definer %s)\n", strings.ToLower(string(o.kind)), o.qualified(), o.definer)
-		for _, q := range append(o.session(), o.create) {
+		fmt.Fprintf(&b, "\n-- %s\n", oneLine(fmt.Sprintf("%s %s (definer %s)", strings.ToLower(string(o.kind)), o.qualified(), o.definer)))
+		stmts := o.session()
+		if o.kind == kindEvent {
+			// The copy creates the events on the target (DISABLE ON
+			// SLAVE): the source's definition replaces them.
+			stmts = append(stmts, "DROP EVENT IF EXISTS "+o.qualified())
+		}
+		for _, q := range append(stmts, o.create) {
 			b.WriteString(q + ";;\n")
 		}
 	}
@@ -253,7 +307,7 @@ func script(header string, objs []object, kept []position.Deferred) string {
 		b.WriteString("\n-- The trigger and event statements the stream kept instead of running (binlane.deferred), for\n" +
 			"-- reference: the definitions above are their result as the source has it at the cut-over.\n")
 		for _, d := range kept {
-			fmt.Fprintf(&b, "-- %s (%s, in %s): %s\n", d.GTID, d.Reason, d.Schema,
+			fmt.Fprintf(&b, "-- %s: %s\n", oneLine(fmt.Sprintf("%s (%s, in %s)", d.GTID, d.Reason, d.Schema)),
 				strings.ReplaceAll(redact.Statement(d.Statement), "\n", "\n--   "))
 		}
 	}

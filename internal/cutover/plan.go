@@ -118,9 +118,11 @@ func steps(cfg Config, f *facts) []string {
 	add("catch up: take the source's final position P; ask stream %q (now at %s, %s behind) to apply up to P and hold there",
 		cfg.Stream, f.stream.GTID, time.Duration(f.stream.LagMillis)*time.Millisecond)
 	if cfg.NoVerify {
-		add("verify: skipped (--no-verify)")
+		add("verify: rows skipped (--no-verify); compare the definitions of the tables, views, sequences, routines, triggers " +
+			"and events at P")
 	} else {
-		add("verify: compare the selected tables of the source and the target at P, chunk by chunk")
+		add("verify: compare the selected tables of the source and the target at P, chunk by chunk, and the definitions of " +
+			"the tables, views, sequences, routines, triggers and events")
 	}
 	add("hand over: record the target's own position Q and stream %q as cut over at P (a later replicate of it refuses to start)",
 		cfg.Stream)
@@ -128,7 +130,8 @@ func steps(cfg Config, f *facts) []string {
 	if cfg.DeferredOut != "" {
 		add("triggers and events: write the source's %s (as they are at P) to %s, for you to run on the target", objects, cfg.DeferredOut)
 	} else {
-		add("triggers and events: create the source's %s (as they are at P) on the target", objects)
+		add("triggers and events: create the source's %s (as they are at P) on the target, replacing the events it has "+
+			"(DISABLE ON SLAVE), and compare them again", objects)
 	}
 	if f.targetReadOnly {
 		add("make the target writable: SET GLOBAL read_only = OFF on it")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/replica"
+	"github.com/binlane/binlane/internal/verify"
 )
 
 // PreflightError lists everything that stops a cut-over before it changes
@@ -127,6 +128,9 @@ func (c *cut) preflight(ctx context.Context) (*facts, error) {
 		}
 	}
 	c.checkObjects(ctx, f, tgt, srcAcc, tgtAcc, problem)
+	if err := c.checkDefinitions(ctx, f, problem); err != nil {
+		return nil, err
+	}
 	if c.cfg.Reverse {
 		c.checkReverse(ctx, f, src, tgt, srcAcc, tgtAcc, problem)
 	}
@@ -234,6 +238,28 @@ func (c *cut) checkObjects(ctx context.Context, f *facts, tgt server, srcAcc, tg
 		problem("the source's triggers and events run as other accounts (DEFINER): the target account (%s) needs SET USER "+
 			"(MySQL: SET_USER_ID or SET_ANY_DEFINER) to create them so, or use --deferred-out and run the file as an administrator", tgtAcc.user)
 	}
+}
+
+// checkDefinitions compares the schema objects now, as the verify at the
+// switch point will: a definition an account may not read is a problem
+// (that verify would refuse the hand-over, after the freeze); one that
+// differs is a note only, since the stream may still be applying the DDL
+// that brings the two in line.
+func (c *cut) checkDefinitions(ctx context.Context, f *facts, problem func(string, ...any)) error {
+	rep, err := verify.Run(ctx, verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Scope: verify.ScopeObjects})
+	if err != nil {
+		return fmt.Errorf("compare the schema objects: %w", err)
+	}
+	for _, o := range rep.DifferingObjects() {
+		if o.Status == verify.ObjectError {
+			problem("the definition of %s cannot be read: %s (the accounts need SHOW VIEW, and SELECT ON mysql.proc, see README)",
+				o.Label(), o.Error)
+			continue
+		}
+		f.notes = append(f.notes, fmt.Sprintf("%s is %s now: the cut-over refuses to hand over unless the stream brings it in line "+
+			"by the final position", o.Label(), o.Status))
+	}
+	return nil
 }
 
 // checkReverse: the reverse stream can be prepared and will run: the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -86,7 +87,7 @@ func CreateObjects(ctx context.Context, dst *sql.DB, objs []*schema.ObjectDef, o
 	// Routines first: a view may call a function (a routine's body is
 	// checked when it runs, not when it is created).
 	for _, o := range objs {
-		if hasKind(routineKinds, o.Kind) {
+		if slices.Contains(routineKinds, o.Kind) {
 			if err := c.create(ctx, o); err != nil {
 				return nil, err
 			}
@@ -115,15 +116,6 @@ func CreateObjects(ctx context.Context, dst *sql.DB, objs []*schema.ObjectDef, o
 // routineKinds are the stored routines, packages before their bodies (as
 // schema.ReadObjects lists them).
 var routineKinds = []schema.ObjectKind{schema.KindProcedure, schema.KindFunction, schema.KindPackage, schema.KindPackageBody}
-
-func hasKind(kinds []schema.ObjectKind, k schema.ObjectKind) bool {
-	for _, x := range kinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
 
 // creator runs objects' definitions on the target.
 type creator struct {

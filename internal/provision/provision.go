@@ -5,8 +5,11 @@
 // (Build): inserting rows into a table without them, then sorting each
 // index once, costs the target less than maintaining them row by row.
 //
-// It changes the target's definitions only; it must never read or write
-// rows.
+// It also creates the copied databases' other objects (objects.go):
+// sequences with their state, stored routines, views, events.
+//
+// It changes the target's definitions only (a sequence's state is part of
+// its definition); it must never read or write rows.
 package provision
 
 import (

@@ -223,6 +223,8 @@ func TestStatementCorpus(t *testing.T) {
 			}
 			equal++
 		}
+		// verify, rows and objects, agrees with mariadb-dump.
+		verifyServers(t, src, dst, dbs...)
 	}
 	t.Logf("corpus: %d workloads, %d of %d runs equal", len(dbs), equal, 2*len(dbs))
 }

@@ -73,13 +73,29 @@ func TargetOptionalGrants(user string) []string {
 // MariaDB 10.11); PROCESS shows the transactions in flight the freeze
 // waits for; EVENT (with the target grants' TRIGGER) reads the triggers
 // and events that move to the new primary and creates them there; SET USER
-// creates them with their DEFINER.
+// creates them with their DEFINER; SELECT on mysql.proc lets the verify at
+// the switch point read the bodies of stored routines (see VerifyGrants).
 func CutoverGrants(user string, dbs ...string) []string {
-	out := []string{"GRANT READ_ONLY ADMIN, PROCESS, SET USER ON *.* TO " + user}
+	out := []string{"GRANT READ_ONLY ADMIN, PROCESS, SET USER ON *.* TO " + user, "GRANT SELECT ON `mysql`.`proc` TO " + user}
 	for _, db := range dbs {
 		out = append(out, "GRANT EVENT ON "+quoteDB(db)+".* TO "+user)
 	}
 	return out
+}
+
+// VerifyGrants are what binlane verify needs on either server to compare
+// the databases dbs: SELECT reads the rows and the tables' and sequences'
+// definitions; SHOW VIEW the views'; TRIGGER and EVENT make
+// information_schema and SHOW CREATE show the triggers and events (verify
+// creates none: its sessions only read); SELECT on mysql.proc shows the
+// bodies of stored procedures and functions (MariaDB before 11.3, which
+// has no SHOW CREATE ROUTINE privilege).
+func VerifyGrants(user string, dbs ...string) []string {
+	var out []string
+	for _, db := range dbs {
+		out = append(out, "GRANT SELECT, SHOW VIEW, TRIGGER, EVENT ON "+quoteDB(db)+".* TO "+user)
+	}
+	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user)
 }
 
 // GrantCutover creates binlane cutover's account (if it does not exist

@@ -20,6 +20,7 @@ func TestReadmeGrants(t *testing.T) {
 	want = append(want, TargetGrants(acct, "shop")...)
 	want = append(want, TargetOptionalGrants(acct)...)
 	want = append(want, CutoverGrants(acct, "shop")...)
+	want = append(want, VerifyGrants(acct, "shop")...)
 	for _, g := range want {
 		if !strings.Contains(readme, g+";") {
 			t.Errorf("README.md lacks %q", g+";")

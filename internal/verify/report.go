@@ -34,8 +34,12 @@ const (
 
 // Report is the result of a run.
 type Report struct {
-	Tables  []TableReport `json:"tables"`
-	Elapsed time.Duration `json:"elapsed_ns"`
+	Tables []TableReport `json:"tables"`
+	// Objects are the definitions compared, by schema, kind and name:
+	// tables (those on both sides), views, sequences, triggers, routines
+	// and events.
+	Objects []ObjectReport `json:"objects,omitempty"`
+	Elapsed time.Duration  `json:"elapsed_ns"`
 }
 
 // TableReport is the result for one table.
@@ -87,14 +91,31 @@ func (t TableReport) Name() string { return t.Schema + "." + t.Table }
 // Equal reports whether the table is the same on both sides.
 func (t TableReport) Equal() bool { return t.Status == StatusEqual }
 
-// Equal reports whether every table is the same on both sides.
+// Equal reports whether every table and every object is the same on both
+// sides (a trigger or event deferred to the cut-over counts as the same).
 func (r *Report) Equal() bool {
-	for _, t := range r.Tables {
-		if !t.Equal() {
-			return false
+	return len(r.Differing()) == 0 && len(r.DifferingObjects()) == 0
+}
+
+// DifferingObjects returns the objects that are not equal.
+func (r *Report) DifferingObjects() []ObjectReport {
+	var out []ObjectReport
+	for _, o := range r.Objects {
+		if !o.Equal() {
+			out = append(out, o)
 		}
 	}
-	return true
+	return out
+}
+
+// Object returns the report of an object, or nil.
+func (r *Report) Object(kind ObjectKind, schema, name string) *ObjectReport {
+	for i := range r.Objects {
+		if o := &r.Objects[i]; o.Kind == kind && o.Schema == schema && o.Name == name {
+			return o
+		}
+	}
+	return nil
 }
 
 // Differing returns the tables that are not equal.
@@ -122,7 +143,9 @@ func (r *Report) Table(schema, table string) *TableReport {
 // closing count.
 func (r *Report) Format(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tSTATUS\tSOURCE ROWS\tTARGET ROWS\tCHUNKS\tDIFFERING\tKEY")
+	if len(r.Tables) > 0 || len(r.Objects) == 0 { // none with ScopeObjects
+		fmt.Fprintln(tw, "TABLE\tSTATUS\tSOURCE ROWS\tTARGET ROWS\tCHUNKS\tDIFFERING\tKEY")
+	}
 	for _, t := range r.Tables {
 		key := "(whole table)"
 		if t.Key != "" {
@@ -149,14 +172,60 @@ func (r *Report) Format(w io.Writer) error {
 			fmt.Fprintf(w, "  ... more differing rows not listed\n")
 		}
 	}
+	if err := r.formatObjects(w); err != nil {
+		return err
+	}
 	_, err := fmt.Fprintf(w, "\n%s\n", r.Summary())
 	return err
+}
+
+// formatObjects lists the objects other than equal tables (those are in
+// the table list), then the differences of each differing object.
+func (r *Report) formatObjects(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	n := 0
+	for _, o := range r.Objects {
+		if o.Kind == KindTable && o.Equal() {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(tw, "\nOBJECT\tSTATUS")
+		}
+		n++
+		fmt.Fprintf(tw, "%s\t%s\n", o.Label(), o.Status)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, o := range r.DifferingObjects() {
+		fmt.Fprintf(w, "\n%s: %s\n", o.Label(), o.Status)
+		if o.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", o.Error)
+		}
+		if o.Line > 0 {
+			fmt.Fprintf(w, "  line %d of the definition\n  source: %s\n  target: %s\n", o.Line, o.Source, o.Target)
+		}
+	}
+	return nil
 }
 
 // Summary is a one-line count of the outcome.
 func (r *Report) Summary() string {
 	n := len(r.Differing())
 	s := fmt.Sprintf("%d tables, %d equal, %d differing", len(r.Tables), len(r.Tables)-n, n)
+	if len(r.Objects) > 0 {
+		deferred := 0
+		for _, o := range r.Objects {
+			if o.Status == ObjectDeferred {
+				deferred++
+			}
+		}
+		d := len(r.DifferingObjects())
+		s += fmt.Sprintf("; %d objects, %d equal, %d differing", len(r.Objects), len(r.Objects)-d-deferred, d)
+		if deferred > 0 {
+			s += fmt.Sprintf(", %d deferred to the cut-over", deferred)
+		}
+	}
 	if r.Elapsed > 0 {
 		s += fmt.Sprintf(" (%s)", r.Elapsed.Round(time.Millisecond))
 	}

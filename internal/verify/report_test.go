@@ -72,3 +72,49 @@ func TestJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatObjects(t *testing.T) {
+	equalTable := TableReport{Schema: "app", Table: "users", Status: StatusEqual}
+	for _, c := range []struct {
+		name    string
+		rep     Report
+		equal   bool
+		has     []string
+		hasNot  []string
+		summary string
+	}{
+		{"deferred is equal", Report{Tables: []TableReport{equalTable}, Objects: []ObjectReport{
+			{Kind: KindTable, Schema: "app", Name: "users", Status: ObjectEqual},
+			{Kind: KindTrigger, Schema: "app", Name: "users_ai", Status: ObjectDeferred}}},
+			true, []string{"trigger app.users_ai  deferred-to-cutover"}, []string{"table app.users  equal"},
+			"1 tables, 1 equal, 0 differing; 2 objects, 1 equal, 0 differing, 1 deferred to the cut-over"},
+		{"a view differs", Report{Tables: []TableReport{equalTable}, Objects: []ObjectReport{
+			{Kind: KindView, Schema: "app", Name: "v", Status: ObjectDifferent, Line: 1, Source: "select 1", Target: "select 2"}}},
+			false, []string{"view app.v: different\n  line 1 of the definition\n  source: select 1\n  target: select 2\n"}, nil,
+			"1 tables, 1 equal, 0 differing; 1 objects, 0 equal, 1 differing"},
+		{"objects only", Report{Objects: []ObjectReport{
+			{Kind: KindProcedure, Schema: "app", Name: "p", Status: ObjectError, Error: "source: denied"}}},
+			false, []string{"procedure app.p: error\n  error: source: denied"}, []string{"TABLE"},
+			"0 tables, 0 equal, 0 differing; 1 objects, 0 equal, 1 differing"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := c.rep.String()
+			if c.rep.Equal() != c.equal {
+				t.Errorf("Equal() = %v", c.rep.Equal())
+			}
+			for _, h := range c.has {
+				if !strings.Contains(out, h) {
+					t.Errorf("lacks %q:\n%s", h, out)
+				}
+			}
+			for _, h := range c.hasNot {
+				if strings.Contains(out, h) {
+					t.Errorf("has %q:\n%s", h, out)
+				}
+			}
+			if got := c.rep.Summary(); got != c.summary {
+				t.Errorf("summary %q, want %q", got, c.summary)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 // Package verify compares the selected tables of two servers row by row and
 // reports every difference: tables missing on either side, columns that
-// differ, and rows missing, extra or changed, by key.
+// differ, and rows missing, extra or changed, by key; and the definitions
+// of their schema objects (see Objects below).
 //
 // The package owns the comparison. It must never write to either server:
 // it sends only SELECTs (and SET SESSION), and its sessions are read-only,
@@ -39,6 +40,17 @@
 // same version render them identically. Equal checksums of different rows
 // need a 64-bit hash collision.
 //
+// # Objects
+//
+// Beside the rows, Run compares the definitions of the selected tables,
+// views, sequences (with their state), triggers, stored procedures and
+// functions and events as SHOW CREATE gives them, with the session
+// settings it shows (compareObjects, a pure function, does the
+// normalizing and diffing; objectsread.go the reading). Before the
+// hand-over the target is a replica: a trigger or event it lacks is
+// deferred to the cut-over, and its DISABLE ON SLAVE events equal the
+// source's enabled ones (Config.HandedOver).
+//
 // # Limits
 //
 //   - Keys on FLOAT, DOUBLE, BIT, ENUM, SET, TEXT/BLOB, column prefixes or
@@ -50,8 +62,9 @@
 //   - A target without the chunking index is still compared, but each of
 //     its chunks may scan the table (a warning is logged).
 //   - System-versioned tables are compared on their current rows only.
-//   - Nullability, defaults, indexes and table options are not compared,
-//     only column names, types, charsets, collations and order.
+//   - The row comparison needs only column names, types, charsets,
+//     collations and order to match; the rest of a table's definition is
+//     compared as an object (not with ScopeRows).
 //   - Both servers must be the same flavor and version: the canonical text
 //     of FLOAT, DOUBLE, JSON and geometry values is the server's.
 package verify
@@ -84,6 +97,8 @@ type Config struct {
 	Source, Target *sql.DB
 	// Rules select the tables; system schemas are never compared. Tables
 	// the rules select on the target but the source lacks are reported.
+	// Views and sequences are selected as tables are, triggers with their
+	// table, routines and events with their database (MatchSchema).
 	Rules filter.Rules
 	// ChunkRows is the number of source rows per chunk.
 	ChunkRows int
@@ -107,7 +122,30 @@ type Config struct {
 	// whole) and returns once binlane's limits let the comparison go on
 	// (package throttle); its error ends the run.
 	Hold func(ctx context.Context) error
+	// Scope says what is compared: rows and objects (the zero value), or
+	// only one of them.
+	Scope Scope
+	// HandedOver says the target has taken over from the source (after
+	// binlane cutover): its triggers and events must be there, each event
+	// with the source's status. Before (false), a trigger or event the
+	// target lacks is deferred to the cut-over, and an event it holds
+	// DISABLE ON SLAVE, as a replica does, equals the source's ENABLE.
+	HandedOver bool
 }
+
+// Scope is what a run compares.
+type Scope int
+
+const (
+	// ScopeAll compares the tables' rows and the objects' definitions.
+	ScopeAll Scope = iota
+	// ScopeRows compares the tables' rows only.
+	ScopeRows
+	// ScopeObjects compares the definitions of tables, views, sequences
+	// (with their state), routines, events and triggers only: a few
+	// statements per object, no rows.
+	ScopeObjects
+)
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Source == nil || c.Target == nil {
@@ -162,16 +200,38 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer r.tgt.close()
 	defer r.pairs.close()
 
-	var srcCat, tgtCat catalog
+	srcCat, tgtCat := catalog{}, catalog{}
+	var srcObjs, tgtObjs []objectDef
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return r.src.withSession(gctx, func(c *sql.Conn) (err error) { srcCat, err = readCatalog(gctx, c, cfg.Rules); return err })
-	})
-	g.Go(func() error {
-		return r.tgt.withSession(gctx, func(c *sql.Conn) (err error) { tgtCat, err = readCatalog(gctx, c, cfg.Rules); return err })
-	})
+	for _, sd := range []struct {
+		side *side
+		cat  *catalog
+		objs *[]objectDef
+	}{{r.src, &srcCat, &srcObjs}, {r.tgt, &tgtCat, &tgtObjs}} {
+		g.Go(func() error {
+			return sd.side.withSession(gctx, func(c *sql.Conn) (err error) {
+				if cfg.Scope != ScopeObjects {
+					if *sd.cat, err = readCatalog(gctx, c, cfg.Rules); err != nil {
+						return err
+					}
+				}
+				if cfg.Scope != ScopeRows {
+					if *sd.objs, err = readObjects(gctx, c, cfg.Rules); err != nil {
+						return fmt.Errorf("%s: %w", sd.side.name, err)
+					}
+				}
+				return nil
+			})
+		})
+	}
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
+	}
+	objects := compareObjects(srcObjs, tgtObjs, cfg.HandedOver)
+	for _, o := range objects {
+		if !o.Equal() {
+			r.log.Warn("object differs", "object", o.Label(), "status", o.Status, "line", o.Line, "error", o.Error)
+		}
 	}
 	states := r.plan(srcCat, tgtCat)
 	r.log.Info("verify started", "tables", len(states), "chunk_rows", cfg.ChunkRows, "parallel", cfg.Parallel)
@@ -190,7 +250,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	rep := &Report{Elapsed: time.Since(start)}
+	rep := &Report{Elapsed: time.Since(start), Objects: objects}
 	for _, ts := range states {
 		rep.Tables = append(rep.Tables, ts.report())
 	}
