@@ -26,6 +26,7 @@ type cutoverFlags struct {
 	maxLag, timeout, quiet     time.Duration
 	freeze                     string
 	noVerify                   bool
+	ignoreDefiners             bool
 	parallel, chunkRows        int
 	reverse                    bool
 	reverseStream              string
@@ -102,6 +103,7 @@ unless it says otherwise), 3 --timeout reached (rolled back).
 	fl.IntVar(&f.parallel, "threads", verify.DefaultParallel, "verify: chunks compared at once")
 	deprecatedAlias(fl, "parallel", "threads")
 	fl.IntVar(&f.chunkRows, "chunk-rows", verify.DefaultChunkRows, "verify: source rows per checksummed chunk")
+	fl.BoolVar(&f.ignoreDefiners, "ignore-definers", false, "do not compare the definers of views, routines and events at the final position (after a copy with --definer=current)")
 	fl.BoolVar(&f.reverse, "reverse", false, "prepare the reverse stream, target to source, starting at the hand-over")
 	fl.StringVar(&f.reverseStream, "reverse-stream", "", "name of the reverse stream (default: the stream's name + \"-reverse\", "+
 		"or without it for a reverse stream)")
@@ -136,7 +138,7 @@ func runCutover(cmd *cobra.Command, f cutoverFlags) error {
 		return errors.New("--timeout, --max-lag and --quiet-for must be positive")
 	}
 	res, err := cutover.Run(cmd.Context(), cutover.Config{Source: src, Target: tgt, Stream: f.stream, Rules: rules,
-		MaxLag: f.maxLag, Timeout: f.timeout, Freeze: f.freeze, Quiet: f.quiet, NoVerify: f.noVerify,
+		MaxLag: f.maxLag, Timeout: f.timeout, Freeze: f.freeze, Quiet: f.quiet, NoVerify: f.noVerify, IgnoreDefiners: f.ignoreDefiners,
 		VerifyParallel: f.parallel, ChunkRows: f.chunkRows, Reverse: f.reverse, ReverseStream: f.reverseStream,
 		DeferredOut: f.deferredOut, DryRun: f.dryRun, RollbackOnly: f.rollback, Logger: log, AfterStep: testHold(cmd.ErrOrStderr())})
 	out := cmd.OutOrStdout()

@@ -28,6 +28,7 @@ type verifyFlags struct {
 	json, verbose              bool
 	online                     bool
 	handedOver, rowsOnly       bool
+	ignoreDefiners             bool
 	stream                     string
 	resumeFile                 string
 	limits                     limitFlags
@@ -96,6 +97,7 @@ be compared, or interrupted (SIGINT/SIGTERM: no report is printed).
 	fl.BoolVar(&f.online, "online", false, "compare while the source takes writes, pausing --stream at each snapshot's position")
 	fl.StringVar(&f.stream, "stream", "default", "the stream to pause (with --online)")
 	fl.BoolVar(&f.handedOver, "handed-over", false, "the target has taken over (after binlane cutover): its triggers and events must match the source's")
+	fl.BoolVar(&f.ignoreDefiners, "ignore-definers", false, "do not compare the definers of views, routines, events and triggers (after a copy with --definer=current)")
 	fl.BoolVar(&f.rowsOnly, "rows-only", false, "compare the tables' rows only, not the definitions of tables, views, routines, events, triggers and sequences")
 	fl.StringVar(&f.resumeFile, "resume-file", "", "record the tables found equal in this file, and leave out those it lists (run again after an interruption)")
 	addLimitFlags(fl, &f.limits, "the comparison")
@@ -144,7 +146,8 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 	defer stopHUP()
 	hup.Go(func() { reloadLimitsOnHUP(ctx, cmd, th.Limits(), log) })
 	vcfg := verify.Config{Source: src.db, Target: tgt.db, Rules: rules,
-		ChunkRows: f.chunkRows, Parallel: f.threads, MaxDiffs: f.maxDiffs, Logger: log, HandedOver: f.handedOver}
+		ChunkRows: f.chunkRows, Parallel: f.threads, MaxDiffs: f.maxDiffs, Logger: log, HandedOver: f.handedOver,
+		AnyDefiner: f.ignoreDefiners}
 	if f.rowsOnly {
 		vcfg.Scope = verify.ScopeRows
 	}

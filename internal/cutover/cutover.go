@@ -69,6 +69,9 @@ type Config struct {
 	// Quiet is how long the source's position must not move (FreezeNone).
 	Quiet    time.Duration
 	NoVerify bool
+	// IgnoreDefiners leaves objects' definers out of the comparisons (the
+	// copy created the target's as binlane's account: --definer=current).
+	IgnoreDefiners bool
 	// VerifyParallel and ChunkRows shape the verify (0: its defaults).
 	VerifyParallel, ChunkRows int
 	// Reverse prepares the reverse stream, called ReverseStream.
@@ -320,7 +323,7 @@ func (c *cut) switchOver(ctx context.Context) error {
 func (c *cut) verify(ctx context.Context) error {
 	began := time.Now()
 	cfg := verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Parallel: c.cfg.VerifyParallel,
-		ChunkRows: c.cfg.ChunkRows, Logger: c.log}
+		ChunkRows: c.cfg.ChunkRows, Logger: c.log, AnyDefiner: c.cfg.IgnoreDefiners}
 	if c.cfg.NoVerify {
 		cfg.Scope = verify.ScopeObjects
 		c.log.Info("comparing the schema objects at the final position (rows: --no-verify)")

@@ -156,7 +156,7 @@ func (c *cut) checkMoved(ctx context.Context, objs []object) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	rep, err := verify.Run(ctx, verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Scope: verify.ScopeObjects,
+	rep, err := verify.Run(ctx, verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Scope: verify.ScopeObjects, AnyDefiner: c.cfg.IgnoreDefiners,
 		HandedOver: true, Logger: c.log})
 	if err != nil {
 		return fmt.Errorf("compare the triggers and events moved: %w", err)

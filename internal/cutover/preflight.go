@@ -246,7 +246,8 @@ func (c *cut) checkObjects(ctx context.Context, f *facts, tgt server, srcAcc, tg
 // differs is a note only, since the stream may still be applying the DDL
 // that brings the two in line.
 func (c *cut) checkDefinitions(ctx context.Context, f *facts, problem func(string, ...any)) error {
-	rep, err := verify.Run(ctx, verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Scope: verify.ScopeObjects})
+	rep, err := verify.Run(ctx, verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Scope: verify.ScopeObjects,
+		AnyDefiner: c.cfg.IgnoreDefiners})
 	if err != nil {
 		return fmt.Errorf("compare the schema objects: %w", err)
 	}

@@ -80,7 +80,9 @@ func (d objectDef) key() string { return string(d.Kind) + "\x00" + d.Schema + "\
 // trigger or event the target lacks is deferred, and an event the target
 // holds DISABLE ON SLAVE (as a replica creates it) equals one the source
 // has ENABLE; after it, both must be exactly the source's.
-func compareObjects(src, tgt []objectDef, handedOver bool) []ObjectReport {
+// With anyDefiner, definers are not compared (a copy made with
+// --definer=current created the target's objects as binlane's account).
+func compareObjects(src, tgt []objectDef, handedOver, anyDefiner bool) []ObjectReport {
 	srcBy, tgtBy := map[string]objectDef{}, map[string]objectDef{}
 	var keys []objectDef
 	for _, d := range src {
@@ -110,12 +112,12 @@ func compareObjects(src, tgt []objectDef, handedOver bool) []ObjectReport {
 		if k.Kind == KindTable && (!inSrc || !inTgt) {
 			continue
 		}
-		out = append(out, compareObject(k, s, t, inSrc, inTgt, handedOver))
+		out = append(out, compareObject(k, s, t, inSrc, inTgt, handedOver, anyDefiner))
 	}
 	return out
 }
 
-func compareObject(k, s, t objectDef, inSrc, inTgt, handedOver bool) ObjectReport {
+func compareObject(k, s, t objectDef, inSrc, inTgt, handedOver, anyDefiner bool) ObjectReport {
 	r := ObjectReport{Kind: k.Kind, Schema: k.Schema, Name: k.Name}
 	deferrable := k.Kind == KindTrigger || k.Kind == KindEvent
 	switch {
@@ -131,6 +133,9 @@ func compareObject(k, s, t objectDef, inSrc, inTgt, handedOver bool) ObjectRepor
 		r.Status = ObjectOnlyOnTarget
 	default:
 		a, b := normalizeDefinition(s), normalizeDefinition(t)
+		if anyDefiner {
+			a, b = withoutDefiner(a), withoutDefiner(b)
+		}
 		if k.Kind == KindEvent && !handedOver {
 			b = replicaEventStatus(a, b, k.Name)
 		}
@@ -187,6 +192,14 @@ func normalizeDefinition(d objectDef) string {
 	if m := definerClause.FindStringSubmatchIndex(s); m != nil {
 		user, host := unquotePart(s[m[2]:m[3]]), unquotePart(s[m[4]:m[5]])
 		s = s[:m[0]] + "DEFINER=" + schema.QuoteName(user) + "@" + schema.QuoteName(strings.ToLower(host)) + s[m[1]:]
+	}
+	return s
+}
+
+// withoutDefiner is a normalized definition with its definer left out.
+func withoutDefiner(s string) string {
+	if m := definerClause.FindStringIndex(s); m != nil {
+		return s[:m[0]] + "DEFINER=*" + s[m[1]:]
 	}
 	return s
 }

@@ -131,7 +131,7 @@ func TestCompareObjects(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []result
-			for _, o := range compareObjects(c.src, c.tgt, c.handedOver) {
+			for _, o := range compareObjects(c.src, c.tgt, c.handedOver, false) {
 				got = append(got, result{o.Label(), o.Status, o.Line})
 			}
 			if !reflect.DeepEqual(got, c.want) {
@@ -184,5 +184,20 @@ func TestObjectError(t *testing.T) {
 		if got := objectError(c.err); got != c.want {
 			t.Errorf("%s: objectError = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestCompareObjectsAnyDefiner(t *testing.T) {
+	src := []objectDef{{Kind: KindView, Schema: "shop", Name: "v", Def: "CREATE ALGORITHM=UNDEFINED DEFINER=`app`@`%` SQL SECURITY DEFINER VIEW `v` AS select 1"}}
+	tgt := []objectDef{{Kind: KindView, Schema: "shop", Name: "v", Def: "CREATE ALGORITHM=UNDEFINED DEFINER=`binlane`@`%` SQL SECURITY DEFINER VIEW `v` AS select 1"}}
+	if got := compareObjects(src, tgt, false, false)[0].Status; got != ObjectDifferent {
+		t.Errorf("definers compared: %s, want %s", got, ObjectDifferent)
+	}
+	if got := compareObjects(src, tgt, false, true)[0].Status; got != ObjectEqual {
+		t.Errorf("definers not compared: %s, want %s", got, ObjectEqual)
+	}
+	tgt[0].Def = strings.Replace(tgt[0].Def, "select 1", "select 2", 1)
+	if got := compareObjects(src, tgt, false, true)[0].Status; got != ObjectDifferent {
+		t.Errorf("another body, definers not compared: %s, want %s", got, ObjectDifferent)
 	}
 }

@@ -131,6 +131,9 @@ type Config struct {
 	// target lacks is deferred to the cut-over, and an event it holds
 	// DISABLE ON SLAVE, as a replica does, equals the source's ENABLE.
 	HandedOver bool
+	// AnyDefiner leaves objects' definers out of the comparison: the
+	// target's were created as binlane's account (copy --definer=current).
+	AnyDefiner bool
 }
 
 // Scope is what a run compares.
@@ -227,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	objects := compareObjects(srcObjs, tgtObjs, cfg.HandedOver)
+	objects := compareObjects(srcObjs, tgtObjs, cfg.HandedOver, cfg.AnyDefiner)
 	for _, o := range objects {
 		if !o.Equal() {
 			r.log.Warn("object differs", "object", o.Label(), "status", o.Status, "line", o.Line, "error", o.Error)
