@@ -44,6 +44,18 @@ func binlaneURL(t *testing.T, s *sandbox.Server, dbs ...string) string {
 	return url
 }
 
+// binlaneTargetURL is binlaneURL with the optional target grants: SET USER
+// lets a copy create the source's views, routines and events with their
+// DEFINER (README: privileges).
+func binlaneTargetURL(t *testing.T, s *sandbox.Server, dbs ...string) string {
+	t.Helper()
+	url, err := s.GrantBinlane(context.Background(), true, dbs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
 func sourcePos(t *testing.T, db *sql.DB) string {
 	var pos string
 	if err := db.QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {

@@ -35,7 +35,7 @@ func TestCutoverObjects(t *testing.T) {
 		"CREATE TRIGGER wl.t_bi BEFORE INSERT ON wl.t FOR EACH ROW SET NEW.v = COALESCE(NEW.v, 0)",
 		"CREATE PROCEDURE wl.p() SELECT COUNT(*) FROM wl.t", strings.Replace(event, "%s", "ENABLE", 1)}, objects...)...)
 	aApp := appAccount(t, a)
-	srcURL, dstURL := binlaneURL(t, a, "wl"), binlaneURL(t, b, "wl")
+	srcURL, dstURL := binlaneURL(t, a, "wl"), binlaneTargetURL(t, b, "wl")
 	aCut, err := a.GrantCutover(ctx, "wl")
 	if err != nil {
 		t.Fatal(err)

@@ -333,7 +333,7 @@ func TestCutoverRollsBack(t *testing.T) {
 		"CREATE TRIGGER wl.t_ai AFTER INSERT ON wl.t FOR EACH ROW SET @inserted = NEW.id",
 		"CREATE EVENT wl.nightly ON SCHEDULE EVERY 1 DAY DISABLE DO DELETE FROM wl.t WHERE v < 0")
 	aApp := appAccount(t, a)
-	srcURL, dstURL := binlaneURL(t, a, "wl"), binlaneURL(t, b, "wl")
+	srcURL, dstURL := binlaneURL(t, a, "wl"), binlaneTargetURL(t, b, "wl")
 	aCut, err := a.GrantCutover(ctx, "wl")
 	if err != nil {
 		t.Fatal(err)

@@ -145,7 +145,7 @@ func TestScript(t *testing.T) {
 		{GTID: "0-1-6", Schema: "shop", Reason: "event", Statement: "CREATE USER x IDENTIFIED BY 'hunter2'"}}
 	s := script("header line", objs, kept)
 	for _, want := range []string{"-- header line\n", "DELIMITER ;;\n", "USE `shop`;;\n",
-		"SET SESSION sql_mode = 'STRICT_TRANS_TABLES', character_set_client = utf8mb4, collation_connection = utf8mb4_general_ci;;\n",
+		"SET SESSION sql_mode = 'STRICT_TRANS_TABLES', character_set_client = 'utf8mb4', collation_connection = 'utf8mb4_general_ci';;\n",
 		"FOR EACH ROW SET NEW.a = 1;;\n", "DELIMITER ;\n", "-- 0-1-5 (trigger, in shop): CREATE TRIGGER t1 ...\n--   END"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q:\n%s", want, s)

@@ -45,14 +45,16 @@ func SourceGrants(user string, dbs ...string) []string {
 // TRIGGER, without which information_schema
 // hides a table's triggers from binlane (it never creates one: trigger DDL
 // from the source is kept for cut-over); everything on its own binlane
-// schema. PROCESS is optional (see TargetOptionalGrants).
+// schema; SELECT on mysql.proc lets verify read the bodies of the
+// target's stored routines it compares with the source's. PROCESS is
+// optional (see TargetOptionalGrants).
 func TargetGrants(user string, dbs ...string) []string {
 	var out []string
 	for _, db := range dbs {
 		out = append(out, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, REFERENCES, "+
 			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER ON "+quoteDB(db)+".* TO "+user)
 	}
-	return append(out, "GRANT ALL PRIVILEGES ON `binlane`.* TO "+user)
+	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user, "GRANT ALL PRIVILEGES ON `binlane`.* TO "+user)
 }
 
 // TargetOptionalGrants make binlane faster or enable options: PROCESS lets
