@@ -303,6 +303,9 @@ func (r *run) once(ctx context.Context) error {
 		r.log.Info("already at or past the stop position", "position", start.String())
 		return txn.ErrStopped
 	}
+	if err := checkSourceHas(ctx, *cfg, start); err != nil {
+		return err
+	}
 	srcCtx, stopSource := context.WithCancel(ctx)
 	defer stopSource()
 	rcfg.Start = replica.StartAtGTID(start)
