@@ -154,6 +154,9 @@ type run struct {
 	// started is set once an attempt got the stream going: from then on a
 	// lost connection is retried without bound.
 	started bool
+	// claimed is set once the stream's selection of tables was recorded
+	// (checked against the other streams of the target) in this run.
+	claimed bool
 	// pausing is the pause request the current attempt saw; pauseStops
 	// says the attempt stops at it.
 	pausing    position.PauseRequest
@@ -259,6 +262,12 @@ func (r *run) once(ctx context.Context) error {
 	cfg := &r.cfg
 	if err := r.takeOver(ctx); err != nil {
 		return err
+	}
+	if !r.claimed {
+		if err := r.claimTables(ctx); err != nil {
+			return err
+		}
+		r.claimed = true
 	}
 	rcfg, err := replicaConfig(*cfg, r.log)
 	if err != nil {
