@@ -3,7 +3,6 @@ package replicate
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -32,13 +31,16 @@ func TestSourceFailover(t *testing.T) {
 	rep := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, ServerID: 3, Name: "replica"})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	replicateFrom := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='root', MASTER_USE_GTID=slave_pos", e.src.Port)
-	rep.ExecT(t, replicateFrom, "START SLAVE")
+	if err := rep.ReplicateFrom(ctx, e.src); err != nil {
+		t.Fatal(err)
+	}
 
 	cfg := e.config(t, 4)
 	stopRun := runInBackground(ctx, cfg)
 	e.workload(t, ctx, workload.Config{Seed: 31, Sessions: 4, Transactions: 600, DDL: true, Ledger: true})
-	waitReplica(t, ctx, rep, gtidPos(t, e.src))
+	if err := rep.WaitReplicated(ctx, gtidPos(t, e.src), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 
 	// The replica falls behind; the old source commits more, which binlane
 	// applies to the target.
@@ -54,7 +56,9 @@ func TestSourceFailover(t *testing.T) {
 	}
 
 	// Fail over: the replica is promoted, binlane is pointed at it.
-	rep.ExecT(t, "STOP SLAVE", "RESET SLAVE ALL")
+	if err := rep.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
 	repURL, err := rep.GrantBinlane(ctx, false, workload.Schema)
 	if err != nil {
 		t.Fatal(err)
@@ -81,9 +85,15 @@ func TestSourceFailover(t *testing.T) {
 
 	// The new source takes the transactions it lacks from the old one,
 	// then the old source is gone for good and the new one takes writes.
-	rep.ExecT(t, replicateFrom, "START SLAVE")
-	waitReplica(t, ctx, rep, oldLast)
-	rep.ExecT(t, "STOP SLAVE", "RESET SLAVE ALL")
+	if err := rep.ReplicateFrom(ctx, e.src); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WaitReplicated(ctx, oldLast, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.src.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,13 +113,4 @@ func TestSourceFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	verifyServers(t, rep, e.dst, "wl")
-}
-
-// waitReplica waits until a native replica has applied pos.
-func waitReplica(t *testing.T, ctx context.Context, rep *sandbox.Server, pos string) {
-	t.Helper()
-	var res int
-	if err := rep.OpenT(t, "").QueryRowContext(ctx, "SELECT MASTER_GTID_WAIT(?, 60)", pos).Scan(&res); err != nil || res != 0 {
-		t.Fatalf("the replica did not reach %s: %d %v", pos, res, err)
-	}
 }

@@ -2,9 +2,10 @@
 // replica, groups events into transactions and applies them to the target,
 // starting from the position saved in the target and restarting from it
 // after a lost connection. It owns the stream's life cycle (the lock that
-// keeps a second process out, start position, preflight checks of the
-// target, the state row, graceful stop, retries); the work itself happens
-// in replica, txn and apply.
+// keeps a second process out, the claim of its tables among the target's
+// streams, start position and whether the source has it, preflight checks
+// of the target, the state row, graceful stop, retries); the work itself
+// happens in replica, txn and apply.
 //
 // Goroutines, each with an owner that waits for it: Run owns the status
 // reporter; each attempt (once) owns its watchers (the stream lock and the
