@@ -55,6 +55,10 @@ func TestTwoSourcesOneTarget(t *testing.T) {
 	if err := <-loadDone; err != nil {
 		t.Fatal(err)
 	}
+	// A copying stream's position can pass the source's before its last
+	// tables are copied: both copies end first.
+	e.waitCopied(t, "one")
+	e.waitCopied(t, "two")
 	e.waitStream(t, "one", gtidPos(t, e.src))
 	e.waitStream(t, "two", gtidPos(t, src2))
 	if err := stopOne(); err != nil {
@@ -104,6 +108,26 @@ func TestTwoSourcesOneTarget(t *testing.T) {
 	}
 	verifyServers(t, e.src, e.dst, workload.Schema)
 	verifyServers(t, src2, e.dst, "b")
+}
+
+// waitCopied waits until every table of the stream's copy is done.
+func (e *env) waitCopied(t *testing.T, stream string) {
+	t.Helper()
+	dst := e.dst.OpenT(t, "")
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		tables, err := position.LoadCopy(context.Background(), dst, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := len(tables) > 0
+		for _, tb := range tables {
+			done = done && tb.State == position.CopyDone
+		}
+		if done {
+			return
+		}
+	}
+	t.Fatalf("the copy of stream %s did not end", stream)
 }
 
 // loadB writes n transactions to b.t on s (inserts, updates, deletes; two
