@@ -1,8 +1,10 @@
 package replicate
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +99,8 @@ func TestSourceFailover(t *testing.T) {
 	if err := e.src.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	var logs bytes.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, t: t}, nil))
 	stopRun = runInBackground(ctx, cfg)
 	repDB := rep.OpenT(t, "")
 	repDB.SetMaxOpenConns(6)
@@ -111,6 +115,9 @@ func TestSourceFailover(t *testing.T) {
 	e.waitStream(t, "t", newLast)
 	if err := stopRun(); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "the stream's source changed") {
+		t.Error("the run from the new source did not say the source changed")
 	}
 	verifyServers(t, rep, e.dst, "wl")
 }

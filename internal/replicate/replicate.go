@@ -334,6 +334,12 @@ func (r *run) once(ctx context.Context) error {
 	if sourceID == "" {
 		sourceID = fmt.Sprintf("server_id=%d", src.ServerID)
 	}
+	if st.SourceID != "" && st.SourceID != sourceID {
+		// A failover (or a new address): fine by GTID, and checked above
+		// (checkSourceHas); said once, so the operator sees where it reads.
+		r.log.Warn("the stream's source changed: going on from the saved position by GTID", "was", st.SourceID, "now", sourceID,
+			"position", start.String())
+	}
 	if err := position.RecordSource(ctx, r.meta, cfg.Stream, r.currentOwner(), sourceID, src.Flavor.String(), start.String(), temps); err != nil {
 		return err
 	}
