@@ -140,7 +140,7 @@ func runCutover(cmd *cobra.Command, f cutoverFlags) error {
 	res, err := cutover.Run(cmd.Context(), cutover.Config{Source: src, Target: tgt, Stream: f.stream, Rules: rules,
 		MaxLag: f.maxLag, Timeout: f.timeout, Freeze: f.freeze, Quiet: f.quiet, NoVerify: f.noVerify, IgnoreDefiners: f.ignoreDefiners,
 		VerifyParallel: f.parallel, ChunkRows: f.chunkRows, Reverse: f.reverse, ReverseStream: f.reverseStream,
-		DeferredOut: f.deferredOut, DryRun: f.dryRun, RollbackOnly: f.rollback, Logger: log, AfterStep: testHold(cmd.ErrOrStderr())})
+		DeferredOut: f.deferredOut, DryRun: f.dryRun, RollbackOnly: f.rollback, Logger: log, AfterStep: afterStep(cmd.ErrOrStderr())})
 	out := cmd.OutOrStdout()
 	if f.json {
 		enc := json.NewEncoder(out)
@@ -158,6 +158,28 @@ func runCutover(cmd *cobra.Command, f cutoverFlags) error {
 		return withExitCode(exitTimeout, err)
 	}
 	return err
+}
+
+// cutoverStepHook, when set (in-process tests), is called as each step of
+// a cut-over ends: a test changes a server exactly between two steps there
+// (a row planted on the target while the source is frozen).
+var cutoverStepHook func(step string)
+
+// afterStep is the cut-over's AfterStep: the in-process hook, then the
+// environment's hold.
+func afterStep(stderr io.Writer) func(string) {
+	hold, hook := testHold(stderr), cutoverStepHook
+	if hold == nil && hook == nil {
+		return nil
+	}
+	return func(step string) {
+		if hook != nil {
+			hook(step)
+		}
+		if hold != nil {
+			hold(step)
+		}
+	}
 }
 
 // testHold is a test's hook (the crash test kills the process at each

@@ -51,8 +51,9 @@ type Config struct {
 	ChunkTime        time.Duration
 	MinRows, MaxRows int
 	// MaxChunkBytes bounds a chunk's rows in memory: the rows a chunk
-	// reads are sized to it, and a read that exceeds it twice over (rows
-	// wider than the last ones) ends the chunk at the row it reached.
+	// reads are sized to it, and a read that reaches it (rows wider than
+	// the last ones) ends the chunk at that row, so a chunk holds less than
+	// MaxChunkBytes before its last row.
 	MaxChunkBytes int
 	// Throttle holds each chunk back while binlane's limits say so (nil:
 	// never).

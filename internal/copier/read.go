@@ -332,7 +332,11 @@ func (c *Copier) readChunk(ctx context.Context, rd *reader, cur *cursor) (*handO
 	}
 	// A chunk of a range is read into the reader's memory (see arena); a
 	// whole table, in parts sent as they are read, into memory of its own.
-	mem, partBytes, stopBytes := &rd.mem, 1<<62, 2*c.cfg.MaxChunkBytes
+	// A range's read ends at the row that reaches MaxChunkBytes: the sizer
+	// asked for rows as wide as the last chunk's, and wider ones (a run of
+	// 1 MiB values after 100-byte ones) must not make the chunk a multiple
+	// of the bound (TestCopyChunkBytesBounded).
+	mem, partBytes, stopBytes := &rd.mem, 1<<62, c.cfg.MaxChunkBytes
 	if t.Key == nil {
 		mem, partBytes, stopBytes = &arena{}, c.cfg.MaxChunkBytes, 1<<62
 	}

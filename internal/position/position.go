@@ -105,6 +105,7 @@ var migrations = []struct{ column, def string }{
 	{"pause_at", "TEXT NOT NULL DEFAULT ''"},
 	{"pause_by", "VARCHAR(64) NOT NULL DEFAULT ''"},
 	{"temp_tables", "MEDIUMTEXT NOT NULL DEFAULT ''"},
+	{"selection", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // Ensure creates the schema and tables if they do not exist, and adds the
@@ -138,7 +139,8 @@ func Ensure(ctx context.Context, db *sql.DB) error {
 			-- created here is whole even when the run ends right after.
 			pause_at TEXT NOT NULL DEFAULT '',
 			pause_by VARCHAR(64) NOT NULL DEFAULT '',
-			temp_tables MEDIUMTEXT NOT NULL DEFAULT ''
+			temp_tables MEDIUMTEXT NOT NULL DEFAULT '',
+			selection TEXT NOT NULL DEFAULT ''
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 		`CREATE TABLE IF NOT EXISTS ` + DeferredTable + ` (
 			id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,

@@ -33,6 +33,9 @@ type CopyConfig struct {
 	Workers int
 	// ChunkTime is the time a chunk should take.
 	ChunkTime time.Duration
+	// MaxChunkBytes is copier.Config.MaxChunkBytes (0: its default; tests
+	// make it small, so that a few wide rows reach it).
+	MaxChunkBytes int
 	// AfterRead is copier.Config.AfterRead (tests).
 	AfterRead func(ctx context.Context, schema, table string, rows [][][]byte) error
 	// BeforeRead is copier.Config.BeforeRead (tests).
@@ -354,7 +357,7 @@ func copyReaders(workers int) int { return 2 * workers }
 func (cr *copyRun) begin(cfg *Config, start gtid.Set, log *slog.Logger) {
 	cr.merger = copier.NewMerger(start)
 	cr.copier = copier.New(copier.Config{Source: cr.src, Tables: cr.tables, State: cr.state, Merger: cr.merger,
-		Readers: copyReaders(cfg.Copy.Workers), ChunkTime: cfg.Copy.ChunkTime, Throttle: cfg.Throttle, Logger: log,
+		Readers: copyReaders(cfg.Copy.Workers), ChunkTime: cfg.Copy.ChunkTime, MaxChunkBytes: cfg.Copy.MaxChunkBytes, Throttle: cfg.Throttle, Logger: log,
 		AfterRead: cfg.Copy.AfterRead, BeforeRead: cfg.Copy.BeforeRead, ByCoordinate: cfg.Copy.ByCoordinate})
 }
 

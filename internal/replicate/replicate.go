@@ -2,9 +2,10 @@
 // replica, groups events into transactions and applies them to the target,
 // starting from the position saved in the target and restarting from it
 // after a lost connection. It owns the stream's life cycle (the lock that
-// keeps a second process out, start position, preflight checks of the
-// target, the state row, graceful stop, retries); the work itself happens
-// in replica, txn and apply.
+// keeps a second process out, the claim of its tables among the target's
+// streams, start position and whether the source has it, preflight checks
+// of the target, the state row, graceful stop, retries); the work itself
+// happens in replica, txn and apply.
 //
 // Goroutines, each with an owner that waits for it: Run owns the status
 // reporter; each attempt (once) owns its watchers (the stream lock and the
@@ -155,6 +156,9 @@ type run struct {
 	// started is set once an attempt got the stream going: from then on a
 	// lost connection is retried without bound.
 	started bool
+	// claimed is set once the stream's selection of tables was recorded
+	// (checked against the other streams of the target) in this run.
+	claimed bool
 	// pausing is the pause request the current attempt saw; pauseStops
 	// says the attempt stops at it.
 	pausing    position.PauseRequest
@@ -273,6 +277,12 @@ func (r *run) once(ctx context.Context) error {
 	if err := r.takeOver(ctx); err != nil {
 		return err
 	}
+	if !r.claimed {
+		if err := r.claimTables(ctx); err != nil {
+			return err
+		}
+		r.claimed = true
+	}
 	rcfg, err := replicaConfig(*cfg, r.log)
 	if err != nil {
 		return err
@@ -316,6 +326,9 @@ func (r *run) once(ctx context.Context) error {
 		r.log.Info("already at or past the stop position", "position", start.String())
 		return txn.ErrStopped
 	}
+	if err := checkSourceHas(ctx, *cfg, start); err != nil {
+		return err
+	}
 	srcCtx, stopSource := context.WithCancel(ctx)
 	defer stopSource()
 	rcfg.Start = replica.StartAtGTID(start)
@@ -333,6 +346,12 @@ func (r *run) once(ctx context.Context) error {
 	sourceID := src.ServerUUID
 	if sourceID == "" {
 		sourceID = fmt.Sprintf("server_id=%d", src.ServerID)
+	}
+	if st.SourceID != "" && st.SourceID != sourceID {
+		// A failover (or a new address): fine by GTID, and checked above
+		// (checkSourceHas); said once, so the operator sees where it reads.
+		r.log.Warn("the stream's source changed: going on from the saved position by GTID", "was", st.SourceID, "now", sourceID,
+			"position", start.String())
 	}
 	if err := position.RecordSource(ctx, r.meta, cfg.Stream, r.currentOwner(), sourceID, src.Flavor.String(), start.String(), temps); err != nil {
 		return err
