@@ -133,7 +133,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 		if start, err = gtid.ParseSet(st.GTID); err != nil {
 			t.Fatal(err)
 		}
-	} else if err := position.Create(ctx, meta, position.State{Name: "test", GTID: start.String()}); err != nil {
+	} else if _, err := position.Create(ctx, meta, position.State{Name: "test", GTID: start.String()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := position.TakeOver(ctx, meta, "test", testOwner); err != nil {

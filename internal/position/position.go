@@ -302,11 +302,25 @@ func List(ctx context.Context, db *sql.DB) ([]State, error) {
 func isNoTable(err error) bool { return sqlerr.Is(err, sqlerr.NoSuchTable, sqlerr.UnknownDB) }
 
 // Create inserts the stream's row if it does not exist.
-func Create(ctx context.Context, db *sql.DB, s State) error {
-	_, err := db.ExecContext(ctx, `INSERT IGNORE INTO `+Table+` (name, source_id, flavor, gtid_pos, binlog_file, binlog_pos, state, message)
+func Create(ctx context.Context, db *sql.DB, s State) (created bool, err error) {
+	res, err := db.ExecContext(ctx, `INSERT IGNORE INTO `+Table+` (name, source_id, flavor, gtid_pos, binlog_file, binlog_pos, state, message)
 		VALUES (?, ?, ?, ?, ?, ?, ?, '')`, s.Name, s.SourceID, s.Flavor, s.GTID, s.File, s.Pos, StateStopped)
 	if err != nil {
-		return fmt.Errorf("create stream %q: %w", s.Name, err)
+		return false, fmt.Errorf("create stream %q: %w", s.Name, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ForgetNew removes the row of a stream refused at its first start, while
+// the owner holds it and it holds nothing: no position, no transaction
+// applied. A refused start then leaves no stream in error behind (which
+// status --check would report from then on).
+func ForgetNew(ctx context.Context, db *sql.DB, name, owner string) error {
+	_, err := db.ExecContext(ctx, "DELETE FROM "+Table+" WHERE name = ? AND owner = ? AND COALESCE(gtid_pos, '') = '' AND applied_trx = 0",
+		name, owner)
+	if err != nil {
+		return fmt.Errorf("remove the refused stream %q: %w", name, err)
 	}
 	return nil
 }

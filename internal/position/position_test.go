@@ -82,7 +82,7 @@ func TestStreamRow(t *testing.T) {
 	if err := Ensure(ctx, db); err != nil { // twice: idempotent
 		t.Fatal(err)
 	}
-	if err := Create(ctx, db, State{Name: "s", GTID: "0-1-1"}); err != nil {
+	if _, err := Create(ctx, db, State{Name: "s", GTID: "0-1-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := TakeOver(ctx, db, "s", "a"); err != nil {
@@ -152,7 +152,7 @@ func TestStreamRow(t *testing.T) {
 func TestPauseRequests(t *testing.T) {
 	s, db := testDB(t)
 	ctx := context.Background()
-	if err := Create(ctx, db, State{Name: "s", GTID: "0-1-1"}); err != nil {
+	if _, err := Create(ctx, db, State{Name: "s", GTID: "0-1-1"}); err != nil {
 		t.Fatal(err)
 	}
 	s.ExecT(t, "CREATE USER checker@'%' IDENTIFIED BY 'pw'", "GRANT SELECT, UPDATE ON binlane.streams TO checker@'%'")
@@ -197,7 +197,7 @@ func TestPauseRequests(t *testing.T) {
 func TestCutoverJournal(t *testing.T) {
 	_, db := testDB(t)
 	ctx := context.Background()
-	if err := Create(ctx, db, State{Name: "s", GTID: "0-1-5"}); err != nil {
+	if _, err := Create(ctx, db, State{Name: "s", GTID: "0-1-5"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := BeginCutover(ctx, db, "s", "t1", "s-reverse"); err != nil {
@@ -239,7 +239,7 @@ func TestCutoverJournal(t *testing.T) {
 	}
 
 	// Prepare: refused over a live stream, allowed over a cut-over one.
-	if err := Create(ctx, db, State{Name: "live", GTID: "0-9-1"}); err != nil {
+	if _, err := Create(ctx, db, State{Name: "live", GTID: "0-9-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, "UPDATE "+Table+" SET state = 'running', applied_trx = 3 WHERE name = 'live'"); err != nil {
@@ -271,7 +271,7 @@ func TestOlderStreamsTable(t *testing.T) {
 	s, db := testDB(t)
 	ctx := context.Background()
 	s.ExecT(t, "ALTER TABLE "+Table+" DROP COLUMN temp_tables")
-	if err := Create(ctx, db, State{Name: "s", GTID: "0-1-1"}); err != nil {
+	if _, err := Create(ctx, db, State{Name: "s", GTID: "0-1-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := Load(ctx, db, "s"); err != nil || !ok {

@@ -28,7 +28,7 @@ func TestClaimSelection(t *testing.T) {
 	stream := func(name string) string {
 		t.Helper()
 		owner := NewOwnerToken()
-		if err := Create(ctx, db, State{Name: name}); err != nil {
+		if _, err := Create(ctx, db, State{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 		if err := TakeOver(ctx, db, name, owner); err != nil {

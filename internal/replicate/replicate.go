@@ -159,6 +159,8 @@ type run struct {
 	// claimed is set once the stream's selection of tables was recorded
 	// (checked against the other streams of the target) in this run.
 	claimed bool
+	// newRow is set when this run created the stream's row (a new stream).
+	newRow bool
 	// pausing is the pause request the current attempt saw; pauseStops
 	// says the attempt stops at it.
 	pausing    position.PauseRequest
@@ -258,6 +260,21 @@ func (r *run) currentOwner() string {
 	return ""
 }
 
+// forgetRefused removes the row of a new stream whose tables another
+// stream owns (err, an OverlapError): the refused start leaves nothing
+// behind, and no state is saved for it after.
+func (r *run) forgetRefused(ctx context.Context, err error) {
+	var oe *OverlapError
+	if !errors.As(err, &oe) || !r.newRow {
+		return
+	}
+	if ferr := position.ForgetNew(ctx, r.meta, r.cfg.Stream, r.currentOwner()); ferr != nil {
+		r.log.Warn("could not remove the refused stream's row", "error", ferr)
+		return
+	}
+	r.owner.Store(nil)
+}
+
 // saveState records the stream's state, on behalf of the current owner.
 func (r *run) saveState(state, msg string) {
 	if r.currentOwner() == "" {
@@ -279,6 +296,7 @@ func (r *run) once(ctx context.Context) error {
 	}
 	if !r.claimed {
 		if err := r.claimTables(ctx); err != nil {
+			r.forgetRefused(ctx, err)
 			return err
 		}
 		r.claimed = true
@@ -416,9 +434,11 @@ func (r *run) takeOver(ctx context.Context) error {
 	if err := position.Ensure(ctx, r.meta); err != nil {
 		return err
 	}
-	if err := position.Create(ctx, r.meta, position.State{Name: r.cfg.Stream}); err != nil {
+	created, err := position.Create(ctx, r.meta, position.State{Name: r.cfg.Stream})
+	if err != nil {
 		return err
 	}
+	r.newRow = r.newRow || created
 	if st, _, err := position.Load(ctx, r.meta, r.cfg.Stream); err != nil {
 		return err
 	} else if st.State == position.StateCutOver {
