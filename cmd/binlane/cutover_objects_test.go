@@ -11,8 +11,9 @@ import (
 	"github.com/binlane/binlane/internal/verify"
 )
 
-// TestCutoverObjects: the cut-over compares the schema objects at the
-// switch point. A stored procedure that differs on the target makes it
+// TestCutoverObjects: the copy brings the view, sequence, procedure and
+// event along; the cut-over compares the schema objects at the switch
+// point. A stored procedure that differs on the target makes it
 // roll back, naming the procedure: the source writable again and the
 // stream running. Once the target's procedure is the source's, the cut-over
 // hands over: the trigger (deferred until then) is created on the target,
@@ -48,11 +49,16 @@ func TestCutoverObjects(t *testing.T) {
 		"--heartbeat", "500ms")
 	defer stop()
 	waitStreamReady(t, bDB, "obj", done)
-	// What the copy of views, sequences, routines and events makes on the
-	// target (the event disabled on the replica), but a procedure that
-	// differs.
-	b.ExecT(t, append([]string{"SET SESSION sql_log_bin = 0", "CREATE PROCEDURE wl.p() SELECT COUNT(*) + 1 FROM wl.t",
-		strings.Replace(event, "%s", "DISABLE ON SLAVE", 1)}, objects...)...)
+	// The copy made the view, the sequence, the procedure and the event
+	// (disabled on the replica); a procedure made to differ on the target.
+	var copied int
+	if err := bDB.QueryRow(`SELECT (SELECT COUNT(*) FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'wl') +
+		(SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'wl' AND TABLE_TYPE = 'SEQUENCE') +
+		(SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'wl') +
+		(SELECT COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = 'wl' AND STATUS = 'SLAVESIDE_DISABLED')`).Scan(&copied); err != nil || copied != 4 {
+		t.Fatalf("the copy made %d of the 4 objects (%v)", copied, err)
+	}
+	b.ExecT(t, "SET SESSION sql_log_bin = 0", "CREATE OR REPLACE PROCEDURE wl.p() SELECT COUNT(*) + 1 FROM wl.t")
 	cut := []string{"--source", aCut, "--target", bCut, "--stream", "obj", "--databases", "wl", "--json", "--timeout", "30s"}
 
 	out, code := runCutoverCmd(t, ctx, cut...)

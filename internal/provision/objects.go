@@ -344,11 +344,12 @@ func CurrentDefiner(create string) string {
 // [NOT] PRESERVE (its COMMENT and body come after it).
 var eventStatus = regexp.MustCompile(`(?is)(\sON\s+COMPLETION\s+(?:NOT\s+)?PRESERVE\s+)(ENABLE|DISABLE\s+ON\s+SLAVE|DISABLE)\b`)
 
-// DisabledOnReplica makes SHOW CREATE EVENT's statement create the event
-// DISABLE ON SLAVE.
+// DisabledOnReplica makes SHOW CREATE EVENT's statement of an enabled
+// event create it DISABLE ON SLAVE, as MariaDB's replica does; a disabled
+// one stays as it is.
 func DisabledOnReplica(create string) string {
 	m := eventStatus.FindStringSubmatchIndex(create)
-	if m == nil {
+	if m == nil || !strings.EqualFold(create[m[4]:m[5]], "ENABLE") {
 		return create
 	}
 	return create[:m[4]] + "DISABLE ON SLAVE" + create[m[5]:]

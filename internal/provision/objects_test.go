@@ -44,8 +44,10 @@ func TestDisabledOnReplica(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{head + "ON COMPLETION NOT PRESERVE ENABLE DO insert into t values (1)",
 			head + "ON COMPLETION NOT PRESERVE DISABLE ON SLAVE DO insert into t values (1)"},
-		{head + "ON COMPLETION PRESERVE DISABLE COMMENT 'ENABLE' DO select 1",
+		{head + "ON COMPLETION PRESERVE ENABLE COMMENT 'ENABLE' DO select 1",
 			head + "ON COMPLETION PRESERVE DISABLE ON SLAVE COMMENT 'ENABLE' DO select 1"},
+		// disabled on the source: disabled on the replica too
+		{head + "ON COMPLETION PRESERVE DISABLE COMMENT 'ENABLE' DO select 1", head + "ON COMPLETION PRESERVE DISABLE COMMENT 'ENABLE' DO select 1"},
 		{head + "ON COMPLETION NOT PRESERVE DISABLE ON SLAVE DO select 1", head + "ON COMPLETION NOT PRESERVE DISABLE ON SLAVE DO select 1"},
 		{head + "ON COMPLETION NOT PRESERVE ENABLE DO update t set s = 'ON COMPLETION PRESERVE ENABLE'",
 			head + "ON COMPLETION NOT PRESERVE DISABLE ON SLAVE DO update t set s = 'ON COMPLETION PRESERVE ENABLE'"},
