@@ -88,7 +88,7 @@ func (d *demo) summary(began time.Time, rep *verify.Report) {
 	d.say("  workers       %s (apply phase)", shares(d.final))
 	d.say("  recommended   %s: %s", analyze.Workers(r.Workers), r.Reason)
 	d.say("  objects       %s", d.objects(ctx))
-	d.say("  verify        %s (online, %d tables)", verdict, len(rep.Tables))
+	d.say("  verify        %s (online, %d tables, %d objects)", verdict, len(rep.Tables), len(rep.Objects))
 }
 
 // objects says which of the source's objects the target has, and whether

@@ -127,45 +127,18 @@ func selectedSchemas(ctx context.Context, db *sql.DB, rules filter.Rules) (map[s
 
 // define reads an object's definition (SHOW CREATE TRIGGER / EVENT).
 func define(ctx context.Context, db *sql.DB, o *object) error {
-	rows, err := db.QueryContext(ctx, "SHOW CREATE "+string(o.kind)+" "+o.qualified())
-	if err != nil {
+	sh, ok, err := schema.ShowCreate(ctx, db, string(o.kind), o.qualified())
+	switch {
+	case err != nil:
 		return fmt.Errorf("read %s %s: %w", strings.ToLower(string(o.kind)), o.qualified(), err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return err
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if !rows.Next() {
+	case !ok:
 		return fmt.Errorf("read %s %s: it is gone", strings.ToLower(string(o.kind)), o.qualified())
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return err
-	}
-	for i, c := range cols {
-		switch strings.ToLower(c) {
-		case "sql original statement", "create event":
-			o.create = vals[i].String
-		case "sql_mode":
-			o.sqlMode = vals[i].String
-		case "character_set_client":
-			o.charset = vals[i].String
-		case "collation_connection":
-			o.collation = vals[i].String
-		case "time_zone":
-			o.timeZone = vals[i].String
-		}
-	}
-	if o.create == "" {
+	case sh.Create == "":
 		return fmt.Errorf("read %s %s: no definition (does the account have the %s privilege on %s?)", strings.ToLower(string(o.kind)),
 			o.qualified(), o.kind, schema.QuoteName(o.schema))
 	}
-	return rows.Err()
+	o.create, o.sqlMode, o.charset, o.collation, o.timeZone = sh.Create, sh.SQLMode, sh.Charset, sh.Collation, sh.TimeZone
+	return nil
 }
 
 // session is the statements that set up a connection to run o's

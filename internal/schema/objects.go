@@ -174,17 +174,47 @@ func listObjects(ctx context.Context, q Querier, query string) ([]*ObjectDef, er
 // showObject reads o's definition and session with SHOW CREATE; false when
 // o is gone.
 func showObject(ctx context.Context, q *sql.Conn, o *ObjectDef) (bool, error) {
-	rows, err := q.QueryContext(ctx, "SHOW CREATE "+string(o.Kind)+" "+o.Qualified())
-	if err != nil {
-		if isGone(err) {
-			return false, nil
-		}
+	sh, ok, err := ShowCreate(ctx, q, string(o.Kind), o.Qualified())
+	switch {
+	case isGone(err):
+		return false, nil
+	case err != nil:
 		return false, fmt.Errorf("read the definition of %s: %w", o, err)
+	case !ok:
+		return false, nil
+	case sh.Create == "":
+		// The server shows a routine's body only to its definer and to an
+		// account that can read mysql.proc.
+		return false, fmt.Errorf("read the definition of %s: the server shows none to binlane's account "+
+			"(see the source's privileges in the README: SHOW VIEW, EVENT, SELECT ON mysql.proc)", o)
+	}
+	o.Create, o.SQLMode, o.Charset, o.Collation, o.TimeZone = sh.Create, sh.SQLMode, sh.Charset, sh.Collation, sh.TimeZone
+	if o.Kind == KindSequence {
+		o.SQLMode = DefinitionMode
+	}
+	return true, nil
+}
+
+// Shown is what SHOW CREATE shows of an object: its statement and the
+// session it was created in (the settings SHOW CREATE gives for its kind;
+// "" for the others).
+type Shown struct {
+	Create, SQLMode, Charset, Collation, TimeZone string
+}
+
+// ShowCreate runs SHOW CREATE kind qualified (a quoted name) and reads
+// its one row; false when the server answered with none. Create is "" when
+// the server hides the definition from the account (a routine's body).
+func ShowCreate(ctx context.Context, q Querier, kind, qualified string) (Shown, bool, error) {
+	var sh Shown
+	rows, err := q.QueryContext(ctx, "SHOW CREATE "+kind+" "+qualified)
+	if err != nil {
+		return sh, false, err
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return false, err
+		return sh, false, err
 	}
 	vals := make([]sql.NullString, len(cols))
 	ptrs := make([]any, len(cols))
@@ -192,35 +222,26 @@ func showObject(ctx context.Context, q *sql.Conn, o *ObjectDef) (bool, error) {
 		ptrs[i] = &vals[i]
 	}
 	if !rows.Next() {
-		return false, rows.Err()
+		return sh, false, rows.Err()
 	}
 	if err := rows.Scan(ptrs...); err != nil {
-		return false, fmt.Errorf("read the definition of %s: %w", o, err)
+		return sh, false, err
 	}
 	for i, c := range cols {
 		switch c := strings.ToLower(c); {
 		case strings.HasPrefix(c, "create ") || c == "sql original statement":
-			o.Create = vals[i].String
+			sh.Create = vals[i].String
 		case c == "sql_mode":
-			o.SQLMode = vals[i].String
+			sh.SQLMode = vals[i].String
 		case c == "character_set_client":
-			o.Charset = vals[i].String
+			sh.Charset = vals[i].String
 		case c == "collation_connection":
-			o.Collation = vals[i].String
+			sh.Collation = vals[i].String
 		case c == "time_zone":
-			o.TimeZone = vals[i].String
+			sh.TimeZone = vals[i].String
 		}
 	}
-	if o.Create == "" {
-		// The server shows a routine's body only to its definer and to an
-		// account that can read mysql.proc.
-		return false, fmt.Errorf("read the definition of %s: the server shows none to binlane's account "+
-			"(see the source's privileges in the README: SHOW VIEW, EVENT, SELECT ON mysql.proc)", o)
-	}
-	if o.Kind == KindSequence {
-		o.SQLMode = DefinitionMode
-	}
-	return true, rows.Err()
+	return sh, true, rows.Err()
 }
 
 // isGone reports an error saying the object does not exist (any kind),

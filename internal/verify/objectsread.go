@@ -138,45 +138,18 @@ func readDefinition(ctx context.Context, conn *sql.Conn, d objectDef) (string, e
 		})
 		return strings.Join(lines, "\n"), err
 	}
-	rows, err := conn.QueryContext(ctx, "SHOW CREATE "+strings.ToUpper(string(d.Kind))+" "+name)
-	if err != nil {
+	sh, ok, err := schema.ShowCreate(ctx, conn, strings.ToUpper(string(d.Kind)), name)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return "", err
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return "", err
-		}
+	case !ok:
 		return "", &hiddenError{fmt.Sprintf("SHOW CREATE %s %s returned nothing", strings.ToUpper(string(d.Kind)), name)}
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return "", err
-	}
-	var create string
-	got := map[string]string{}
-	for i, c := range cols {
-		c = strings.ToLower(c)
-		if strings.HasPrefix(c, "create ") || c == "sql original statement" {
-			create = vals[i].String
-		}
-		got[c] = vals[i].String
-	}
-	if create == "" {
+	case sh.Create == "":
 		return "", &hiddenError{fmt.Sprintf("the server shows no definition of %s %s (see the privileges verify needs)", d.Kind, name)}
 	}
-	settings := [][2]string{{"sql_mode", got["sql_mode"]}, {"time_zone", got["time_zone"]},
-		{"character_set_client", got["character_set_client"]}, {"collation_connection", got["collation_connection"]},
-		{"action_order", d.Order}}
-	return describeSession(create, settings), rows.Err()
+	settings := [][2]string{{"sql_mode", sh.SQLMode}, {"time_zone", sh.TimeZone},
+		{"character_set_client", sh.Charset}, {"collation_connection", sh.Collation}, {"action_order", d.Order}}
+	return describeSession(sh.Create, settings), nil
 }
 
 // hiddenError: the server listed the object but did not show its
