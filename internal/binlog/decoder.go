@@ -232,10 +232,18 @@ func eventCRC(b []byte, h Header) uint32 {
 }
 
 // fdeChecksum reads a format description's algorithm byte, which checksum-
-// aware servers put 5 bytes before the end whatever the algorithm.
+// aware servers put 5 bytes before the end whatever the algorithm. Older
+// servers write no such byte: for them it is ChecksumUndefined, and the
+// body ends with the post-header lengths.
 func fdeChecksum(raw []byte) byte {
 	// binlog version(2) + server version(50) + timestamp(4) + header len(1)
 	const fixed = HeaderLen + 57
+	if len(raw) < fixed {
+		return ChecksumOff
+	}
+	if !checksumAware(strings.TrimRight(string(raw[HeaderLen+2:HeaderLen+52]), "\x00")) {
+		return ChecksumUndefined
+	}
 	if len(raw) < fixed+5 {
 		return ChecksumOff
 	}
@@ -318,7 +326,7 @@ func (d *Decoder) decodeBody(h Header, raw, body []byte) (any, error) {
 	case EventIgnorable, EventTransactionContext, EventViewChange, EventStop:
 		return &SkippedEvent{Reason: h.Type.String()}, nil
 	case EventGTIDTagged:
-		return nil, errors.New("tagged GTIDs (MySQL 8.3+) are not supported")
+		return decodeTaggedGTID(body, d.alloc.mysql.next())
 	case eventMariaPartialRows:
 		return nil, errors.New("partial rows events (MariaDB 12.3+ fragmented rows) are not supported")
 	}
@@ -347,9 +355,12 @@ func (d *Decoder) decodeFDE(body []byte, alg byte) (*FormatDescriptionEvent, err
 	rest := r.rest()
 	// Checksum-aware servers end the body with the algorithm byte and a
 	// 4-byte CRC; body() already stripped the CRC when the algorithm is
-	// CRC32, and left the 4 (unused) bytes in place when it is off.
+	// CRC32, and left the 4 (unused) bytes in place when it is off. Older
+	// servers end it with the last post-header length, which stays.
 	f.Checksum = alg
 	switch {
+	case alg == ChecksumUndefined:
+		f.Checksum = ChecksumOff
 	case alg == ChecksumCRC32 && len(rest) >= 1:
 		rest = rest[:len(rest)-1]
 	case len(rest) >= 5:
@@ -361,8 +372,8 @@ func (d *Decoder) decodeFDE(body []byte, alg byte) (*FormatDescriptionEvent, err
 		f.Flavor = FlavorMariaDB
 		f.explicitDefaultsInFlags2 = mariaWritesExplicitDefaults(f.ServerVersion)
 	}
-	if f.postHeaderLen(EventTableMap) < 6 {
-		return nil, fmt.Errorf("format description has no table-map post-header length")
+	if n := f.postHeaderLen(EventTableMap); n >= 0 && n < 6 {
+		return nil, fmt.Errorf("format description gives table maps a post-header of %d bytes (need 6 or 8)", n)
 	}
 	if d.fde != nil {
 		// A new format description starts a new file (or a restarted

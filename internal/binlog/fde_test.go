@@ -1,0 +1,76 @@
+package binlog
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// oldFDEBody builds a format description as a server older than the
+// checksum (MySQL 5.6.1, MariaDB 5.3) writes it: the post-header lengths
+// of its n event types end the body, without an algorithm byte.
+func oldFDEBody(version string, n int) []byte {
+	body := binary.LittleEndian.AppendUint16(nil, 4)
+	v := make([]byte, 50)
+	copy(v, version)
+	body = append(body, v...)
+	body = binary.LittleEndian.AppendUint32(body, 1700000000)
+	body = append(body, HeaderLen)
+	for t := 1; t <= n; t++ {
+		l := byte(0)
+		switch EventType(t) {
+		case EventQuery:
+			l = 13
+		case EventTableMap, EventWriteRowsV1, EventUpdateRowsV1, EventDeleteRowsV1:
+			l = 8
+		case EventExecuteLoadQuery:
+			l = 26
+		}
+		body = append(body, l)
+	}
+	return body
+}
+
+// TestFormatDescriptionChecksumByte: only servers that know checksums end
+// the format description with an algorithm byte (and 4 more bytes); the
+// last 5 post-header lengths of an older server's are no trailer.
+func TestFormatDescriptionChecksumByte(t *testing.T) {
+	cases := []struct {
+		name      string
+		body      []byte
+		crc       bool
+		wantLens  int
+		wantAlg   byte
+		tableMapN int
+	}{
+		{"MySQL 5.0: no table map", oldFDEBody("5.0.86-debug-log", 18), false, 18, ChecksumOff, -1},
+		{"MySQL 5.1.23", oldFDEBody("5.1.23-rc-debug-log", 25), false, 25, ChecksumOff, 8},
+		{"MySQL 5.5", oldFDEBody("5.5.17-debug-log", 27), false, 27, ChecksumOff, 8},
+		{"MySQL 5.6.0", oldFDEBody("5.6.0-m5", 27), false, 27, ChecksumOff, 8},
+		{"MariaDB 5.2", oldFDEBody("5.2.14-MariaDB-log", 27), false, 27, ChecksumOff, 8},
+		{"MySQL 5.6.1, checksums off", fdeBody("5.6.1-m5", false, false), false, 41, ChecksumOff, 8},
+		{"MariaDB 5.3, checksums off", fdeBody("5.3.12-MariaDB", false, false), false, 41, ChecksumOff, 8},
+		{"MySQL 8.0, CRC32", fdeBody("8.0.36", false, true), true, 41, ChecksumCRC32, 8},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := NewDecoder()
+			ev, err := d.Decode(newBuilder(c.crc).event(EventFormatDescription, 0, c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := ev.Data.(*FormatDescriptionEvent)
+			if len(f.PostHeaderLens) != c.wantLens || f.Checksum != c.wantAlg || f.postHeaderLen(EventTableMap) != c.tableMapN {
+				t.Errorf("%d post-header lengths, checksum %d, table map %d; want %d, %d, %d",
+					len(f.PostHeaderLens), f.Checksum, f.postHeaderLen(EventTableMap), c.wantLens, c.wantAlg, c.tableMapN)
+			}
+		})
+	}
+	// A pre-checksum description whose last length happens to be 1 (the
+	// CRC32 code) is not a CRC32 description.
+	body := append(oldFDEBody("5.1.23-rc-debug-log", 25), 1)
+	d := NewDecoder()
+	ev, err := d.Decode(newBuilder(false).event(EventFormatDescription, 0, body))
+	if err != nil || ev.Data.(*FormatDescriptionEvent).Checksum != ChecksumOff {
+		t.Fatalf("got %v, %v", ev, err)
+	}
+}
