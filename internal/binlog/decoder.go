@@ -266,12 +266,28 @@ func (d *Decoder) decodeBody(h Header, raw, body []byte) (any, error) {
 	if h.Type == EventHeartbeat {
 		return decodeHeartbeat(h, body, guessCRC)
 	}
+	if h.Type == EventStartV3 {
+		// Servers before MySQL 5.0 start their files so (binlog format
+		// v1 to v3, some with a shorter header); v4 starts with a format
+		// description.
+		return nil, errors.New("binlog format before v4 (MySQL 3.23 to 4.1) is not supported")
+	}
 	if d.fde == nil {
 		return nil, errors.New("event before any format description event")
 	}
 	switch h.Type {
-	case EventQuery, EventQueryCompressed:
+	case EventQuery, EventQueryCompressed, EventExecuteLoadQuery:
 		return d.decodeQuery(h, body)
+	case EventBeginLoadQuery, EventAppendBlock:
+		return decodeLoadBlock(body)
+	case EventDeleteFile:
+		r := &reader{b: body}
+		e := &DeleteFileEvent{FileID: r.u32("file id")}
+		return e, r.err
+	case EventWriteRowsPreGA, EventUpdateRowsPreGA, EventDeleteRowsPreGA:
+		return nil, errors.New("pre-GA rows events (a MySQL 5.1 beta format) are not supported")
+	case EventLoad, EventCreateFile, EventExecLoad, EventNewLoad:
+		return nil, errors.New("statement-based LOAD DATA in the format of MySQL 3.23 to 5.0.2 is not supported")
 	case EventXID:
 		r := &reader{b: body}
 		x := d.alloc.xids.next()

@@ -79,6 +79,14 @@ func (p *Printer) addDetails(o *object, data any) {
 		o.add("schema", d.Schema)
 		o.add("query", p.statement(d.Query))
 		o.add("error_code", d.ErrorCode)
+		if d.Load != nil {
+			o.add("load_file_id", d.Load.FileID)
+		}
+	case *binlog.LoadBlockEvent:
+		o.add("file_id", d.FileID)
+		o.add("block_len", len(d.Data))
+	case *binlog.DeleteFileEvent:
+		o.add("file_id", d.FileID)
 	case *binlog.XIDEvent:
 		o.add("xid", d.XID)
 	case *binlog.TableMap:
