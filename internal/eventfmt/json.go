@@ -111,9 +111,43 @@ func (p *Printer) addDetails(o *object, data any) {
 	case *binlog.UserVarEvent:
 		o.add("name", d.Name)
 		o.add("value", p.userVar(d))
+	case *binlog.TransactionPayloadEvent:
+		p.addPayload(o, d)
 	case *binlog.SkippedEvent:
 		o.add("skipped", d.Reason)
 	}
+}
+
+// addPayload lists the events of a compressed transaction (MySQL's
+// Transaction_payload) in "events", each as a top-level event would be
+// but without file and position: they have none of their own, and are
+// located by the payload event.
+func (p *Printer) addPayload(o *object, d *binlog.TransactionPayloadEvent) {
+	o.add("compression", payloadCompression(d.Compression))
+	o.add("uncompressed_size", d.UncompressedSize)
+	events := []byte{'['}
+	for i, in := range d.Events {
+		if i > 0 {
+			events = append(events, ',')
+		}
+		ev := &object{b: append(events, '{')}
+		ev.add("type", in.Header.Type.String())
+		ev.add("server_id", in.Header.ServerID)
+		ev.add("timestamp", in.Header.Timestamp)
+		p.addDetails(ev, in.Data)
+		events = append(ev.b, '}')
+	}
+	o.raw("events", append(events, ']'))
+}
+
+func payloadCompression(c uint64) string {
+	switch c {
+	case 0:
+		return "zstd"
+	case 255:
+		return "none"
+	}
+	return strconv.FormatUint(c, 10)
 }
 
 func gtidStrings(d *binlog.GTIDListEvent) []string {
