@@ -193,18 +193,25 @@ func (d *Decoder) advance(h Header, ev *Event) {
 // verifies and strips the trailer.
 func (d *Decoder) body(raw []byte, h Header) ([]byte, error) {
 	alg := ChecksumOff
+	hl := HeaderLen
 	switch {
 	case h.Type == EventFormatDescription:
 		alg = fdeChecksum(raw)
 	case d.fde != nil:
 		alg = d.fde.Checksum
+		// Some builds (Google's MySQL 5.1) extend the header of the
+		// events after the format description with fields of their own.
+		hl = int(d.fde.HeaderLen)
 	case d.preFDE == ChecksumCRC32:
 		alg = ChecksumCRC32
 	}
-	if alg != ChecksumCRC32 {
-		return raw[HeaderLen:], nil
+	if len(raw) < hl {
+		return nil, fmt.Errorf("event of %d bytes is shorter than its %d-byte header", len(raw), hl)
 	}
-	if len(raw) < HeaderLen+4 {
+	if alg != ChecksumCRC32 {
+		return raw[hl:], nil
+	}
+	if len(raw) < hl+4 {
 		return nil, fmt.Errorf("event too short for its checksum")
 	}
 	n := len(raw) - 4
@@ -214,7 +221,7 @@ func (d *Decoder) body(raw []byte, h Header) ([]byte, error) {
 			return nil, fmt.Errorf("%w: computed 0x%08x, event says 0x%08x", ErrChecksum, got, want)
 		}
 	}
-	return raw[HeaderLen:n], nil
+	return raw[hl:n], nil
 }
 
 // eventCRC computes an event's CRC32. A format description is summed with
@@ -365,8 +372,8 @@ func (d *Decoder) decodeFDE(body []byte, alg byte) (*FormatDescriptionEvent, err
 	if f.BinlogVersion != 4 {
 		return nil, fmt.Errorf("binlog version %d is not supported (need 4)", f.BinlogVersion)
 	}
-	if f.HeaderLen != HeaderLen {
-		return nil, fmt.Errorf("header length %d is not supported (need %d)", f.HeaderLen, HeaderLen)
+	if f.HeaderLen < HeaderLen {
+		return nil, fmt.Errorf("header length %d is not supported (need at least %d)", f.HeaderLen, HeaderLen)
 	}
 	rest := r.rest()
 	// Checksum-aware servers end the body with the algorithm byte and a

@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 )
 
@@ -72,5 +73,38 @@ func TestFormatDescriptionChecksumByte(t *testing.T) {
 	ev, err := d.Decode(newBuilder(false).event(EventFormatDescription, 0, body))
 	if err != nil || ev.Data.(*FormatDescriptionEvent).Checksum != ChecksumOff {
 		t.Fatalf("got %v, %v", ev, err)
+	}
+}
+
+// TestExtendedHeader: Google's MySQL 5.1 builds extend the common header of
+// the events after the format description (a checksum, a group id); the
+// extra bytes are skipped. A header shorter than 19 bytes is refused.
+func TestExtendedHeader(t *testing.T) {
+	for _, extra := range []int{4, 8, 12} {
+		fde := oldFDEBody("5.1.63-google-debug-log", 27)
+		fde[56] = byte(HeaderLen + extra)
+		b := newBuilder(false)
+		d := NewDecoder()
+		if _, err := d.Decode(b.event(EventFormatDescription, 0, fde)); err != nil {
+			t.Fatal(err)
+		}
+		query := append(make([]byte, extra), executeLoadBody(0, 0, 0, "create table t (id int)")[:13]...)
+		query = append(query, "db\x00create table t (id int)"...)
+		ev, err := d.Decode(b.event(EventQuery, 0, query))
+		if err != nil {
+			t.Fatalf("%d extra bytes: %v", extra, err)
+		}
+		if q := ev.Data.(*QueryEvent); q.Schema != "db" || string(q.Query) != "create table t (id int)" {
+			t.Errorf("%d extra bytes: %+v", extra, q)
+		}
+		if _, err := d.Decode(b.event(EventXID, 0, make([]byte, extra-1))); err == nil || !strings.Contains(err.Error(), "shorter than its") {
+			t.Errorf("%d extra bytes: an event shorter than its header: %v", extra, err)
+		}
+	}
+	fde := oldFDEBody("5.1.63-google-debug-log", 27)
+	fde[56] = HeaderLen - 6
+	_, err := NewDecoder().Decode(newBuilder(false).event(EventFormatDescription, 0, fde))
+	if err == nil || !strings.Contains(err.Error(), "header length 13 is not supported (need at least 19)") {
+		t.Errorf("13-byte header: %v", err)
 	}
 }
