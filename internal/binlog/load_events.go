@@ -12,8 +12,9 @@ import "fmt"
 // LoadQuery locates the file of an Execute_load_query statement.
 type LoadQuery struct {
 	FileID uint32
-	// FileStart and FileEnd delimit the file clause ("INFILE 'name'")
-	// in the statement.
+	// FileStart and FileEnd delimit the clause of the statement that
+	// names the file, " INFILE 'name' [IGNORE|REPLACE] INTO" (a reader
+	// that writes the file elsewhere puts its name there).
 	FileStart, FileEnd uint32
 	// DupHandling is what LOAD DATA does with duplicate keys: 0 error,
 	// 1 IGNORE, 2 REPLACE.

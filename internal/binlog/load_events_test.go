@@ -59,16 +59,16 @@ func TestLoadDataEvents(t *testing.T) {
 			t.Fatalf("%s: got %+v", bl.typ, ev.Data)
 		}
 	}
-	ev, err := d.Decode(b.event(EventExecuteLoadQuery, 0, executeLoadBody(7, 10, 32, q)))
+	ev, err := d.Decode(b.event(EventExecuteLoadQuery, 0, executeLoadBody(7, 9, 45, q)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	qe, ok := ev.Data.(*QueryEvent)
 	if !ok || string(qe.Query) != q || qe.Schema != "db" || qe.ThreadID != 23 ||
-		qe.Load == nil || *qe.Load != (LoadQuery{FileID: 7, FileStart: 10, FileEnd: 32, DupHandling: 2}) {
+		qe.Load == nil || *qe.Load != (LoadQuery{FileID: 7, FileStart: 9, FileEnd: 45, DupHandling: 2}) {
 		t.Fatalf("got %+v", ev.Data)
 	}
-	if clause := q[qe.Load.FileStart:qe.Load.FileEnd]; clause != "INFILE '/tmp/data.txt'" {
+	if clause := q[qe.Load.FileStart:qe.Load.FileEnd]; clause != " INFILE '/tmp/data.txt' REPLACE INTO" {
 		t.Errorf("file clause %q", clause)
 	}
 	ev, err = d.Decode(b.event(EventDeleteFile, 0, binary.LittleEndian.AppendUint32(nil, 7)))
