@@ -51,6 +51,10 @@ type Decoder struct {
 	preFDE       byte          // checksum algorithm before the first format description
 	alloc        slabs
 	lastSchema   string // the schema of the last query event, reused when repeated
+	// offline: events are located by their offset in the file being read
+	// (set by OpenFile). A relay log holds its source's events, whose
+	// headers carry the source's positions, after the source's rotate.
+	offline bool
 }
 
 // NewDecoder returns a decoder that expects a format description event
@@ -147,6 +151,9 @@ func parseHeader(raw []byte) Header {
 // after themselves; MariaDB 11.4+ writes 0 for events from the transaction
 // cache, so fall back to counting.
 func (d *Decoder) startPos(h Header) uint64 {
+	if d.offline {
+		return d.next
+	}
 	if h.LogPos >= h.EventSize && h.LogPos != 0 && !isArtificial(h) {
 		return uint64(h.LogPos - h.EventSize)
 	}
@@ -158,6 +165,13 @@ func isArtificial(h Header) bool {
 }
 
 func (d *Decoder) advance(h Header, ev *Event) {
+	if d.offline {
+		d.next = ev.Pos + uint64(h.EventSize)
+		if r, ok := ev.Data.(*RotateEvent); ok && !r.Fake {
+			clear(d.tables)
+		}
+		return
+	}
 	switch h.Type {
 	case EventHeartbeat, EventHeartbeatV2:
 		return

@@ -2,6 +2,9 @@ package binlog
 
 import (
 	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -106,5 +109,51 @@ func TestExtendedHeader(t *testing.T) {
 	_, err := NewDecoder().Decode(newBuilder(false).event(EventFormatDescription, 0, fde))
 	if err == nil || !strings.Contains(err.Error(), "header length 13 is not supported (need at least 19)") {
 		t.Errorf("13-byte header: %v", err)
+	}
+}
+
+// TestRelayLogOffsets: a relay log holds its source's events after the
+// source's rotate, with the source's positions in their headers; read as
+// a file, every event is located at its offset in that file (as
+// mariadb-binlog prints it), and errors name that offset.
+func TestRelayLogOffsets(t *testing.T) {
+	b := newBuilder(false)
+	relay := b.event(EventFormatDescription, 0, fdeBody("5.7.25-log", false, false))
+	rot := b.event(EventRotate, FlagArtificial, append(binary.LittleEndian.AppendUint64(nil, 1000), "master-bin.000009"...))
+	binary.LittleEndian.PutUint32(rot[0:], 0)
+	binary.LittleEndian.PutUint32(rot[13:], 0)
+	src := b.event(EventFormatDescription, 0, fdeBody("5.7.25-log", false, false))
+	binary.LittleEndian.PutUint32(src[13:], 0)
+	query := b.event(EventQuery, 0, append(executeLoadBody(0, 0, 0, "")[:13], "db\x00BEGIN"...))
+	binary.LittleEndian.PutUint32(query[13:], 1000+uint32(len(query)))
+	bad := b.event(EventXID, 0, []byte{1})
+	binary.LittleEndian.PutUint32(bad[13:], 2000)
+	file := append(append([]byte(nil), FileMagic...), relay...)
+	for _, e := range [][]byte{rot, src, query, bad} {
+		file = append(file, e...)
+	}
+	path := filepath.Join(t.TempDir(), "relay-bin.000002")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fr, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	off := uint64(4)
+	for _, size := range []int{len(relay), len(rot), len(src), len(query)} {
+		ev, err := fr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.File != "relay-bin.000002" || ev.Pos != off {
+			t.Errorf("%s at %d located at %s:%d", ev.Header.Type, off, ev.File, ev.Pos)
+		}
+		off += uint64(size)
+	}
+	_, err = fr.Next()
+	if want := fmt.Sprintf("binlog relay-bin.000002:%d: Xid event", off); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v, want %s...", err, want)
 	}
 }

@@ -54,7 +54,7 @@ var sharedRefusals = map[string]struct{ err, why string }{
 	"mysql/rust_mysql_common/binlog_truncated_event.000001": {"truncated event header", "14 bytes: cut in the first event header"},
 	"mysql/rust_mysql_common/binlog_truncated_prev_gtid_event.000001": {"truncated event header",
 		"cut in the middle of an event header (mariadb-binlog stops there too)"},
-	"mysql/rust_mysql_common/corrupt-relay-bin.000624.gz": {"Query event: status variables",
+	"mysql/rust_mysql_common/corrupt-relay-bin.000624.gz": {"corrupt-relay-bin.000624:91204: Query event: status variables",
 		"a corrupt relay log (mariadb-binlog stops at it too)"},
 	"mysql/rust_mysql_common/json.binlog.000001": {"Update_rows_partial event: table `mysql`.`t`: row image: partial JSON updates are not supported",
 		"MySQL 8.0 partial JSON updates (binlog_row_value_options=PARTIAL_JSON; mariadb-binlog cannot read them either)"},
@@ -233,7 +233,12 @@ func readShared(path string) ([]*sharedEvent, error) {
 		if err != nil {
 			return out, err
 		}
-		se := &sharedEvent{offset: offset, endPos: uint64(ev.Header.LogPos), typ: ev.Header.Type.String()}
+		// Events are located in the file read (binlog dump prints that),
+		// relay logs included, as mariadb-binlog does.
+		if ev.File != filepath.Base(path) || ev.Pos != offset {
+			return out, fmt.Errorf("event at offset %d of %s located at %s:%d", offset, filepath.Base(path), ev.File, ev.Pos)
+		}
+		se := &sharedEvent{offset: ev.Pos, endPos: uint64(ev.Header.LogPos), typ: ev.Header.Type.String()}
 		offset += uint64(ev.Header.EventSize)
 		switch d := ev.Data.(type) {
 		case *QueryEvent:
