@@ -111,6 +111,13 @@ func (p *Printer) addDetails(o *object, data any) {
 	case *binlog.UserVarEvent:
 		o.add("name", d.Name)
 		o.add("value", p.userVar(d))
+	case *binlog.PreviousGTIDsEvent:
+		o.add("gtids", d.Set.String())
+	case *binlog.BinlogCheckpointEvent:
+		o.add("checkpoint_file", d.File)
+	case *binlog.IncidentEvent:
+		o.add("incident", d.Incident)
+		o.add("message", p.message(d.Message))
 	case *binlog.TransactionPayloadEvent:
 		p.addPayload(o, d)
 	case *binlog.SkippedEvent:

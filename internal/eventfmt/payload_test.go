@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/gtid"
 )
 
 // rawEvent frames a body with a common header (no checksum).
@@ -103,5 +104,52 @@ func TestPayloadJSON(t *testing.T) {
 	}
 	if after, _ := ev[2].Rows[0]["after"].(map[string]any); after["@1"] != 7.0 {
 		t.Errorf("row: %v", ev[2].Rows[0])
+	}
+}
+
+// TestFileEvents: the events binlog dump --file met in real binlogs and
+// printed nothing for, or only in text: a statement-based LOAD DATA, a
+// tagged Previous_gtids set, a checkpoint, an incident.
+func TestFileEvents(t *testing.T) {
+	sid, _ := gtid.ParseUUID("55778904-0299-11f1-b1b8-4ef0c4956feb")
+	var set gtid.Set
+	set.Add(gtid.GTID{Flavor: gtid.MySQL, SID: sid, Seq: 1})
+	set.Add(gtid.GTID{Flavor: gtid.MySQL, SID: sid, Tag: "mytag", Seq: 2})
+	load := &binlog.QueryEvent{Schema: "d", Query: []byte("LOAD DATA INFILE '/tmp/x' INTO TABLE t"), Load: &binlog.LoadQuery{FileID: 3}}
+	evs := []*binlog.Event{
+		{Header: binlog.Header{Type: binlog.EventBeginLoadQuery}, Data: &binlog.LoadBlockEvent{FileID: 3, Data: []byte("1\n2\n")}},
+		{Header: binlog.Header{Type: binlog.EventExecuteLoadQuery}, Data: load},
+		{Header: binlog.Header{Type: binlog.EventDeleteFile}, Data: &binlog.DeleteFileEvent{FileID: 3}},
+		{Header: binlog.Header{Type: binlog.EventPreviousGTIDs}, Data: &binlog.PreviousGTIDsEvent{Set: set}},
+		{Header: binlog.Header{Type: binlog.EventBinlogCheckpoint}, Data: &binlog.BinlogCheckpointEvent{File: "b.000001"}},
+		{Header: binlog.Header{Type: binlog.EventIncident}, Data: &binlog.IncidentEvent{Incident: 1, Message: "lost"}},
+	}
+	var text, js bytes.Buffer
+	tp, jp := NewText(&text), NewJSON(&js)
+	for _, ev := range evs {
+		if err := tp.Print(ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := jp.Print(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{
+		"Begin_load_query: file_id: 3  block_len: 4\n",
+		"Execute_load_query: thread_id=0 exec_time=0 error_code=0 db=`d`\nLOAD DATA INFILE '/tmp/x' INTO TABLE t\n# file_id: 3\n",
+		"Delete_file: file_id: 3\n",
+		"Previous_gtids: 55778904-0299-11f1-b1b8-4ef0c4956feb:1:mytag:2\n",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	for _, want := range []string{
+		`"file_id":3,"block_len":4}`, `"load_file_id":3}`, `"type":"Delete_file","server_id":0,"timestamp":0,"file_id":3}`,
+		`"gtids":"55778904-0299-11f1-b1b8-4ef0c4956feb:1:mytag:2"}`, `"checkpoint_file":"b.000001"}`, `"incident":1,"message":"lost"}`,
+	} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("json lacks %s:\n%s", want, js.String())
+		}
 	}
 }
