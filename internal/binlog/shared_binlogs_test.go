@@ -353,14 +353,16 @@ func parseSharedOracle(r io.Reader) ([]*sharedEvent, error) {
 }
 
 // compareShared holds the decoder's reading to mariadb-binlog's, as far as
-// mariadb-binlog read (the event it stopped at is not compared).
+// mariadb-binlog read.
 type sharedStats struct{ events, statements, images int }
 
 func compareShared(t *testing.T, got, want []*sharedEvent, stopped bool, stats *sharedStats) bool {
-	if stopped && len(want) > 0 {
+	// The event mariadb-binlog stopped at has its "# at" line, not its
+	// header.
+	for stopped && len(want) > 0 && want[len(want)-1].typ == "" {
 		want = want[:len(want)-1]
 	}
-	if len(got) < len(want) || !stopped && len(got) != len(want) {
+	if len(got) <= len(want) && stopped || len(got) != len(want) && !stopped {
 		t.Errorf("%d events, mariadb-binlog reads %d", len(got), len(want))
 	}
 	for i := 0; i < len(want) && i < len(got) && !t.Failed(); i++ {
