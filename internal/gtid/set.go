@@ -20,12 +20,12 @@ import (
 type Set struct {
 	flavor  Flavor
 	domains []GTID              // MariaDB: sorted by Domain, one per domain
-	sids    map[TSID][]Interval // MySQL: per source id and tag, sorted, merged
+	sids    map[tsid][]Interval // MySQL: per source id and tag, sorted, merged
 }
 
-// TSID is what MySQL numbers transactions under: a source id and, from
+// tsid is what MySQL numbers transactions under: a source id and, from
 // MySQL 8.3, an optional tag. Untagged transactions have the tag "".
-type TSID struct {
+type tsid struct {
 	SID UUID
 	Tag string
 }
@@ -84,7 +84,7 @@ func isTag(field string) bool {
 }
 
 func parseMySQLSet(s string) (Set, error) {
-	set := Set{flavor: MySQL, sids: map[TSID][]Interval{}}
+	set := Set{flavor: MySQL, sids: map[tsid][]Interval{}}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -113,7 +113,7 @@ func parseMySQLSet(s string) (Set, error) {
 					return Set{}, fmt.Errorf("gtid set %q: bad interval %q", s, iv)
 				}
 			}
-			set.addInterval(TSID{SID: sid}, Interval{a, b + 1})
+			set.addInterval(tsid{SID: sid}, Interval{a, b + 1})
 		}
 	}
 	return set, nil
@@ -129,7 +129,7 @@ func (s Set) IsEmpty() bool { return len(s.domains) == 0 && len(s.sids) == 0 }
 func (s Set) Clone() Set {
 	c := Set{flavor: s.flavor, domains: slices.Clone(s.domains)}
 	if s.sids != nil {
-		c.sids = make(map[TSID][]Interval, len(s.sids))
+		c.sids = make(map[tsid][]Interval, len(s.sids))
 		for k, v := range s.sids {
 			c.sids[k] = slices.Clone(v)
 		}
@@ -166,13 +166,13 @@ func (s *Set) Add(g GTID) {
 		}
 	case MySQL:
 		if s.sids == nil {
-			s.sids = map[TSID][]Interval{}
+			s.sids = map[tsid][]Interval{}
 		}
-		s.addInterval(TSID{g.SID, g.Tag}, Interval{g.Seq, g.Seq + 1})
+		s.addInterval(tsid{g.SID, g.Tag}, Interval{g.Seq, g.Seq + 1})
 	}
 }
 
-func (s *Set) addInterval(sid TSID, iv Interval) {
+func (s *Set) addInterval(sid tsid, iv Interval) {
 	ivs := s.sids[sid]
 	i := sort.Search(len(ivs), func(i int) bool { return ivs[i].End >= iv.Start })
 	j := i
@@ -194,7 +194,7 @@ func (s Set) Contains(g GTID) bool {
 		cur, ok := s.Domain(g.Domain)
 		return ok && cur.Seq >= g.Seq
 	case MySQL:
-		for _, iv := range s.sids[TSID{g.SID, g.Tag}] {
+		for _, iv := range s.sids[tsid{g.SID, g.Tag}] {
 			if g.Seq >= iv.Start && g.Seq < iv.End {
 				return true
 			}
@@ -220,7 +220,7 @@ func (s Set) ContainsSet(o Set) bool {
 	return true
 }
 
-func (s Set) containsInterval(sid TSID, iv Interval) bool {
+func (s Set) containsInterval(sid tsid, iv Interval) bool {
 	for _, x := range s.sids[sid] {
 		if iv.Start >= x.Start && iv.End <= x.End {
 			return true
@@ -243,7 +243,7 @@ func (s Set) String() string {
 		}
 		fmt.Fprintf(&b, "%d-%d-%d", g.Domain, g.ServerID, g.Seq)
 	}
-	var last *TSID
+	var last *tsid
 	for _, k := range s.sortedSIDs() {
 		if last == nil || last.SID != k.SID {
 			if last != nil {
@@ -269,12 +269,12 @@ func (s Set) String() string {
 
 // sortedSIDs orders by source id, then tag (untagged first), as the
 // server does.
-func (s Set) sortedSIDs() []TSID {
-	keys := make([]TSID, 0, len(s.sids))
+func (s Set) sortedSIDs() []tsid {
+	keys := make([]tsid, 0, len(s.sids))
 	for k := range s.sids {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b TSID) int {
+	slices.SortFunc(keys, func(a, b tsid) int {
 		if c := strings.Compare(string(a.SID[:]), string(b.SID[:])); c != 0 {
 			return c
 		}
@@ -328,7 +328,7 @@ const formatTagged = 1
 
 // DecodeMySQL reads the binary GTID-set layout, untagged or tagged.
 func DecodeMySQL(b []byte) (Set, error) {
-	set := Set{flavor: MySQL, sids: map[TSID][]Interval{}}
+	set := Set{flavor: MySQL, sids: map[tsid][]Interval{}}
 	if len(b) < 8 {
 		return Set{}, fmt.Errorf("gtid set: %d bytes, need at least 8", len(b))
 	}
@@ -349,7 +349,7 @@ func DecodeMySQL(b []byte) (Set, error) {
 		if len(b) < 16 {
 			return Set{}, fmt.Errorf("gtid set: truncated at source id %d", i)
 		}
-		var k TSID
+		var k tsid
 		copy(k.SID[:], b[:16])
 		b = b[16:]
 		if tagged {
