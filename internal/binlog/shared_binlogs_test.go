@@ -60,8 +60,6 @@ var sharedRefusals = map[string]struct{ err, why string }{
 		"MySQL 8.0 partial JSON updates (binlog_row_value_options=PARTIAL_JSON; mariadb-binlog cannot read them either)"},
 	"mysql/mariadb-mysql-test/mdev35643_mysql_80_binlog.000001": {"Update_rows_partial event: table `test`.`t2`: row image: partial JSON updates are not supported",
 		"MySQL 8.0 partial JSON updates (binlog_row_value_options=PARTIAL_JSON; mariadb-binlog stops earlier, at a Transaction_payload)"},
-	"mysql/rust_mysql_common/vector.binlog": {"Table_map event: table `dtb`.`foo`: column 2: unsupported column type 242",
-		"MySQL 9.0 VECTOR columns (mariadb-binlog cannot read them either)"},
 }
 
 // sharedOracleStops: files mariadb-binlog cannot read to the end, though
@@ -72,6 +70,7 @@ var sharedOracleStops = map[string]string{
 	"mysql/rust_mysql_common/bug40482-bin.000001": "an Incident event of unknown number 66 (MySQL bug 40482 test data), " +
 		"which mariadb-binlog calls invalid and binlane prints",
 	"mysql/rust_mysql_common/json-opaque.binlog": "MySQL JSON holding an opaque DATE",
+	"mysql/rust_mysql_common/vector.binlog":      "MySQL 9.0 VECTOR columns",
 }
 
 // sharedBinlogsDir finds ../shared/binlogs next to the module root.

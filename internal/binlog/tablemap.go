@@ -33,6 +33,7 @@ const (
 	TypeTime2             ColumnType = 19
 	TypeBlobCompressed    ColumnType = 140
 	TypeVarcharCompressed ColumnType = 141
+	TypeVector            ColumnType = 242 // MySQL 9.0+: float32s, stored as a blob
 	TypeJSON              ColumnType = 245
 	TypeNewDecimal        ColumnType = 246
 	TypeEnum              ColumnType = 247
@@ -55,7 +56,7 @@ var typeNames = map[ColumnType]string{
 	TypeVarcharCompressed: "VARCHAR COMPRESSED", TypeJSON: "JSON", TypeNewDecimal: "DECIMAL",
 	TypeEnum: "ENUM", TypeSet: "SET", TypeTinyBlob: "TINYBLOB", TypeMediumBlob: "MEDIUMBLOB",
 	TypeLongBlob: "LONGBLOB", TypeBlob: "BLOB", TypeVarString: "VARCHAR", TypeString: "CHAR",
-	TypeGeometry: "GEOMETRY",
+	TypeGeometry: "GEOMETRY", TypeVector: "VECTOR",
 }
 
 func (t ColumnType) String() string {
@@ -98,6 +99,8 @@ func (c *Column) IsCharacter(flavor Flavor) bool {
 		return true
 	case TypeGeometry:
 		return flavor == FlavorMariaDB
+	case TypeVector:
+		return true // MySQL gives it the binary collation
 	}
 	return false
 }
@@ -216,7 +219,7 @@ func parseColumnMeta(cols []Column, types, meta []byte) error {
 		c.Type = ColumnType(types[i])
 		switch c.Type {
 		case TypeFloat, TypeDouble, TypeBlob, TypeTinyBlob, TypeMediumBlob, TypeLongBlob, TypeGeometry, TypeJSON,
-			TypeTimestamp2, TypeDateTime2, TypeTime2, TypeBlobCompressed:
+			TypeTimestamp2, TypeDateTime2, TypeTime2, TypeBlobCompressed, TypeVector:
 			c.Meta = uint16(r.u8("column metadata"))
 		case TypeVarchar, TypeVarString, TypeVarcharCompressed:
 			c.Meta = r.u16("column metadata")

@@ -255,6 +255,9 @@ func jsonValue(v *binlog.Value, c *binlog.Column) []byte {
 	case binlog.KindEnum, binlog.KindSet:
 		x = enumSetText(v, c)
 	case binlog.KindString:
+		if vec, ok := vectorText(v, c); ok && json.Valid(vec) {
+			return vec // an array of numbers
+		}
 		if utf8.Valid(v.B) && c.Collation != 63 {
 			x = string(v.B)
 		} else {

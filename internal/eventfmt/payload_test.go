@@ -153,3 +153,29 @@ func TestFileEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorValues: a VECTOR prints its float32s as MySQL lists them, in
+// text and as a JSON array; bytes that are not whole float32s, or values
+// JSON has no number for, print as bytes.
+func TestVectorValues(t *testing.T) {
+	vec := &binlog.Column{Type: binlog.TypeVector, Meta: 4, Collation: 63}
+	nan := binary.LittleEndian.AppendUint32(nil, 0x7fc00000)
+	cases := []struct {
+		b          []byte
+		text, json string
+	}{
+		{[]byte{0xcd, 0xcc, 0x8c, 0x3f, 0, 0, 0x80, 0xbf}, "'[1.1,-1]'", "[1.1,-1]"},
+		{nil, "'[]'", "[]"},
+		{[]byte{1, 2, 3}, `'\x01\x02\x03'`, `{"hex":"010203"}`},
+		{nan, "'[NaN]'", `{"hex":"0000c07f"}`},
+	}
+	for _, c := range cases {
+		v := binlog.Value{Kind: binlog.KindString, B: c.b}
+		if got := string(appendValue(nil, &v, vec)); got != c.text {
+			t.Errorf("%x: text %s, want %s", c.b, got, c.text)
+		}
+		if got := string(jsonValue(&v, vec)); got != c.json {
+			t.Errorf("%x: json %s, want %s", c.b, got, c.json)
+		}
+	}
+}
