@@ -189,9 +189,10 @@ func parseTableMap(r *reader, flavor Flavor) (*TableMap, error) {
 	}
 	types := r.take(int(ncols), "column types")
 	if r.err == nil && r.remaining() == 0 {
-		// Early MySQL 5.1 betas wrote neither: their rows cannot be read
-		// without them.
-		return nil, fmt.Errorf("table %s: table map without column metadata and nullable bitmap (a MySQL 5.1 beta format) is not supported", t.QualifiedName())
+		// Early MySQL 5.1 betas wrote neither (so does a cut event):
+		// rows cannot be read without them.
+		return nil, fmt.Errorf("table %s: table map without column metadata and nullable bitmap (as MySQL 5.1 betas wrote them) is not supported",
+			t.QualifiedName())
 	}
 	meta := r.lenencBytes("column metadata")
 	nullBits := r.take(int(ncols+7)/8, "nullable bitmap")
