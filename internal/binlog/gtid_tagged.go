@@ -33,7 +33,8 @@ const (
 // varlenReader reads serialization-library integers off a reader.
 type varlenReader struct{ *reader }
 
-func (r varlenReader) uint(what string) uint64 {
+// unsigned reads an unsigned integer.
+func (r varlenReader) unsigned(what string) uint64 {
 	if r.err != nil {
 		return 0
 	}
@@ -46,19 +47,19 @@ func (r varlenReader) uint(what string) uint64 {
 	return v
 }
 
-// int reads a zigzag-encoded signed integer.
-func (r varlenReader) int(what string) int64 {
-	u := r.uint(what)
+// signed reads a zigzag-encoded signed integer.
+func (r varlenReader) signed(what string) int64 {
+	u := r.unsigned(what)
 	return int64(u>>1) ^ -int64(u&1)
 }
 
 func decodeTaggedGTID(body []byte, g *MySQLGTIDEvent) (*MySQLGTIDEvent, error) {
 	r := varlenReader{&reader{b: body}}
-	if v := r.uint("serialization format version"); r.err == nil && v != 1 {
+	if v := r.unsigned("serialization format version"); r.err == nil && v != 1 {
 		return nil, fmt.Errorf("serialization format version %d is not supported (need 1)", v)
 	}
-	size := r.uint("payload size")
-	lastNeeded := r.uint("last non-ignorable field id")
+	size := r.unsigned("payload size")
+	lastNeeded := r.unsigned("last non-ignorable field id")
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -71,42 +72,42 @@ func decodeTaggedGTID(body []byte, g *MySQLGTIDEvent) (*MySQLGTIDEvent, error) {
 	var tag []byte
 	hasOrigTS, hasOrigVersion := false, false
 	for r.err == nil && r.remaining() > 0 {
-		id := r.uint("field id")
+		id := r.unsigned("field id")
 		switch id {
 		case tgFlags:
-			g.Flags = byte(r.uint("flags"))
+			g.Flags = byte(r.unsigned("flags"))
 		case tgSID:
 			for i := range sid {
-				b := r.uint("sid")
+				b := r.unsigned("sid")
 				if b > 0xff {
 					return nil, fmt.Errorf("sid byte %d is %d", i, b)
 				}
 				sid[i] = byte(b)
 			}
 		case tgGNO:
-			gno = r.int("gno")
+			gno = r.signed("gno")
 		case tgTag:
-			n := r.uint("tag length")
+			n := r.unsigned("tag length")
 			if n > 32 {
 				return nil, fmt.Errorf("tag of %d bytes (at most 32)", n)
 			}
 			tag = r.take(int(n), "tag")
 		case tgLastCommitted:
-			g.LastCommitted = r.int("last committed")
+			g.LastCommitted = r.signed("last committed")
 		case tgSequenceNumber:
-			g.SequenceNumber = r.int("sequence number")
+			g.SequenceNumber = r.signed("sequence number")
 		case tgImmediateCommitTS:
-			g.ImmediateCommitTS = r.uint("immediate commit timestamp")
+			g.ImmediateCommitTS = r.unsigned("immediate commit timestamp")
 		case tgOriginalCommitTS:
-			g.OriginalCommitTS, hasOrigTS = r.uint("original commit timestamp"), true
+			g.OriginalCommitTS, hasOrigTS = r.unsigned("original commit timestamp"), true
 		case tgTransactionLength:
-			g.TransactionLength = r.uint("transaction length")
+			g.TransactionLength = r.unsigned("transaction length")
 		case tgImmediateServerVersion:
-			g.ImmediateServerVersion = uint32(r.uint("immediate server version"))
+			g.ImmediateServerVersion = uint32(r.unsigned("immediate server version"))
 		case tgOriginalServerVersion:
-			g.OriginalServerVersion, hasOrigVersion = uint32(r.uint("original server version")), true
+			g.OriginalServerVersion, hasOrigVersion = uint32(r.unsigned("original server version")), true
 		case tgCommitGroupTicket:
-			r.uint("commit group ticket")
+			r.unsigned("commit group ticket")
 		default:
 			if id <= lastNeeded {
 				return nil, fmt.Errorf("field %d, which the source marks as needed, is unknown", id)
