@@ -46,6 +46,13 @@ func newBinlogDumpCmd() *cobra.Command {
 			"--from-gtid '' starts at the oldest binlog the source has. Passwords in statements\n" +
 			"(CREATE USER … IDENTIFIED BY, SET PASSWORD, CHANGE MASTER TO …) are shown as '<redacted>'\n" +
 			"unless --raw-statements is given.\n\n" +
+			"--file reads binlog and relay-log files of MySQL 5.0 to 9.x and MariaDB 5.5 and later (tagged\n" +
+			"GTIDs print as uuid:tag:N, VECTOR values as [1.1,2.2]; --json lists a compressed\n" +
+			"transaction's events under \"events\"). It refuses, naming the event: binlog formats before\n" +
+			"v4 (MySQL 3.23 to 4.1), the row events of MySQL 5.1 betas, statement-based LOAD DATA of\n" +
+			"MySQL before 5.0.3 and encrypted MariaDB binlogs (read those with --source). MySQL partial\n" +
+			"JSON updates print an error in place of their rows. A stream (--source) stops at a\n" +
+			"transaction with a tagged GTID.\n\n" +
 			"Exit status: 0 at the end of the file or binlog (--non-blocking) or on Ctrl-C/SIGTERM,\n" +
 			"which is how a streaming dump ends; 2 error or bad options.",
 		Args: cobra.NoArgs,

@@ -21,7 +21,11 @@ func (d *Decoder) decodeQuery(h Header, body []byte) (*QueryEvent, error) {
 	dbLen := int(r.u8("schema length"))
 	q.ErrorCode = r.u16("error code")
 	statusLen := int(r.u16("status variables length"))
-	r.skip(post-13, "post-header")
+	if h.Type == EventExecuteLoadQuery {
+		q.Load = decodeLoadQuery(r, post)
+	} else {
+		r.skip(post-13, "post-header")
+	}
 	status := r.take(statusLen, "status variables")
 	if schema := r.take(dbLen, "schema"); string(schema) != d.lastSchema {
 		d.lastSchema = string(schema)
@@ -47,6 +51,9 @@ func (d *Decoder) decodeQuery(h Header, body []byte) (*QueryEvent, error) {
 		}
 	}
 	q.Query = query
+	if l := q.Load; l != nil && (l.FileStart > l.FileEnd || int(l.FileEnd) > len(query)) {
+		return nil, fmt.Errorf("file name at [%d,%d) of a %d-byte statement", l.FileStart, l.FileEnd, len(query))
+	}
 	return q, nil
 }
 

@@ -70,7 +70,7 @@ func decodeValue(v *Value, c *Column, b []byte) (int, error) {
 		return decodeLengthPrefixed(v, KindString, b, lenBytes)
 	case TypeString:
 		return decodeFixedString(v, c, b)
-	case TypeBlob, TypeTinyBlob, TypeMediumBlob, TypeLongBlob:
+	case TypeBlob, TypeTinyBlob, TypeMediumBlob, TypeLongBlob, TypeVector:
 		return decodeLengthPrefixed(v, KindString, b, int(c.Meta))
 	case TypeGeometry:
 		return decodeLengthPrefixed(v, KindGeometry, b, int(c.Meta))

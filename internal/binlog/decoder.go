@@ -51,6 +51,10 @@ type Decoder struct {
 	preFDE       byte          // checksum algorithm before the first format description
 	alloc        slabs
 	lastSchema   string // the schema of the last query event, reused when repeated
+	// offline: events are located by their offset in the file being read
+	// (set by OpenFile). A relay log holds its source's events, whose
+	// headers carry the source's positions, after the source's rotate.
+	offline bool
 }
 
 // NewDecoder returns a decoder that expects a format description event
@@ -147,6 +151,9 @@ func parseHeader(raw []byte) Header {
 // after themselves; MariaDB 11.4+ writes 0 for events from the transaction
 // cache, so fall back to counting.
 func (d *Decoder) startPos(h Header) uint64 {
+	if d.offline {
+		return d.next
+	}
 	if h.LogPos >= h.EventSize && h.LogPos != 0 && !isArtificial(h) {
 		return uint64(h.LogPos - h.EventSize)
 	}
@@ -158,6 +165,13 @@ func isArtificial(h Header) bool {
 }
 
 func (d *Decoder) advance(h Header, ev *Event) {
+	if d.offline {
+		d.next = ev.Pos + uint64(h.EventSize)
+		if r, ok := ev.Data.(*RotateEvent); ok && !r.Fake {
+			clear(d.tables)
+		}
+		return
+	}
 	switch h.Type {
 	case EventHeartbeat, EventHeartbeatV2:
 		return
@@ -193,18 +207,25 @@ func (d *Decoder) advance(h Header, ev *Event) {
 // verifies and strips the trailer.
 func (d *Decoder) body(raw []byte, h Header) ([]byte, error) {
 	alg := ChecksumOff
+	hl := HeaderLen
 	switch {
 	case h.Type == EventFormatDescription:
 		alg = fdeChecksum(raw)
 	case d.fde != nil:
 		alg = d.fde.Checksum
+		// Some builds (Google's MySQL 5.1) extend the header of the
+		// events after the format description with fields of their own.
+		hl = int(d.fde.HeaderLen)
 	case d.preFDE == ChecksumCRC32:
 		alg = ChecksumCRC32
 	}
-	if alg != ChecksumCRC32 {
-		return raw[HeaderLen:], nil
+	if len(raw) < hl {
+		return nil, fmt.Errorf("event of %d bytes is shorter than its %d-byte header", len(raw), hl)
 	}
-	if len(raw) < HeaderLen+4 {
+	if alg != ChecksumCRC32 {
+		return raw[hl:], nil
+	}
+	if len(raw) < hl+4 {
 		return nil, fmt.Errorf("event too short for its checksum")
 	}
 	n := len(raw) - 4
@@ -214,7 +235,7 @@ func (d *Decoder) body(raw []byte, h Header) ([]byte, error) {
 			return nil, fmt.Errorf("%w: computed 0x%08x, event says 0x%08x", ErrChecksum, got, want)
 		}
 	}
-	return raw[HeaderLen:n], nil
+	return raw[hl:n], nil
 }
 
 // eventCRC computes an event's CRC32. A format description is summed with
@@ -232,10 +253,18 @@ func eventCRC(b []byte, h Header) uint32 {
 }
 
 // fdeChecksum reads a format description's algorithm byte, which checksum-
-// aware servers put 5 bytes before the end whatever the algorithm.
+// aware servers put 5 bytes before the end whatever the algorithm. Older
+// servers write no such byte: for them it is ChecksumUndefined, and the
+// body ends with the post-header lengths.
 func fdeChecksum(raw []byte) byte {
 	// binlog version(2) + server version(50) + timestamp(4) + header len(1)
 	const fixed = HeaderLen + 57
+	if len(raw) < fixed {
+		return ChecksumOff
+	}
+	if !checksumAware(strings.TrimRight(string(raw[HeaderLen+2:HeaderLen+52]), "\x00")) {
+		return ChecksumUndefined
+	}
 	if len(raw) < fixed+5 {
 		return ChecksumOff
 	}
@@ -258,12 +287,28 @@ func (d *Decoder) decodeBody(h Header, raw, body []byte) (any, error) {
 	if h.Type == EventHeartbeat {
 		return decodeHeartbeat(h, body, guessCRC)
 	}
+	if h.Type == EventStartV3 {
+		// Servers before MySQL 5.0 start their files so (binlog format
+		// v1 to v3, some with a shorter header); v4 starts with a format
+		// description.
+		return nil, errors.New("binlog format before v4 (MySQL 3.23 to 4.1) is not supported")
+	}
 	if d.fde == nil {
 		return nil, errors.New("event before any format description event")
 	}
 	switch h.Type {
-	case EventQuery, EventQueryCompressed:
+	case EventQuery, EventQueryCompressed, EventExecuteLoadQuery:
 		return d.decodeQuery(h, body)
+	case EventBeginLoadQuery, EventAppendBlock:
+		return decodeLoadBlock(body)
+	case EventDeleteFile:
+		r := &reader{b: body}
+		e := &DeleteFileEvent{FileID: r.u32("file id")}
+		return e, r.err
+	case EventWriteRowsPreGA, EventUpdateRowsPreGA, EventDeleteRowsPreGA:
+		return nil, errors.New("pre-GA rows events (a MySQL 5.1 beta format) are not supported")
+	case EventLoad, EventCreateFile, EventExecLoad, EventNewLoad:
+		return nil, errors.New("statement-based LOAD DATA in the format of MySQL 3.23 to 5.0.2 is not supported")
 	case EventXID:
 		r := &reader{b: body}
 		x := d.alloc.xids.next()
@@ -318,7 +363,7 @@ func (d *Decoder) decodeBody(h Header, raw, body []byte) (any, error) {
 	case EventIgnorable, EventTransactionContext, EventViewChange, EventStop:
 		return &SkippedEvent{Reason: h.Type.String()}, nil
 	case EventGTIDTagged:
-		return nil, errors.New("tagged GTIDs (MySQL 8.3+) are not supported")
+		return decodeTaggedGTID(body, d.alloc.mysql.next())
 	case eventMariaPartialRows:
 		return nil, errors.New("partial rows events (MariaDB 12.3+ fragmented rows) are not supported")
 	}
@@ -341,15 +386,18 @@ func (d *Decoder) decodeFDE(body []byte, alg byte) (*FormatDescriptionEvent, err
 	if f.BinlogVersion != 4 {
 		return nil, fmt.Errorf("binlog version %d is not supported (need 4)", f.BinlogVersion)
 	}
-	if f.HeaderLen != HeaderLen {
-		return nil, fmt.Errorf("header length %d is not supported (need %d)", f.HeaderLen, HeaderLen)
+	if f.HeaderLen < HeaderLen {
+		return nil, fmt.Errorf("header length %d is not supported (need at least %d)", f.HeaderLen, HeaderLen)
 	}
 	rest := r.rest()
 	// Checksum-aware servers end the body with the algorithm byte and a
 	// 4-byte CRC; body() already stripped the CRC when the algorithm is
-	// CRC32, and left the 4 (unused) bytes in place when it is off.
+	// CRC32, and left the 4 (unused) bytes in place when it is off. Older
+	// servers end it with the last post-header length, which stays.
 	f.Checksum = alg
 	switch {
+	case alg == ChecksumUndefined:
+		f.Checksum = ChecksumOff
 	case alg == ChecksumCRC32 && len(rest) >= 1:
 		rest = rest[:len(rest)-1]
 	case len(rest) >= 5:
@@ -361,8 +409,8 @@ func (d *Decoder) decodeFDE(body []byte, alg byte) (*FormatDescriptionEvent, err
 		f.Flavor = FlavorMariaDB
 		f.explicitDefaultsInFlags2 = mariaWritesExplicitDefaults(f.ServerVersion)
 	}
-	if f.postHeaderLen(EventTableMap) < 6 {
-		return nil, fmt.Errorf("format description has no table-map post-header length")
+	if n := f.postHeaderLen(EventTableMap); n >= 0 && n < 6 {
+		return nil, fmt.Errorf("format description gives table maps a post-header of %d bytes (need 6 or 8)", n)
 	}
 	if d.fde != nil {
 		// A new format description starts a new file (or a restarted

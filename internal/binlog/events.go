@@ -65,6 +65,10 @@ type QueryEvent struct {
 	Schema    string // the session's default database
 	Query     []byte
 	Status    QueryStatus
+	// Load is set for an Execute_load_query event: a statement-based LOAD
+	// DATA, whose file the Begin_load_query and Append_block events before
+	// it carry.
+	Load *LoadQuery
 }
 
 // QueryStatus holds the status variables of a query event that decide how

@@ -48,6 +48,7 @@ func OpenFile(path string) (*FileReader, error) {
 		return nil, fmt.Errorf("%s is not a binlog file (bad magic number)", path)
 	}
 	r.dec.SetPosition(filepath.Base(path), 4)
+	r.dec.offline = true
 	r.off = 4
 	return r, nil
 }

@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -158,6 +159,9 @@ func FuzzDecodeEvents(f *testing.F) {
 	for _, s := range seedGroups(f) {
 		f.Add(s)
 	}
+	for _, s := range builtSeeds() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := NewDecoder()
 		// Mutated bytes would fail the CRC: skip it to reach the decoders.
@@ -255,4 +259,31 @@ func FuzzRowImage(f *testing.F) {
 		}
 		checkEventValues(t, ev, nil)
 	})
+}
+
+// builtSeeds covers what the golden MariaDB files lack: a MySQL 9.6 tagged
+// GTID and tagged Previous_gtids, a pre-checksum format description with
+// a statement-based LOAD DATA, and an extended (Google 5.1) header.
+func builtSeeds() [][]byte {
+	tagged, _ := hex.DecodeString(taggedGTIDBody)
+	prev, _ := hex.DecodeString("0101000000000001" + "557789040299" + "11f1b1b84ef0c4956feb" + "0a6d79746167" +
+		"0100000000000000" + "0100000000000000" + "0300000000000000")
+	b := newBuilder(true)
+	mysql := b.event(EventFormatDescription, 0, fdeBody("9.6.0", false, true))
+	mysql = append(mysql, b.event(EventPreviousGTIDs, 0, prev)...)
+	mysql = append(mysql, b.event(EventGTIDTagged, 0, tagged)...)
+
+	b = newBuilder(false)
+	const q = "LOAD DATA INFILE 'x' INTO TABLE t"
+	load := b.event(EventFormatDescription, 0, oldFDEBody("5.1.23-rc-log", 25))
+	load = append(load, b.event(EventBeginLoadQuery, 0, []byte{1, 0, 0, 0, '1', '\n'})...)
+	load = append(load, b.event(EventAppendBlock, 0, []byte{1, 0, 0, 0, '2', '\n'})...)
+	load = append(load, b.event(EventExecuteLoadQuery, 0, executeLoadBody(1, 9, 25, q))...)
+
+	b = newBuilder(false)
+	fde := oldFDEBody("5.1.63-google-debug-log", 27)
+	fde[56] = HeaderLen + 8
+	google := b.event(EventFormatDescription, 0, fde)
+	google = append(google, b.event(EventQuery, 0, append(make([]byte, 8), executeLoadBody(0, 0, 0, "")[:13]...))...)
+	return [][]byte{mysql, load, google}
 }

@@ -33,6 +33,7 @@ const (
 	TypeTime2             ColumnType = 19
 	TypeBlobCompressed    ColumnType = 140
 	TypeVarcharCompressed ColumnType = 141
+	TypeVector            ColumnType = 242 // MySQL 9.0+: float32s, stored as a blob
 	TypeJSON              ColumnType = 245
 	TypeNewDecimal        ColumnType = 246
 	TypeEnum              ColumnType = 247
@@ -55,7 +56,7 @@ var typeNames = map[ColumnType]string{
 	TypeVarcharCompressed: "VARCHAR COMPRESSED", TypeJSON: "JSON", TypeNewDecimal: "DECIMAL",
 	TypeEnum: "ENUM", TypeSet: "SET", TypeTinyBlob: "TINYBLOB", TypeMediumBlob: "MEDIUMBLOB",
 	TypeLongBlob: "LONGBLOB", TypeBlob: "BLOB", TypeVarString: "VARCHAR", TypeString: "CHAR",
-	TypeGeometry: "GEOMETRY",
+	TypeGeometry: "GEOMETRY", TypeVector: "VECTOR",
 }
 
 func (t ColumnType) String() string {
@@ -98,6 +99,8 @@ func (c *Column) IsCharacter(flavor Flavor) bool {
 		return true
 	case TypeGeometry:
 		return flavor == FlavorMariaDB
+	case TypeVector:
+		return true // MySQL gives it the binary collation
 	}
 	return false
 }
@@ -185,6 +188,12 @@ func parseTableMap(r *reader, flavor Flavor) (*TableMap, error) {
 		return nil, fmt.Errorf("table %s: implausible column count %d", t.QualifiedName(), ncols)
 	}
 	types := r.take(int(ncols), "column types")
+	if r.err == nil && r.remaining() == 0 {
+		// Early MySQL 5.1 betas wrote neither (so does a cut event):
+		// rows cannot be read without them.
+		return nil, fmt.Errorf("table %s: table map without column metadata and nullable bitmap (as MySQL 5.1 betas wrote them) is not supported",
+			t.QualifiedName())
+	}
 	meta := r.lenencBytes("column metadata")
 	nullBits := r.take(int(ncols+7)/8, "nullable bitmap")
 	if r.err != nil {
@@ -211,7 +220,7 @@ func parseColumnMeta(cols []Column, types, meta []byte) error {
 		c.Type = ColumnType(types[i])
 		switch c.Type {
 		case TypeFloat, TypeDouble, TypeBlob, TypeTinyBlob, TypeMediumBlob, TypeLongBlob, TypeGeometry, TypeJSON,
-			TypeTimestamp2, TypeDateTime2, TypeTime2, TypeBlobCompressed:
+			TypeTimestamp2, TypeDateTime2, TypeTime2, TypeBlobCompressed, TypeVector:
 			c.Meta = uint16(r.u8("column metadata"))
 		case TypeVarchar, TypeVarString, TypeVarcharCompressed:
 			c.Meta = r.u16("column metadata")

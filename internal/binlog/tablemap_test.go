@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"encoding/hex"
 	"fmt"
 	"testing"
 )
@@ -141,5 +142,35 @@ func TestTableMapRejects(t *testing.T) {
 		if ev, err := d.Decode(b.event(EventTableMap, 0, tt.body)); err == nil {
 			t.Errorf("%s: accepted: %+v", tt.name, ev.Data)
 		}
+	}
+}
+
+// TestVectorColumn: MySQL 9's VECTOR (type 242, a blob of float32s with
+// a 4-byte length, the binary collation), from the shared binlog
+// vector.binlog (its table map at 1004, its insert at 1085).
+func TestVectorColumn(t *testing.T) {
+	tm, _ := hex.DecodeString("5500000000000100036474620003666f6f000208f201040001018002013f0d010304110269640d766563746f725f636f6c756d6e" +
+		"0801000c01c0")
+	rows, _ := hex.DecodeString("5500000000000100020002ff0001000000000000000c000000cdcc8c3fcdcc0c4033335340" +
+		"0002000000000000000c0000000000803f000080bf00000000")
+	d, b := mysqlDecoder(t, false)
+	if _, err := d.Decode(b.event(EventTableMap, 0, tm)); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := d.Decode(b.event(EventWriteRowsV2, 0, rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := ev.Data.(*RowsEvent)
+	c := re.Table.Columns[1]
+	if c.Type != TypeVector || c.Meta != 4 || c.Collation != 63 || c.Name != "vector_column" || c.Type.String() != "VECTOR" {
+		t.Fatalf("column %+v", c)
+	}
+	vals, err := re.AppendRows(nil)
+	if err != nil || len(vals) != 4 {
+		t.Fatalf("%d values: %v", len(vals), err)
+	}
+	if got := hex.EncodeToString(vals[1].B); vals[1].Kind != KindString || got != "cdcc8c3fcdcc0c4033335340" {
+		t.Errorf("first vector: %s %s", vals[1].Kind, got)
 	}
 }

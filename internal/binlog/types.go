@@ -23,9 +23,13 @@ const (
 	EventStop               EventType = 3
 	EventRotate             EventType = 4
 	EventIntvar             EventType = 5
+	EventLoad               EventType = 6
 	EventSlave              EventType = 7
+	EventCreateFile         EventType = 8
 	EventAppendBlock        EventType = 9
+	EventExecLoad           EventType = 10
 	EventDeleteFile         EventType = 11
+	EventNewLoad            EventType = 12
 	EventRand               EventType = 13
 	EventUserVar            EventType = 14
 	EventFormatDescription  EventType = 15
@@ -33,6 +37,9 @@ const (
 	EventBeginLoadQuery     EventType = 17
 	EventExecuteLoadQuery   EventType = 18
 	EventTableMap           EventType = 19
+	EventWriteRowsPreGA     EventType = 20
+	EventUpdateRowsPreGA    EventType = 21
+	EventDeleteRowsPreGA    EventType = 22
 	EventWriteRowsV1        EventType = 23
 	EventUpdateRowsV1       EventType = 24
 	EventDeleteRowsV1       EventType = 25
@@ -72,7 +79,9 @@ const (
 
 var eventNames = map[EventType]string{
 	EventStartV3: "Start_v3", EventQuery: "Query", EventStop: "Stop", EventRotate: "Rotate",
-	EventIntvar: "Intvar", EventSlave: "Slave", EventAppendBlock: "Append_block", EventDeleteFile: "Delete_file",
+	EventIntvar: "Intvar", EventLoad: "Load", EventSlave: "Slave", EventCreateFile: "Create_file",
+	EventAppendBlock: "Append_block", EventExecLoad: "Exec_load", EventDeleteFile: "Delete_file", EventNewLoad: "New_load",
+	EventWriteRowsPreGA: "Write_rows_old", EventUpdateRowsPreGA: "Update_rows_old", EventDeleteRowsPreGA: "Delete_rows_old",
 	EventRand: "Rand", EventUserVar: "User_var", EventFormatDescription: "Format_desc", EventXID: "Xid",
 	EventBeginLoadQuery: "Begin_load_query", EventExecuteLoadQuery: "Execute_load_query",
 	EventTableMap: "Table_map", EventWriteRowsV1: "Write_rows_v1", EventUpdateRowsV1: "Update_rows_v1",

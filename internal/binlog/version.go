@@ -59,3 +59,18 @@ func mariaWritesExplicitDefaults(version string) bool {
 	}
 	return false
 }
+
+// checksumAware reports whether a server of this version ends its format
+// description with a checksum-algorithm byte: MySQL from 5.6.1, MariaDB
+// from 5.3 (mariadb-binlog's checksum_version_split). Before that the byte
+// does not exist, and reading one would eat the last post-header length.
+func checksumAware(version string) bool {
+	v, ok := parseServerVersion(version)
+	if !ok {
+		return true // not a version string we know: assume a recent server
+	}
+	if strings.Contains(version, "MariaDB") {
+		return v.atLeast(5, 3, 0)
+	}
+	return v.atLeast(5, 6, 1)
+}

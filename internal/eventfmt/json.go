@@ -79,6 +79,14 @@ func (p *Printer) addDetails(o *object, data any) {
 		o.add("schema", d.Schema)
 		o.add("query", p.statement(d.Query))
 		o.add("error_code", d.ErrorCode)
+		if d.Load != nil {
+			o.add("load_file_id", d.Load.FileID)
+		}
+	case *binlog.LoadBlockEvent:
+		o.add("file_id", d.FileID)
+		o.add("block_len", len(d.Data))
+	case *binlog.DeleteFileEvent:
+		o.add("file_id", d.FileID)
 	case *binlog.XIDEvent:
 		o.add("xid", d.XID)
 	case *binlog.TableMap:
@@ -103,9 +111,50 @@ func (p *Printer) addDetails(o *object, data any) {
 	case *binlog.UserVarEvent:
 		o.add("name", d.Name)
 		o.add("value", p.userVar(d))
+	case *binlog.PreviousGTIDsEvent:
+		o.add("gtids", d.Set.String())
+	case *binlog.BinlogCheckpointEvent:
+		o.add("checkpoint_file", d.File)
+	case *binlog.IncidentEvent:
+		o.add("incident", d.Incident)
+		o.add("message", p.message(d.Message))
+	case *binlog.TransactionPayloadEvent:
+		p.addPayload(o, d)
 	case *binlog.SkippedEvent:
 		o.add("skipped", d.Reason)
 	}
+}
+
+// addPayload lists the events of a compressed transaction (MySQL's
+// Transaction_payload) in "events", each as a top-level event would be
+// but without file and position: they have none of their own, and are
+// located by the payload event.
+func (p *Printer) addPayload(o *object, d *binlog.TransactionPayloadEvent) {
+	o.add("compression", payloadCompression(d.Compression))
+	o.add("uncompressed_size", d.UncompressedSize)
+	events := []byte{'['}
+	for i, in := range d.Events {
+		if i > 0 {
+			events = append(events, ',')
+		}
+		ev := &object{b: append(events, '{')}
+		ev.add("type", in.Header.Type.String())
+		ev.add("server_id", in.Header.ServerID)
+		ev.add("timestamp", in.Header.Timestamp)
+		p.addDetails(ev, in.Data)
+		events = append(ev.b, '}')
+	}
+	o.raw("events", append(events, ']'))
+}
+
+func payloadCompression(c uint64) string {
+	switch c {
+	case 0:
+		return "zstd"
+	case 255:
+		return "none"
+	}
+	return strconv.FormatUint(c, 10)
 }
 
 func gtidStrings(d *binlog.GTIDListEvent) []string {
@@ -206,6 +255,9 @@ func jsonValue(v *binlog.Value, c *binlog.Column) []byte {
 	case binlog.KindEnum, binlog.KindSet:
 		x = enumSetText(v, c)
 	case binlog.KindString:
+		if vec, ok := vectorText(v, c); ok && json.Valid(vec) {
+			return vec // an array of numbers
+		}
 		if utf8.Valid(v.B) && c.Collation != 63 {
 			x = string(v.B)
 		} else {

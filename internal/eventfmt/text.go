@@ -115,7 +115,17 @@ func (p *Printer) appendDetails(b []byte, ev *binlog.Event) []byte {
 		}
 		return fmt.Appendf(b, ": GTID %s last_committed=%d sequence_number=%d\n", d.GTID, d.LastCommitted, d.SequenceNumber)
 	case *binlog.QueryEvent:
-		return fmt.Appendf(b, ": thread_id=%d exec_time=%d error_code=%d db=`%s`\n%s\n", d.ThreadID, d.ExecTime, d.ErrorCode, d.Schema, p.statement(d.Query))
+		b = fmt.Appendf(b, ": thread_id=%d exec_time=%d error_code=%d db=`%s`\n%s\n", d.ThreadID, d.ExecTime, d.ErrorCode, d.Schema, p.statement(d.Query))
+		if d.Load != nil {
+			// The file is in the Begin_load_query/Append_block events
+			// with this id, not where the statement says.
+			b = fmt.Appendf(b, "# file_id: %d\n", d.Load.FileID)
+		}
+		return b
+	case *binlog.LoadBlockEvent:
+		return fmt.Appendf(b, ": file_id: %d  block_len: %d\n", d.FileID, len(d.Data))
+	case *binlog.DeleteFileEvent:
+		return fmt.Appendf(b, ": file_id: %d\n", d.FileID)
 	case *binlog.XIDEvent:
 		return fmt.Appendf(b, ": Xid = %d\nCOMMIT\n", d.XID)
 	case *binlog.TableMap:

@@ -9,7 +9,9 @@
 package eventfmt
 
 import (
+	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -23,6 +25,9 @@ func appendValue(dst []byte, v *binlog.Value, c *binlog.Column) []byte {
 	case binlog.KindNull:
 		return append(dst, "NULL"...)
 	case binlog.KindString:
+		if vec, ok := vectorText(v, c); ok {
+			return appendQuoted(dst, vec)
+		}
 		return appendQuoted(dst, v.B)
 	case binlog.KindEnum, binlog.KindSet:
 		return appendQuoted(dst, []byte(enumSetText(v, c)))
@@ -34,6 +39,24 @@ func appendValue(dst []byte, v *binlog.Value, c *binlog.Column) []byte {
 		return appendQuoted(dst, v.AppendText(nil))
 	}
 	return v.AppendText(dst)
+}
+
+// vectorText writes a VECTOR's float32s as MySQL's VECTOR_TO_STRING
+// lists them, "[1.1,2.2]"; false when the value is not a whole number of
+// them (it is then shown as bytes).
+func vectorText(v *binlog.Value, c *binlog.Column) ([]byte, bool) {
+	if c.Type != binlog.TypeVector || len(v.B)%4 != 0 {
+		return nil, false
+	}
+	out := []byte{'['}
+	for i := 0; i < len(v.B); i += 4 {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		f := math.Float32frombits(binary.LittleEndian.Uint32(v.B[i:]))
+		out = strconv.AppendFloat(out, float64(f), 'g', -1, 32)
+	}
+	return append(out, ']'), true
 }
 
 // enumSetText names an ENUM member or the members of a SET; indexes the

@@ -30,13 +30,15 @@ func (f Flavor) String() string {
 }
 
 // GTID identifies one transaction. For MariaDB, Domain, ServerID and Seq are
-// set; for MySQL, SID and Seq (the GNO) are.
+// set; for MySQL, SID and Seq (the GNO), and Tag when the source tagged the
+// transaction (MySQL 8.3+; replication refuses those, see ErrTagged).
 type GTID struct {
 	Flavor   Flavor
 	Domain   uint32
 	ServerID uint32
 	Seq      uint64
 	SID      UUID
+	Tag      string
 }
 
 // IsZero reports whether g is unset.
@@ -47,6 +49,9 @@ func (g GTID) String() string {
 	case MariaDB:
 		return fmt.Sprintf("%d-%d-%d", g.Domain, g.ServerID, g.Seq)
 	case MySQL:
+		if g.Tag != "" {
+			return fmt.Sprintf("%s:%s:%d", g.SID, g.Tag, g.Seq)
+		}
 		return fmt.Sprintf("%s:%d", g.SID, g.Seq)
 	}
 	return ""

@@ -20,7 +20,14 @@ import (
 type Set struct {
 	flavor  Flavor
 	domains []GTID              // MariaDB: sorted by Domain, one per domain
-	sids    map[UUID][]Interval // MySQL: per source id, sorted, merged
+	sids    map[tsid][]Interval // MySQL: per source id and tag, sorted, merged
+}
+
+// tsid is what MySQL numbers transactions under: a source id and, from
+// MySQL 8.3, an optional tag. Untagged transactions have the tag "".
+type tsid struct {
+	SID UUID
+	Tag string
 }
 
 // Interval is a half-open range [Start, End) of MySQL transaction numbers.
@@ -55,8 +62,10 @@ func ParseSet(s string) (Set, error) {
 }
 
 // ErrTagged is the error of a tagged GTID or GTID set (MySQL 8.3+:
-// uuid:tag:1-5), which binlane cannot follow: the tag is part of a
-// transaction's identity, and Set has no place for it.
+// uuid:tag:1-5) where binlane would have to follow it: a Set can hold tags
+// (a binlog file's Previous_gtids, for binlog dump), but positions given by
+// the user or saved by a replica are untagged, and a replication stream
+// refuses tagged transactions.
 var ErrTagged = errors.New("tagged GTIDs (MySQL 8.3+) are not supported")
 
 // isTag reports whether a field after a source id is a MySQL tag (a letter
@@ -75,7 +84,7 @@ func isTag(field string) bool {
 }
 
 func parseMySQLSet(s string) (Set, error) {
-	set := Set{flavor: MySQL, sids: map[UUID][]Interval{}}
+	set := Set{flavor: MySQL, sids: map[tsid][]Interval{}}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -104,7 +113,7 @@ func parseMySQLSet(s string) (Set, error) {
 					return Set{}, fmt.Errorf("gtid set %q: bad interval %q", s, iv)
 				}
 			}
-			set.addInterval(sid, Interval{a, b + 1})
+			set.addInterval(tsid{SID: sid}, Interval{a, b + 1})
 		}
 	}
 	return set, nil
@@ -120,7 +129,7 @@ func (s Set) IsEmpty() bool { return len(s.domains) == 0 && len(s.sids) == 0 }
 func (s Set) Clone() Set {
 	c := Set{flavor: s.flavor, domains: slices.Clone(s.domains)}
 	if s.sids != nil {
-		c.sids = make(map[UUID][]Interval, len(s.sids))
+		c.sids = make(map[tsid][]Interval, len(s.sids))
 		for k, v := range s.sids {
 			c.sids[k] = slices.Clone(v)
 		}
@@ -157,13 +166,13 @@ func (s *Set) Add(g GTID) {
 		}
 	case MySQL:
 		if s.sids == nil {
-			s.sids = map[UUID][]Interval{}
+			s.sids = map[tsid][]Interval{}
 		}
-		s.addInterval(g.SID, Interval{g.Seq, g.Seq + 1})
+		s.addInterval(tsid{g.SID, g.Tag}, Interval{g.Seq, g.Seq + 1})
 	}
 }
 
-func (s *Set) addInterval(sid UUID, iv Interval) {
+func (s *Set) addInterval(sid tsid, iv Interval) {
 	ivs := s.sids[sid]
 	i := sort.Search(len(ivs), func(i int) bool { return ivs[i].End >= iv.Start })
 	j := i
@@ -185,7 +194,7 @@ func (s Set) Contains(g GTID) bool {
 		cur, ok := s.Domain(g.Domain)
 		return ok && cur.Seq >= g.Seq
 	case MySQL:
-		for _, iv := range s.sids[g.SID] {
+		for _, iv := range s.sids[tsid{g.SID, g.Tag}] {
 			if g.Seq >= iv.Start && g.Seq < iv.End {
 				return true
 			}
@@ -211,7 +220,7 @@ func (s Set) ContainsSet(o Set) bool {
 	return true
 }
 
-func (s Set) containsInterval(sid UUID, iv Interval) bool {
+func (s Set) containsInterval(sid tsid, iv Interval) bool {
 	for _, x := range s.sids[sid] {
 		if iv.Start >= x.Start && iv.End <= x.End {
 			return true
@@ -223,7 +232,9 @@ func (s Set) containsInterval(sid UUID, iv Interval) bool {
 // Equal reports whether both sets hold the same transactions.
 func (s Set) Equal(o Set) bool { return s.ContainsSet(o) && o.ContainsSet(s) }
 
-// String formats the set the way the server does.
+// String formats the set the way the server does. A source id is written
+// once, its untagged intervals first, then each tag with its intervals:
+// "uuid:1-5:tag1:1-3" (MySQL 8.3+; ParseSet refuses tags).
 func (s Set) String() string {
 	var b strings.Builder
 	for i, g := range s.domains {
@@ -232,12 +243,20 @@ func (s Set) String() string {
 		}
 		fmt.Fprintf(&b, "%d-%d-%d", g.Domain, g.ServerID, g.Seq)
 	}
-	for i, sid := range s.sortedSIDs() {
-		if i > 0 {
-			b.WriteByte(',')
+	var last *tsid
+	for _, k := range s.sortedSIDs() {
+		if last == nil || last.SID != k.SID {
+			if last != nil {
+				b.WriteByte(',')
+			}
+			b.WriteString(k.SID.String())
 		}
-		b.WriteString(sid.String())
-		for _, iv := range s.sids[sid] {
+		last = &k
+		if k.Tag != "" {
+			b.WriteByte(':')
+			b.WriteString(k.Tag)
+		}
+		for _, iv := range s.sids[k] {
 			if iv.End-1 == iv.Start {
 				fmt.Fprintf(&b, ":%d", iv.Start)
 			} else {
@@ -248,24 +267,53 @@ func (s Set) String() string {
 	return b.String()
 }
 
-func (s Set) sortedSIDs() []UUID {
-	keys := make([]UUID, 0, len(s.sids))
+// sortedSIDs orders by source id, then tag (untagged first), as the
+// server does.
+func (s Set) sortedSIDs() []tsid {
+	keys := make([]tsid, 0, len(s.sids))
 	for k := range s.sids {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b UUID) int { return strings.Compare(string(a[:]), string(b[:])) })
+	slices.SortFunc(keys, func(a, b tsid) int {
+		if c := strings.Compare(string(a.SID[:]), string(b.SID[:])); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Tag, b.Tag)
+	})
 	return keys
+}
+
+// Tagged reports whether any transaction of the set has a tag.
+func (s Set) Tagged() bool {
+	for k := range s.sids {
+		if k.Tag != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // EncodeMySQL returns the binary GTID-set layout of COM_BINLOG_DUMP_GTID and
 // PREVIOUS_GTIDS: n_sids, then per sid the uuid, n_intervals and half-open
-// intervals, all little-endian.
+// intervals, all little-endian. A set with tags takes MySQL 8.3's tagged
+// layout: the format byte (1) at both ends of the count, which sits in
+// bits 8-55, and each uuid followed by its tag (a variable-length size,
+// then the bytes; "" for untagged intervals).
 func (s Set) EncodeMySQL() []byte {
 	sids := s.sortedSIDs()
-	out := binary.LittleEndian.AppendUint64(nil, uint64(len(sids)))
-	for _, sid := range sids {
-		out = append(out, sid[:]...)
-		ivs := s.sids[sid]
+	tagged := s.Tagged()
+	n := uint64(len(sids))
+	if tagged {
+		n = formatTagged<<56 | n<<8 | formatTagged
+	}
+	out := binary.LittleEndian.AppendUint64(nil, n)
+	for _, k := range sids {
+		out = append(out, k.SID[:]...)
+		if tagged {
+			out = AppendVarlen(out, uint64(len(k.Tag)))
+			out = append(out, k.Tag...)
+		}
+		ivs := s.sids[k]
 		out = binary.LittleEndian.AppendUint64(out, uint64(len(ivs)))
 		for _, iv := range ivs {
 			out = binary.LittleEndian.AppendUint64(out, iv.Start)
@@ -275,25 +323,51 @@ func (s Set) EncodeMySQL() []byte {
 	return out
 }
 
-// DecodeMySQL reads the binary GTID-set layout (untagged).
+// formatTagged is the format byte of the tagged binary set layout.
+const formatTagged = 1
+
+// DecodeMySQL reads the binary GTID-set layout, untagged or tagged.
 func DecodeMySQL(b []byte) (Set, error) {
-	set := Set{flavor: MySQL, sids: map[UUID][]Interval{}}
+	set := Set{flavor: MySQL, sids: map[tsid][]Interval{}}
 	if len(b) < 8 {
 		return Set{}, fmt.Errorf("gtid set: %d bytes, need at least 8", len(b))
 	}
 	n := binary.LittleEndian.Uint64(b)
-	if n>>56 != 0 {
-		return Set{}, fmt.Errorf("%w: gtid set in the tagged format (0x%x)", ErrTagged, n>>56)
+	tagged := false
+	switch format := n >> 56; format {
+	case 0:
+	case formatTagged:
+		if n&0xff != formatTagged {
+			return Set{}, fmt.Errorf("gtid set: tagged format byte 0x%x at one end of the count, 0x%x at the other", format, n&0xff)
+		}
+		tagged, n = true, n>>8&(1<<48-1)
+	default:
+		return Set{}, fmt.Errorf("gtid set: unknown format 0x%x", format)
 	}
 	b = b[8:]
 	for i := uint64(0); i < n; i++ {
-		if len(b) < 24 {
+		if len(b) < 16 {
 			return Set{}, fmt.Errorf("gtid set: truncated at source id %d", i)
 		}
-		var sid UUID
-		copy(sid[:], b[:16])
-		m := binary.LittleEndian.Uint64(b[16:])
-		b = b[24:]
+		var k tsid
+		copy(k.SID[:], b[:16])
+		b = b[16:]
+		if tagged {
+			tl, size := Varlen(b)
+			if size == 0 || tl > maxTagLen || tl > uint64(len(b)-size) {
+				return Set{}, fmt.Errorf("gtid set: bad tag length at source id %d", i)
+			}
+			k.Tag = string(b[size : size+int(tl)])
+			b = b[size+int(tl):]
+			if k.Tag != "" && !isTag(k.Tag) {
+				return Set{}, fmt.Errorf("gtid set: %q is not a tag", k.Tag)
+			}
+		}
+		if len(b) < 8 {
+			return Set{}, fmt.Errorf("gtid set: truncated at source id %d", i)
+		}
+		m := binary.LittleEndian.Uint64(b)
+		b = b[8:]
 		if m > uint64(len(b))/16 {
 			return Set{}, fmt.Errorf("gtid set: %d intervals do not fit in %d bytes", m, len(b))
 		}
@@ -301,9 +375,9 @@ func DecodeMySQL(b []byte) (Set, error) {
 			iv := Interval{binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])}
 			b = b[16:]
 			if iv.Start == 0 || iv.End <= iv.Start {
-				return Set{}, fmt.Errorf("gtid set: bad interval [%d,%d) for %s", iv.Start, iv.End, sid)
+				return Set{}, fmt.Errorf("gtid set: bad interval [%d,%d) for %s", iv.Start, iv.End, k.SID)
 			}
-			set.addInterval(sid, iv)
+			set.addInterval(k, iv)
 		}
 	}
 	return set, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/wire"
 )
@@ -80,4 +81,17 @@ func retryable(err error) bool {
 		return sqlerr.ConnectionLost(se, sqlerr.MySQL) || sqlerr.Transient(se)
 	}
 	return true
+}
+
+// refuseTagged stops a stream at a transaction with a tagged GTID (MySQL
+// 8.3+): positions are untagged GTID sets (gtid.ErrTagged), so the stream
+// could neither resume after it nor tell a replica where it is. Reading a
+// tagged binlog file (binlog dump --file) is fine.
+func refuseTagged(ev *binlog.Event) error {
+	g, ok := ev.Data.(*binlog.MySQLGTIDEvent)
+	if !ok || g.GTID.Tag == "" {
+		return nil
+	}
+	return &binlog.DecodeError{File: ev.File, Pos: ev.Pos, Type: ev.Header.Type,
+		Err: fmt.Errorf("%w: transaction %s; binlane cannot replicate from a source that tags transactions", gtid.ErrTagged, g.GTID)}
 }

@@ -197,6 +197,9 @@ func (s *Stream) pump(ctx context.Context, sess *session, dec *binlog.Decoder, t
 		if err != nil {
 			return err
 		}
+		if err := refuseTagged(ev); err != nil {
+			return err
+		}
 		t.Observe(ev)
 		if err := s.q.push(ctx, Message{Event: ev}, len(raw)); err != nil {
 			return err

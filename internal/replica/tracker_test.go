@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -122,5 +124,30 @@ func TestTrackerPositionsAndRestart(t *testing.T) {
 	p.GTIDs.Add(gtid.GTID{Flavor: gtid.MariaDB, Domain: 5, Seq: 1})
 	if tr.Position().GTIDs.String() != "0-1-10,1-1-3" || start.GTIDs.String() != "0-1-10,1-1-3" {
 		t.Fatal("tracker shares its GTID set")
+	}
+}
+
+// TestRefuseTagged: a stream stops, for good, at a tagged transaction and
+// says why; untagged and MariaDB transactions pass.
+func TestRefuseTagged(t *testing.T) {
+	tagged := &binlog.MySQLGTIDEvent{GTID: gtid.GTID{Flavor: gtid.MySQL, SID: sid, Tag: "mytag", Seq: 3}}
+	cases := []struct {
+		data any
+		want string
+	}{
+		{mysqlGTID(3), ""},
+		{&binlog.MariaGTIDEvent{GTID: gtid.GTID{Flavor: gtid.MariaDB, Domain: 0, ServerID: 1, Seq: 3}}, ""},
+		{&binlog.XIDEvent{}, ""},
+		{tagged, "binlog b.000001:245: Gtid_tagged event: tagged GTIDs (MySQL 8.3+) are not supported: transaction " + sid.String() + ":mytag:3"},
+	}
+	for _, c := range cases {
+		ev := &binlog.Event{File: "b.000001", Pos: 245, Header: binlog.Header{Type: binlog.EventGTIDTagged}, Data: c.data}
+		err := refuseTagged(ev)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%T: %v", c.data, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.Is(err, gtid.ErrTagged) || retryable(err)):
+			t.Errorf("got %v, want a final error starting %q", err, c.want)
+		}
 	}
 }
