@@ -27,6 +27,8 @@ type runResult struct {
 	Verified string // "equal", "DIFFERENT", "skipped"
 	Detail   string
 	All      []time.Duration // every repetition
+	// CPU is what one run cost each process, averaged over repetitions.
+	CPU cpuUse
 	// PeakLag is the median over repetitions of the run's peak lag (see
 	// peakLag); zero when not measured.
 	PeakLag time.Duration
@@ -40,9 +42,17 @@ type scenarioResult struct {
 	Predicted *prediction
 }
 
-// drainFunc drains the backlog into dst; it returns the time taken, notes,
-// and the target's position over the drain.
-type drainFunc func(context.Context, *sandbox.Server) (time.Duration, string, []sample, error)
+// drained is one drain of the backlog: the time taken, notes, the
+// target's position over the drain, and the CPU it cost.
+type drained struct {
+	elapsed time.Duration
+	detail  string
+	samples []sample
+	cpu     cpuUse
+}
+
+// drainFunc drains the backlog into dst.
+type drainFunc func(context.Context, *sandbox.Server) (drained, error)
 
 func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, bin string, log *slog.Logger) (scenarioResult, error) {
 	spec.title = spec.heading(c)
@@ -54,14 +64,14 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 	var list []contender
 	for _, w := range c.workers {
 		list = append(list, contender{fmt.Sprintf("binlane workers=%d", w), "binlane",
-			func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, []sample, error) {
+			func(ctx context.Context, dst *sandbox.Server) (drained, error) {
 				return runBinlane(ctx, c, bin, spec, b, dst, w)
 			}})
 	}
 	for _, n := range spec.native(c) {
 		if n == "rowevents" {
 			list = append(list, contender{"row events as BINLOG statements (reference)", "reference",
-				func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, []sample, error) {
+				func(ctx context.Context, dst *sandbox.Server) (drained, error) {
 					return runRowEvents(ctx, b, dst)
 				}})
 			continue
@@ -72,7 +82,7 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 			name = fmt.Sprintf("mariadb %s threads=%d", mode, threads)
 		}
 		list = append(list, contender{name, "mariadb",
-			func(ctx context.Context, dst *sandbox.Server) (time.Duration, string, []sample, error) {
+			func(ctx context.Context, dst *sandbox.Server) (drained, error) {
 				return runNative(ctx, b, dst, mode, threads)
 			}})
 	}
@@ -83,16 +93,18 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 	}
 	lags := make([][]time.Duration, len(list))
 	var err error
+	cpus := make([]cpuUse, len(list))
 	res.Runs, err = interleave(c, spec.name, names, kinds, float64(b.txns), func(i int) (time.Duration, string, string, error) {
-		elapsed, detail, ver, drained, err := runOne(ctx, c, spec, b, list[i].run)
+		d, ver, err := runOne(ctx, c, spec, b, list[i].run)
 		if err == nil && spec.app != nil {
-			lag, at := peakLag(b.written, drained, seqOf(b.start), seqOf(b.end))
+			lag, at := peakLag(b.written, d.samples, seqOf(b.start), seqOf(b.end))
 			lags[i] = append(lags[i], lag)
 			if at > 0 {
-				detail += fmt.Sprintf("; peak lag at transaction %d of %d", at-seqOf(b.start), b.txns)
+				d.detail += fmt.Sprintf("; peak lag at transaction %d of %d", at-seqOf(b.start), b.txns)
 			}
 		}
-		return elapsed, detail, ver, err
+		cpus[i] = cpus[i].add(d.cpu)
+		return d.elapsed, d.detail, ver, err
 	}, log)
 	if err != nil {
 		return res, err
@@ -101,6 +113,7 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 		if len(lags[i]) > 0 {
 			res.Runs[i].PeakLag = median(lags[i])
 		}
+		res.Runs[i].CPU = cpus[i].div(max(1, c.repeat))
 	}
 	if c.analyze {
 		p := b.predicted[spec.durable]
@@ -145,25 +158,31 @@ func interleave(c config, scenario string, names, kinds []string, work float64,
 
 // runOne starts a target from the baseline, runs one contender on it and
 // verifies the result.
-func runOne(ctx context.Context, c config, spec scenarioSpec, b *backlog, run drainFunc) (
-	elapsed time.Duration, detail, ver string, drained []sample, err error) {
+func runOne(ctx context.Context, c config, spec scenarioSpec, b *backlog, run drainFunc) (d drained, ver string, err error) {
 	dst, err := sandbox.Start(ctx, sandbox.Options{Role: sandbox.Target, Name: "bench-target", DataFrom: b.baseline,
 		Durable: spec.durable, Extra: serverOptions(c, spec.durable)})
 	if err != nil {
-		return 0, "", "", nil, err
+		return d, "", err
 	}
 	defer dst.Close()
-	elapsed, detail, drained, err = run(ctx, dst)
-	if err != nil {
-		return 0, "", "", nil, err
+	if c.pin {
+		if err := pin(dst.PID(), targetCore); err != nil {
+			return d, "", err
+		}
+		if err := pin(b.src.PID(), otherCores); err != nil {
+			return d, "", err
+		}
+	}
+	if d, err = run(ctx, dst); err != nil {
+		return d, "", err
 	}
 	ver = "skipped"
 	if !c.skipVerify {
 		if ver, err = verifyTables(ctx, b.src, dst, spec.database()); err != nil {
-			return 0, "", "", nil, err
+			return d, "", err
 		}
 	}
-	return elapsed, detail, ver, drained, nil
+	return d, ver, nil
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -184,7 +203,7 @@ func parseNative(s string) (mode string, threads int) {
 // runBinlane drains the backlog with the binlane binary; its position is
 // read from its table on the target every 25 ms.
 func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b *backlog, dst *sandbox.Server, workers int) (
-	time.Duration, string, []sample, error) {
+	drained, error) {
 	args := []string{"replicate", "--source", b.src.URL(), "--target", dst.URL(), "--stream", "bench",
 		"--start-gtid", b.start, "--stop-at-gtid", b.end, "--threads", strconv.Itoa(workers), "--databases", spec.database(),
 		"--log-level", "warn"}
@@ -201,20 +220,25 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	}
 	db, err := sql.Open("mysql", dst.DSN(""))
 	if err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
 	defer db.Close()
-	var drained []sample
-	elapsed, cpu, err := timedCommand(exec.CommandContext(ctx, bin, args...), dst, b.src, "binlane", func(t0 time.Time) func() {
+	var samples []sample
+	cores := ""
+	if c.pin {
+		cores = otherCores
+	}
+	name, args := pinned(cores, bin, args...)
+	r, err := timedCommandCPU(exec.CommandContext(ctx, name, args...), dst, b.src, "binlane", func(t0 time.Time) func() {
 		s := startSampler(ctx, t0, queryPos(db, "SELECT gtid_pos FROM binlane.streams WHERE name = 'bench'"))
-		return func() { drained = s.Stop() }
+		return func() { samples = s.Stop() }
 	})
 	if err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
 	// The end: the position the process exited at.
-	drained = append(drained, sample{elapsed, seqOf(b.end)})
-	return elapsed, workerLoad(ctx, dst) + "; " + cpu, drained, nil
+	samples = append(samples, sample{r.elapsed, seqOf(b.end)})
+	return drained{elapsed: r.elapsed, detail: workerLoad(ctx, dst) + "; " + r.detail, samples: samples, cpu: r.cpu}, nil
 }
 
 // workerLoad summarizes binlane's last status report: per-worker busy and
@@ -232,10 +256,10 @@ func workerLoad(ctx context.Context, dst *sandbox.Server) string {
 
 // runNative drains the backlog with MariaDB's own replica: the IO thread
 // fetches everything first, then the SQL thread(s) are timed.
-func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string, threads int) (time.Duration, string, []sample, error) {
+func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string, threads int) (drained, error) {
 	db, err := sql.Open("mysql", dst.DSN(""))
 	if err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
@@ -248,42 +272,43 @@ func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string
 	}
 	for _, q := range setup {
 		if _, err := db.ExecContext(ctx, q); err != nil {
-			return 0, "", nil, fmt.Errorf("%s: %w", q, err)
+			return drained{}, fmt.Errorf("%s: %w", q, err)
 		}
 	}
 	if err := waitRelayFetched(ctx, db, b.src); err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
 	want, _ := gtid.ParseSet(b.end)
-	tgtCPU := processCPU(dst.PID())
+	meter := startCPU(dst, b.src)
 	t0 := time.Now()
 	if _, err := db.ExecContext(ctx, "START SLAVE SQL_THREAD"); err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
-	var drained []sample
+	var samples []sample
 	for {
 		var pos string
 		if err := db.QueryRowContext(ctx, "SELECT @@gtid_slave_pos").Scan(&pos); err != nil {
-			return 0, "", nil, err
+			return drained{}, err
 		}
-		if n := len(drained); n == 0 || drained[n-1].seq != seqOf(pos) {
-			drained = append(drained, sample{time.Since(t0), seqOf(pos)})
+		if n := len(samples); n == 0 || samples[n-1].seq != seqOf(pos) {
+			samples = append(samples, sample{time.Since(t0), seqOf(pos)})
 		}
 		if got, err := gtid.ParseSet(pos); err == nil && got.ContainsSet(want) {
 			break
 		}
 		if err := sqlThreadError(ctx, db); err != nil {
-			return 0, "", nil, err
+			return drained{}, err
 		}
 		select {
 		case <-ctx.Done():
-			return 0, "", nil, ctx.Err()
+			return drained{}, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	elapsed := time.Since(t0)
+	cpu := meter.stop(0)
 	db.ExecContext(ctx, "STOP SLAVE")
-	return elapsed, fmt.Sprintf("CPU s: target %.1f", (processCPU(dst.PID()) - tgtCPU).Seconds()), drained, nil
+	return drained{elapsed: elapsed, detail: fmt.Sprintf("CPU s: target %.1f", cpu.Target.Seconds()), samples: samples, cpu: cpu}, nil
 }
 
 // waitRelayFetched waits until the IO thread has read the source's binlog

@@ -437,9 +437,22 @@ func runMydumper(ctx context.Context, cs *copySource, dst *sandbox.Server, threa
 // starts when the clock does and its stop function runs when the command
 // has exited.
 func timedCommand(cmd *exec.Cmd, dst, src *sandbox.Server, who string, watch ...func(t0 time.Time) (stop func())) (time.Duration, string, error) {
+	r, err := timedCommandCPU(cmd, dst, src, who, watch...)
+	return r.elapsed, r.detail, err
+}
+
+// commandRun is what timedCommandCPU measured.
+type commandRun struct {
+	elapsed time.Duration
+	detail  string
+	cpu     cpuUse
+}
+
+// timedCommandCPU is timedCommand with the CPU figures as numbers.
+func timedCommandCPU(cmd *exec.Cmd, dst, src *sandbox.Server, who string, watch ...func(t0 time.Time) (stop func())) (commandRun, error) {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	tgtCPU, srcCPU := processCPU(dst.PID()), processCPU(src.PID())
+	meter := startCPU(dst, src)
 	t0 := time.Now()
 	var stops []func()
 	for _, w := range watch {
@@ -453,13 +466,12 @@ func timedCommand(cmd *exec.Cmd, dst, src *sandbox.Server, who string, watch ...
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) || out.Len() > 0 {
-			return 0, "", fmt.Errorf("%s: %v\n%s", who, err, tail(out.String(), 3000))
+			return commandRun{}, fmt.Errorf("%s: %v\n%s", who, err, tail(out.String(), 3000))
 		}
-		return 0, "", fmt.Errorf("%s: %w", who, err)
+		return commandRun{}, fmt.Errorf("%s: %w", who, err)
 	}
-	own := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	detail := fmt.Sprintf("CPU s: %s %.1f, target %.1f, source %.1f", who, own.Seconds(),
-		(processCPU(dst.PID()) - tgtCPU).Seconds(), (processCPU(src.PID()) - srcCPU).Seconds())
+	cpu := meter.stop(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime())
+	detail := fmt.Sprintf("CPU s: %s %.1f, target %.1f, source %.1f", who, cpu.Binlane.Seconds(), cpu.Target.Seconds(), cpu.Source.Seconds())
 	if who == "binlane" {
 		detail += fmt.Sprintf("; peak RSS %.0f MiB", float64(peak)/(1<<20))
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
@@ -469,7 +481,7 @@ func timedCommand(cmd *exec.Cmd, dst, src *sandbox.Server, who string, watch ...
 		}
 		detail += copyCost(out.String())
 	}
-	return elapsed, detail, nil
+	return commandRun{elapsed: elapsed, detail: detail, cpu: cpu}, nil
 }
 
 // copyCost reads the round trips binlane's copy cost the source from its

@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,7 @@ type config struct {
 	maxBatch     int
 	window       int
 	profileDir   string
+	pin          bool // --pin: see targetCore
 	repeat       int
 	machine      string
 	mode         string
@@ -96,6 +98,8 @@ func main() {
 	flag.IntVar(&c.window, "window", 0, "binlane --window (0: its default)")
 	flag.IntVar(&c.repeat, "repeat", 1, "runs of every contender (interleaved); the median counts")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write a CPU profile of every binlane run into this folder")
+	flag.BoolVar(&c.pin, "pin", false, "drain mode: the target's mariadbd alone on core 1, the source and binlane on core 0 (taskset), "+
+		"for binlane and MariaDB's replica alike: the target's core is everyone's ceiling")
 	var copyWorkers string
 	flag.StringVar(&c.mode, "mode", "drain", "drain: replay backlogs against MariaDB's replica; copy: copy an idle and a busy source into an empty target against mariadb-dump, mydumper and LOAD DATA")
 	flag.IntVar(&c.copyRows, "copy-rows", 250000, "rows per sysbench table in the copy benchmark")
@@ -125,6 +129,10 @@ func main() {
 		var n int
 		fmt.Sscan(w, &n)
 		c.copyWorkers = append(c.copyWorkers, n)
+	}
+	if c.pin && runtime.NumCPU() < 2 {
+		fmt.Fprintln(os.Stderr, "bench: --pin needs two cores")
+		os.Exit(2)
 	}
 	c.scenarios = expandScenarios(split(scenarios))
 	c.native = split(native)

@@ -55,6 +55,10 @@ func writeResults(dir string, c config, all []scenarioResult) error {
 	fmt.Fprintf(&b, "Backlogs: sysbench scenarios %d tables x %d rows, %d client threads (worst case: 1); application scenarios "+
 		"from binlane's workload generator (internal/workload), %d sessions.\n\n", c.tables, c.tableSize, c.threads, c.appSessions)
 	summary(&b, all)
+	if c.pin {
+		b.WriteString("Pinned (--pin): each target's mariadbd alone on one core, the source and binlane on the other.\n\n")
+	}
+	cpuSummary(&b, all)
 	for _, sc := range all {
 		best := bestNative(sc)
 		fmt.Fprintf(&b, "## %s\n\n%d transactions.\n\n", sc.Spec.title, sc.Backlog)
@@ -77,6 +81,7 @@ func writeResults(dir string, c config, all []scenarioResult) error {
 			}
 		}
 		b.WriteString("\n")
+		cpuTable(&b, sc)
 		predictions(&b, sc)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644); err != nil {

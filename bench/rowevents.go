@@ -34,56 +34,57 @@ const rowEventsPerStatement = 8
 
 // runRowEvents prints the backlog's events with mariadb-binlog (untimed,
 // like the native replica's relay fetch), then times sending them.
-func runRowEvents(ctx context.Context, b *backlog, dst *sandbox.Server) (time.Duration, string, []sample, error) {
+func runRowEvents(ctx context.Context, b *backlog, dst *sandbox.Server) (drained, error) {
 	files, _ := filepath.Glob(filepath.Join(b.src.DataDir(), "binlog.[0-9]*")) // the pattern is valid
 	if len(files) == 0 {
-		return 0, "", nil, fmt.Errorf("no binlog files in %s", b.src.DataDir())
+		return drained{}, fmt.Errorf("no binlog files in %s", b.src.DataDir())
 	}
 	sort.Strings(files)
 	args := append([]string{"--start-position=" + b.start, "--stop-position=" + b.end}, files...)
 	out, err := exec.CommandContext(ctx, "mariadb-binlog", args...).Output()
 	if err != nil {
-		return 0, "", nil, fmt.Errorf("mariadb-binlog: %w", err)
+		return drained{}, fmt.Errorf("mariadb-binlog: %w", err)
 	}
 	fde, txns, err := binlogStatements(out)
 	if err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
 	if len(txns) != b.txns {
-		return 0, "", nil, fmt.Errorf("mariadb-binlog printed %d transactions, the backlog has %d", len(txns), b.txns)
+		return drained{}, fmt.Errorf("mariadb-binlog printed %d transactions, the backlog has %d", len(txns), b.txns)
 	}
 	cfg, err := mysql.ParseDSN(dst.DSN(""))
 	if err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
 	cfg.MultiStatements = true
 	cfg.MaxAllowedPacket = 0
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
 	db := sql.OpenDB(conn)
 	defer db.Close()
 	// One session throughout: the format description lives in it.
 	conn1, err := db.Conn(ctx)
 	if err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
 	defer conn1.Close()
 	if _, err := conn1.ExecContext(ctx, fde); err != nil {
-		return 0, "", nil, fmt.Errorf("format description: %w", err)
+		return drained{}, fmt.Errorf("format description: %w", err)
 	}
-	tgtCPU := processCPU(dst.PID())
+	meter := startCPU(dst, b.src)
 	t0 := time.Now()
-	drained, err := replayRowEvents(ctx, conn1, txns, func(done int) sample {
+	samples, err := replayRowEvents(ctx, conn1, txns, func(done int) sample {
 		return sample{time.Since(t0), seqOf(b.start) + int64(done)}
 	})
 	if err != nil {
-		return 0, "", nil, err
+		return drained{}, err
 	}
 	elapsed := time.Since(t0)
-	return elapsed, fmt.Sprintf("%d trx per target commit; CPU s: target %.1f", rowEventsBatch,
-		(processCPU(dst.PID()) - tgtCPU).Seconds()), drained, nil
+	cpu := meter.stop(0)
+	return drained{elapsed: elapsed, detail: fmt.Sprintf("%d trx per target commit; CPU s: target %.1f", rowEventsBatch,
+		cpu.Target.Seconds()), samples: samples, cpu: cpu}, nil
 }
 
 // replayRowEvents sends the transactions' events, rowEventsBatch per
