@@ -111,11 +111,11 @@ func TestSoakCopy(t *testing.T) {
 }
 
 // TestSoakApplications: the benchmark's application workloads (cascading
-// foreign keys, order entry, bulk changes, documents) replicated while they
-// run, stopped and resumed to the end.
+// foreign keys, order entry, bulk changes, documents, the traps of Slots)
+// replicated while they run, stopped and resumed to the end.
 func TestSoakApplications(t *testing.T) {
 	for _, seed := range soakSeeds(t, 4) {
-		m := pick(seed, workload.Shop, workload.OrderEntry, workload.Bulk, workload.Docs)
+		m := pick(seed, workload.Shop, workload.OrderEntry, workload.Bulk, workload.Docs, workload.Slots)
 		t.Run(fmt.Sprint(seed, m), func(t *testing.T) {
 			e := newEnv(t)
 			e.grant(t, m.Schema())

@@ -54,6 +54,7 @@ var modes = map[Mode]*modeSpec{
 	Bulk:       {setup: bulkSetup, ops: shopOps, bulk: (*session).bulkChange},
 	OrderEntry: {setup: orderEntrySetup, ops: orderEntryOps},
 	Docs:       {setup: docsSetup, ops: docsOps},
+	Slots:      {setup: slotsSetup, ops: slotsOps},
 }
 
 // Modes returns the modes' names.

@@ -194,7 +194,7 @@ func TestModesOnServer(t *testing.T) {
 	srv := sandbox.StartT(t, sandbox.Options{Role: sandbox.Source})
 	db := srv.OpenT(t, "")
 	ctx := context.Background()
-	for _, m := range []Mode{Shop, OrderEntry, Bulk, Docs} {
+	for _, m := range []Mode{Shop, OrderEntry, Bulk, Docs, Slots} {
 		t.Run(string(m), func(t *testing.T) {
 			cfg := Config{Mode: m, Seed: 5, Sessions: 3, Transactions: 150, SeedOrders: 2000, BulkEvery: 50, BulkRows: 2000}
 			if err := Prepare(ctx, db, cfg); err != nil {

@@ -10,6 +10,8 @@
 //     cascading foreign keys, TPC-C-like order entry, bulk updates and
 //     deletes of 100,000 rows among small transactions, wide rows and JSON
 //     documents. The demo and the benchmark (bench/) use them.
+//   - Slots: where an applier that regroups rows can go wrong: unique
+//     values moving between rows, hot counters, RESTRICT foreign keys.
 //
 // Each session draws its transactions from its own generator seeded with
 // (Config.Seed, session number): what a session writes is repeatable.
@@ -257,6 +259,7 @@ type session struct {
 	n     int
 	shop  shopState // Shop and Bulk
 	docs  int       // Docs: documents the session inserted
+	slots slotsState
 }
 
 // loop runs transactions on ctx until until ends.
