@@ -115,7 +115,7 @@ func TestTwoSourcesOneTarget(t *testing.T) {
 func (e *env) waitCopied(t *testing.T, stream string) {
 	t.Helper()
 	dst := e.dst.OpenT(t, "")
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		tables, err := position.LoadCopy(context.Background(), dst, stream)
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +128,8 @@ func (e *env) waitCopied(t *testing.T, stream string) {
 			return
 		}
 	}
-	t.Fatalf("the copy of stream %s did not end", stream)
+	st, _, err := position.Load(context.Background(), dst, stream)
+	t.Fatalf("the copy of stream %s did not end: stream state %q, message %q (%v)", stream, st.State, st.Message, err)
 }
 
 // loadB writes n transactions to b.t on s (inserts, updates, deletes; two
