@@ -1,6 +1,10 @@
 package redact
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/binlane/binlane/internal/sqllex"
+)
 
 // addresses hides the password of server addresses in s:
 // scheme://user:pass@host… URLs and go-sql-driver DSNs
@@ -42,7 +46,7 @@ func (r *rewriter) urlUserinfo(from int) int {
 	}
 	at += from
 	if colon := strings.IndexByte(s[from:at], ':'); colon >= 0 {
-		r.hide(token{start: from + colon + 1, end: at}, addrMarker)
+		r.hide(sqllex.Token{Start: from + colon + 1, End: at}, addrMarker)
 	}
 	return at + 1
 }
@@ -60,7 +64,7 @@ func (r *rewriter) dsnPassword(at int) {
 		return // a URL: done by urlUserinfo
 	}
 	if colon := strings.IndexByte(s[start:at], ':'); colon >= 0 {
-		r.hide(token{start: start + colon + 1, end: at}, addrMarker)
+		r.hide(sqllex.Token{Start: start + colon + 1, End: at}, addrMarker)
 	}
 }
 

@@ -11,7 +11,11 @@
 // and no allocation, so it can run on every statement that is printed.
 package redact
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/binlane/binlane/internal/sqllex"
+)
 
 // Marker replaces a secret string literal in a statement.
 const Marker = "'<redacted>'"
@@ -39,9 +43,9 @@ func accountSecrets(q string) string {
 		return q
 	}
 	r := rewriter{s: q}
-	l := lexer{s: q}
-	for t := l.next(); t.kind != tEOF; t = l.next() {
-		if t.kind == tWord {
+	l := sqllex.New(q, 0)
+	for t := l.Next(); t.Kind != sqllex.EOF; t = l.Next() {
+		if t.Kind == sqllex.Word {
 			r.clause(&l, t)
 		}
 	}
@@ -81,14 +85,14 @@ func statementsIn(s string) string {
 		if p := prevWord(s, start); p >= 0 && strings.EqualFold(s[p:start-spaceBefore(s, start)], "SET") {
 			start = p
 		}
-		l := lexer{s: s, pos: start}
-		r.clause(&l, l.next())
-		from = max(from, l.pos)
+		l := sqllex.New(s, start)
+		r.clause(&l, l.Next())
+		from = max(from, l.Pos())
 	}
 	return r.result()
 }
 
-// rewriter copies s with secret tokens replaced, allocating only when the
+// rewriter copies s with secret sqllex.Tokens replaced, allocating only when the
 // first secret is found.
 type rewriter struct {
 	s     string
@@ -97,17 +101,17 @@ type rewriter struct {
 	dirty bool
 }
 
-func (r *rewriter) hide(t token, marker string) {
-	if t.start < r.last {
+func (r *rewriter) hide(t sqllex.Token, marker string) {
+	if t.Start < r.last {
 		return // already hidden
 	}
 	if !r.dirty {
 		r.b.Grow(len(r.s) + len(marker))
 		r.dirty = true
 	}
-	r.b.WriteString(r.s[r.last:t.start])
+	r.b.WriteString(r.s[r.last:t.Start])
 	r.b.WriteString(marker)
-	r.last = t.end
+	r.last = t.End
 }
 
 func (r *rewriter) result() string {
@@ -120,12 +124,12 @@ func (r *rewriter) result() string {
 
 // clause hides the secrets of the clause that word t starts, if it starts
 // one, reading only that clause's tokens from l.
-func (r *rewriter) clause(l *lexer, t token) {
+func (r *rewriter) clause(l *sqllex.Lexer, t sqllex.Token) {
 	switch {
 	case r.is(t, "IDENTIFIED"):
 		r.identified(l)
-	case r.is(t, "SET") && r.is(l.peek(), "PASSWORD"):
-		l.next()
+	case r.is(t, "SET") && r.is(l.Peek(), "PASSWORD"):
+		l.Next()
 		r.setPassword(l)
 	case r.isPasswordWord(t):
 		r.passwordOption(l)
@@ -139,42 +143,42 @@ func (r *rewriter) clause(l *lexer, t token) {
 //
 // then MySQL's REPLACE 'current' (the old password). AND IDENTIFIED … and
 // the next user's IDENTIFIED are clauses of their own.
-func (r *rewriter) identified(l *lexer) {
-	switch t := l.peek(); {
+func (r *rewriter) identified(l *sqllex.Lexer) {
+	switch t := l.Peek(); {
 	case r.is(t, "BY"):
-		l.next()
+		l.Next()
 		r.authValue(l)
 	case r.is(t, "WITH") || r.is(t, "VIA"):
-		l.next()
+		l.Next()
 		for {
-			l.next() // the plugin's name: not a secret
-			t := l.peek()
+			l.Next() // the plugin's name: not a secret
+			t := l.Peek()
 			if r.is(t, "BY") || r.is(t, "USING") || r.is(t, "AS") {
-				l.next()
+				l.Next()
 				r.authValue(l)
-				t = l.peek()
+				t = l.Peek()
 			}
 			if !r.is(t, "OR") {
 				break
 			}
-			l.next()
+			l.Next()
 		}
 	}
 	r.replaceClause(l)
 }
 
 // authValue reads the authentication data after BY, USING or AS.
-func (r *rewriter) authValue(l *lexer) {
-	switch t := l.peek(); {
+func (r *rewriter) authValue(l *sqllex.Lexer) {
+	switch t := l.Peek(); {
 	case isLiteral(t):
-		r.hide(l.next(), Marker)
+		r.hide(l.Next(), Marker)
 	case r.isPasswordWord(t): // BY PASSWORD '*hash', USING PASSWORD('x')
-		l.next()
+		l.Next()
 		r.passwordOption(l)
 	case r.is(t, "RANDOM"): // RANDOM PASSWORD: the server makes one up
-		l.next()
-		if r.is(l.peek(), "PASSWORD") {
-			l.next()
+		l.Next()
+		if r.is(l.Peek(), "PASSWORD") {
+			l.Next()
 		}
 	}
 }
@@ -182,42 +186,42 @@ func (r *rewriter) authValue(l *lexer) {
 // passwordOption reads what follows PASSWORD, OLD_PASSWORD,
 // MASTER_PASSWORD or SOURCE_PASSWORD: 'x', = 'x', = PASSWORD('x'), ('x').
 // Anything else (PASSWORD EXPIRE, a column named password) is left alone.
-func (r *rewriter) passwordOption(l *lexer) {
-	switch t := l.peek(); {
+func (r *rewriter) passwordOption(l *sqllex.Lexer) {
+	switch t := l.Peek(); {
 	case isLiteral(t):
-		r.hide(l.next(), Marker)
+		r.hide(l.Next(), Marker)
 	case isPunct(r.s, t, '('):
-		l.next()
-		if isLiteral(l.peek()) {
-			r.hide(l.next(), Marker)
+		l.Next()
+		if isLiteral(l.Peek()) {
+			r.hide(l.Next(), Marker)
 		}
 	case isPunct(r.s, t, '='):
-		l.next()
+		l.Next()
 		r.assigned(l)
 	}
 }
 
 // assigned reads a password's value after '=': a literal, or PASSWORD('x')
 // or OLD_PASSWORD('x').
-func (r *rewriter) assigned(l *lexer) {
-	switch t := l.peek(); {
+func (r *rewriter) assigned(l *sqllex.Lexer) {
+	switch t := l.Peek(); {
 	case isLiteral(t):
-		r.hide(l.next(), Marker)
+		r.hide(l.Next(), Marker)
 	case r.isPasswordWord(t):
-		l.next()
+		l.Next()
 		r.passwordOption(l)
 	}
 }
 
 // setPassword reads SET PASSWORD [FOR user] = value [REPLACE 'current'];
 // SET PASSWORD [FOR user] TO RANDOM has no secret.
-func (r *rewriter) setPassword(l *lexer) {
+func (r *rewriter) setPassword(l *sqllex.Lexer) {
 	// The user part is a few tokens; the bound keeps a stray SET PASSWORD
 	// in a message from reading the whole text.
 	for range 32 {
-		t := l.next()
+		t := l.Next()
 		switch {
-		case t.kind == tEOF, isPunct(r.s, t, ';'), r.is(t, "TO"):
+		case t.Kind == sqllex.EOF, isPunct(r.s, t, ';'), r.is(t, "TO"):
 			return
 		case isPunct(r.s, t, '='):
 			r.assigned(l)
@@ -228,26 +232,26 @@ func (r *rewriter) setPassword(l *lexer) {
 }
 
 // replaceClause hides MySQL's REPLACE 'current password'.
-func (r *rewriter) replaceClause(l *lexer) {
-	if r.is(l.peek(), "REPLACE") {
-		l.next()
-		if isLiteral(l.peek()) {
-			r.hide(l.next(), Marker)
+func (r *rewriter) replaceClause(l *sqllex.Lexer) {
+	if r.is(l.Peek(), "REPLACE") {
+		l.Next()
+		if isLiteral(l.Peek()) {
+			r.hide(l.Next(), Marker)
 		}
 	}
 }
 
-func (r *rewriter) is(t token, kw string) bool {
-	return t.kind == tWord && t.end-t.start == len(kw) && strings.EqualFold(r.s[t.start:t.end], kw)
+func (r *rewriter) is(t sqllex.Token, kw string) bool {
+	return t.Kind == sqllex.Word && t.End-t.Start == len(kw) && strings.EqualFold(r.s[t.Start:t.End], kw)
 }
 
-func (r *rewriter) isPasswordWord(t token) bool {
+func (r *rewriter) isPasswordWord(t sqllex.Token) bool {
 	return r.is(t, "PASSWORD") || r.is(t, "OLD_PASSWORD") || r.is(t, "MASTER_PASSWORD") || r.is(t, "SOURCE_PASSWORD")
 }
 
-func isLiteral(t token) bool { return t.kind == tString || t.kind == tHex }
+func isLiteral(t sqllex.Token) bool { return t.Kind == sqllex.String || t.Kind == sqllex.Hex }
 
-func isPunct(s string, t token, c byte) bool { return t.kind == tPunct && s[t.start] == c }
+func isPunct(s string, t sqllex.Token, c byte) bool { return t.Kind == sqllex.Punct && s[t.Start] == c }
 
 func isQuote(c byte) bool { return c == '\'' || c == '"' || c == '`' }
 
@@ -284,14 +288,14 @@ func hasPrefixFold(s, prefix string) bool {
 // wordStart and wordEnd extend a keyword found inside s to the whole word
 // (MASTER_PASSWORD, or an identifier like user_password that is no keyword).
 func wordStart(s string, i int) int {
-	for i > 0 && isWordByte(s[i-1]) {
+	for i > 0 && sqllex.IsWordByte(s[i-1]) {
 		i--
 	}
 	return i
 }
 
 func wordEnd(s string, i int) int {
-	for i < len(s) && isWordByte(s[i]) {
+	for i < len(s) && sqllex.IsWordByte(s[i]) {
 		i++
 	}
 	return i

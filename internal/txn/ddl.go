@@ -2,7 +2,8 @@ package txn
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/binlane/binlane/internal/sqllex"
 )
 
 type stmtKind uint8
@@ -32,7 +33,7 @@ func classify(query string) stmtKind {
 	if len(toks) == 0 {
 		return stmtDDL
 	}
-	switch toks[0].text {
+	switch toks[0].Text {
 	case "INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD", "CALL", "DO", "HANDLER", "WITH", "SELECT":
 		// A STATEMENT session logs SELECT f(), DO f() and SET @x := f() of a
 		// stored function that writes as SELECT f(): row changes.
@@ -40,16 +41,16 @@ func classify(query string) stmtKind {
 	case "GRANT", "REVOKE", "FLUSH", "INSTALL", "UNINSTALL", "RESET", "PURGE", "KILL", "SHUTDOWN":
 		return stmtAccount
 	case "SET":
-		if len(toks) > 1 && (toks[1].text == "PASSWORD" || toks[1].text == "DEFAULT" || toks[1].text == "ROLE") {
+		if len(toks) > 1 && (toks[1].Text == "PASSWORD" || toks[1].Text == "DEFAULT" || toks[1].Text == "ROLE") {
 			return stmtAccount
 		}
 		return stmtDML
 	case "CREATE", "DROP", "ALTER", "RENAME":
 		for _, t := range toks[1:] {
-			if t.quoted {
+			if t.Quoted {
 				continue
 			}
-			if k, ok := objectWords[t.text]; ok {
+			if k, ok := objectWords[t.Text]; ok {
 				return k
 			}
 		}
@@ -74,7 +75,7 @@ func dmlTables(q, defSchema string, dec decoder) (names []TableName, unknown boo
 	case "UPDATE":
 		p.skipWords("LOW_PRIORITY", "IGNORE")
 		n := p.nameList()
-		if len(n) == 1 && p.peek().text == "SET" {
+		if len(n) == 1 && p.peek().Text == "SET" {
 			return n, false
 		}
 		return nil, true
@@ -84,7 +85,7 @@ func dmlTables(q, defSchema string, dec decoder) (names []TableName, unknown boo
 			return nil, true
 		}
 	case "LOAD":
-		for p.pos < len(p.toks) && p.peek().text != "INTO" {
+		for p.pos < len(p.toks) && p.peek().Text != "INTO" {
 			p.pos++
 		}
 		p.pos++
@@ -107,13 +108,13 @@ func parseSavepoint(q string) (ItemKind, string, error) {
 		if len(toks) == 0 {
 			return "", fmt.Errorf("cannot parse %q", q)
 		}
-		return toks[len(toks)-1].raw, nil
+		return toks[len(toks)-1].Raw, nil
 	}
 	if len(toks) < 2 {
 		return 0, "", fmt.Errorf("cannot parse %q", q)
 	}
 	var kind ItemKind
-	switch toks[0].text {
+	switch toks[0].Text {
 	case "SAVEPOINT":
 		kind = ItemSavepoint
 	case "ROLLBACK":
@@ -127,14 +128,10 @@ func parseSavepoint(q string) (ItemKind, string, error) {
 	return kind, n, err
 }
 
-// token is a lexical token of a statement: an upper-cased keyword or
-// bare identifier, a quoted identifier (quoted set), or one punctuation
-// character.
-type token struct {
-	text   string // upper-cased for bare words
-	raw    string // as written (unquoted)
-	quoted bool
-}
+// token is a lexical token of a statement (see sqllex.Item): an
+// upper-cased keyword or bare identifier, a quoted identifier (Quoted
+// set), a string literal ("'"), or one punctuation character.
+type token = sqllex.Item
 
 // tokenize splits a statement, dropping comments (but keeping the body of
 // executable /*! ... */ comments) and string literals' contents, and the
@@ -142,23 +139,23 @@ type token struct {
 // statement is and touches is <statement>'s (the usual way to bound an
 // ALTER's lock wait is SET STATEMENT lock_wait_timeout=10 FOR ALTER ...).
 func tokenize(q string, limit int) []token {
-	toks := lex(q, limit)
-	if len(toks) < 2 || toks[0].quoted || toks[0].text != "SET" || toks[1].quoted || toks[1].text != "STATEMENT" {
+	toks := sqllex.Items(q, limit)
+	if len(toks) < 2 || toks[0].Quoted || toks[0].Text != "SET" || toks[1].Quoted || toks[1].Text != "STATEMENT" {
 		return toks
 	}
 	if limit > 0 {
-		toks = lex(q, 0)
+		toks = sqllex.Items(q, 0)
 	}
 	depth := 0
 	for i := 2; i < len(toks); i++ {
 		t := toks[i]
 		switch {
-		case t.quoted:
-		case t.text == "(":
+		case t.Quoted:
+		case t.Text == "(":
 			depth++
-		case t.text == ")":
+		case t.Text == ")":
 			depth--
-		case t.text == "FOR" && depth == 0:
+		case t.Text == "FOR" && depth == 0:
 			toks = toks[i+1:]
 			if limit > 0 && len(toks) > limit {
 				toks = toks[:limit]
@@ -169,87 +166,12 @@ func tokenize(q string, limit int) []token {
 	return toks
 }
 
-// lex splits a statement into tokens (see tokenize).
-func lex(q string, limit int) []token {
-	var out []token
-	for i := 0; i < len(q) && (limit <= 0 || len(out) < limit); {
-		c := q[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case strings.HasPrefix(q[i:], "/*!") || strings.HasPrefix(q[i:], "/*M!"):
-			i += strings.Index(q[i:], "!") + 1
-			for i < len(q) && q[i] >= '0' && q[i] <= '9' {
-				i++
-			}
-		case strings.HasPrefix(q[i:], "*/"):
-			i += 2 // end of an executable comment
-		case strings.HasPrefix(q[i:], "/*"):
-			end := strings.Index(q[i+2:], "*/")
-			if end < 0 {
-				return out
-			}
-			i += end + 4
-		case c == '#' || strings.HasPrefix(q[i:], "-- "):
-			end := strings.IndexByte(q[i:], '\n')
-			if end < 0 {
-				return out
-			}
-			i += end + 1
-		case c == '`':
-			name, n := quoted(q[i:], '`')
-			out = append(out, token{text: name, raw: name, quoted: true})
-			i += n
-		case c == '\'' || c == '"':
-			_, n := quoted(q[i:], c)
-			out = append(out, token{text: "'"})
-			i += n
-		case isIdentByte(c):
-			j := i
-			for j < len(q) && isIdentByte(q[j]) {
-				j++
-			}
-			out = append(out, token{text: strings.ToUpper(q[i:j]), raw: q[i:j]})
-			i = j
-		default:
-			out = append(out, token{text: string(c), raw: string(c)})
-			i++
-		}
-	}
-	return out
-}
-
-// quoted reads a quoted string starting at s[0] (doubled quotes escape;
-// backslash escapes in string literals) and returns its content and size.
-func quoted(s string, q byte) (string, int) {
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		switch {
-		case s[i] == '\\' && q != '`' && i+1 < len(s):
-			b.WriteByte(s[i+1])
-			i++
-		case s[i] == q && i+1 < len(s) && s[i+1] == q:
-			b.WriteByte(q)
-			i++
-		case s[i] == q:
-			return b.String(), i + 1
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String(), len(s)
-}
-
-func isIdentByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c >= 0x80
-}
-
 // keywords returns up to n leading tokens, upper-cased.
 func keywords(q string, n int) []string {
 	toks := tokenize(q, n)
 	out := make([]string, len(toks))
 	for i, t := range toks {
-		out[i] = t.text
+		out[i] = t.Text
 	}
 	return out
 }
@@ -352,16 +274,16 @@ func (p *ddlParser) peekAt(k int) token {
 func (p *ddlParser) next() string {
 	t := p.peek()
 	p.pos++
-	if t.quoted {
+	if t.Quoted {
 		return "`" // a quoted identifier never matches a keyword
 	}
-	return t.text
+	return t.Text
 }
 
 func (p *ddlParser) skipWords(words ...string) {
 	for {
 		t := p.peek()
-		if t.quoted || !contains(words, t.text) {
+		if t.Quoted || !contains(words, t.Text) {
 			return
 		}
 		p.pos++
@@ -380,17 +302,17 @@ func contains(list []string, s string) bool {
 // name reads [schema.]name, in the case it was written.
 func (p *ddlParser) name() (TableName, bool) {
 	a := p.peek()
-	if !a.quoted && (a.text == "" || a.text == "," || a.text == "(" || a.text == ";") {
+	if !a.Quoted && (a.Text == "" || a.Text == "," || a.Text == "(" || a.Text == ";") {
 		return TableName{}, false
 	}
 	p.pos++
-	if t := p.peek(); t.text == "." && !t.quoted {
+	if t := p.peek(); t.Text == "." && !t.Quoted {
 		p.pos++
 		b := p.peek()
 		p.pos++
-		return TableName{Schema: p.ident(a.raw), Table: p.ident(b.raw)}, true
+		return TableName{Schema: p.ident(a.Raw), Table: p.ident(b.Raw)}, true
 	}
-	return TableName{Schema: p.def, Table: p.ident(a.raw)}, true
+	return TableName{Schema: p.def, Table: p.ident(a.Raw)}, true
 }
 
 func (p *ddlParser) nameList() []TableName {
@@ -401,7 +323,7 @@ func (p *ddlParser) nameList() []TableName {
 			return out
 		}
 		out = append(out, n)
-		if p.peek().text != "," {
+		if p.peek().Text != "," {
 			return out
 		}
 		p.pos++
@@ -420,7 +342,7 @@ func (p *ddlParser) renameList() []TableName {
 			return out
 		}
 		out = append(out, a, b)
-		if p.peek().text != "," {
+		if p.peek().Text != "," {
 			return out
 		}
 		p.pos++
@@ -431,17 +353,17 @@ func (p *ddlParser) schemaName() []TableName {
 	p.skipWords("IF", "NOT", "EXISTS")
 	t := p.peek()
 	// ALTER DATABASE without a name changes the default database.
-	if t.text == "" || !t.quoted && contains([]string{"DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT", "UPGRADE", ";"}, t.text) {
+	if t.Text == "" || !t.Quoted && contains([]string{"DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT", "UPGRADE", ";"}, t.Text) {
 		return []TableName{{Schema: p.def}}
 	}
-	return []TableName{{Schema: p.ident(t.raw)}}
+	return []TableName{{Schema: p.ident(t.Raw)}}
 }
 
 func (p *ddlParser) create() ([]TableName, bool) {
 	// Skip view/trigger attributes such as ALGORITHM=x DEFINER=u@h.
-	for p.peek().text == "ALGORITHM" || p.peek().text == "DEFINER" || p.peek().text == "SQL" {
-		for p.peek().text != "" && p.peek().text != "VIEW" && p.peek().text != "TRIGGER" &&
-			p.peek().text != "PROCEDURE" && p.peek().text != "FUNCTION" && p.peek().text != "EVENT" {
+	for p.peek().Text == "ALGORITHM" || p.peek().Text == "DEFINER" || p.peek().Text == "SQL" {
+		for p.peek().Text != "" && p.peek().Text != "VIEW" && p.peek().Text != "TRIGGER" &&
+			p.peek().Text != "PROCEDURE" && p.peek().Text != "FUNCTION" && p.peek().Text != "EVENT" {
 			p.pos++
 		}
 	}
@@ -462,7 +384,7 @@ func (p *ddlParser) create() ([]TableName, bool) {
 	case "DATABASE", "SCHEMA":
 		return p.schemaName(), false
 	case "TRIGGER":
-		for p.peek().text != "" && p.peek().text != "ON" {
+		for p.peek().Text != "" && p.peek().Text != "ON" {
 			p.pos++
 		}
 		p.pos++
@@ -497,7 +419,7 @@ func (p *ddlParser) alterTable() []TableName {
 	for p.pos < len(p.toks) {
 		if p.next() == "RENAME" {
 			p.skipWords("TO", "AS")
-			if t := p.peek(); t.text != "COLUMN" && t.text != "INDEX" && t.text != "KEY" {
+			if t := p.peek(); t.Text != "COLUMN" && t.Text != "INDEX" && t.Text != "KEY" {
 				if m, ok := p.name(); ok {
 					out = append(out, m)
 				}
@@ -515,17 +437,17 @@ func (s *Statement) Renames() bool {
 	if len(toks) == 0 {
 		return false
 	}
-	switch toks[0].text {
+	switch toks[0].Text {
 	case "RENAME":
-		return len(toks) > 1 && (toks[1].text == "TABLE" || toks[1].text == "TABLES")
+		return len(toks) > 1 && (toks[1].Text == "TABLE" || toks[1].Text == "TABLES")
 	case "ALTER":
 		for i := 1; i < len(toks); i++ {
-			if toks[i].quoted || toks[i].text != "RENAME" {
+			if toks[i].Quoted || toks[i].Text != "RENAME" {
 				continue
 			}
 			next := ""
-			if i+1 < len(toks) && !toks[i+1].quoted {
-				next = toks[i+1].text
+			if i+1 < len(toks) && !toks[i+1].Quoted {
+				next = toks[i+1].Text
 			}
 			if next != "COLUMN" && next != "INDEX" && next != "KEY" {
 				return true

@@ -82,16 +82,16 @@ func ifExists(q string) string {
 // running the DDL would leave a table the next rows event cannot be
 // applied to. The stream stops before it, position and target untouched.
 func refuseVersioning(q string, toks []token) error {
-	if len(toks) < 2 || (toks[0].text != "CREATE" && toks[0].text != "ALTER") {
+	if len(toks) < 2 || (toks[0].Text != "CREATE" && toks[0].Text != "ALTER") {
 		return nil
 	}
 	for i := 1; i+1 < len(toks); i++ {
 		a, b := toks[i], toks[i+1]
-		if a.quoted || b.quoted {
+		if a.Quoted || b.Quoted {
 			continue
 		}
-		if a.text == "SYSTEM" && b.text == "VERSIONING" && (toks[i-1].text == "WITH" || toks[i-1].text == "ADD") ||
-			a.text == "FOR" && b.text == "SYSTEM_TIME" && toks[i-1].text == "PERIOD" {
+		if a.Text == "SYSTEM" && b.Text == "VERSIONING" && (toks[i-1].Text == "WITH" || toks[i-1].Text == "ADD") ||
+			a.Text == "FOR" && b.Text == "SYSTEM_TIME" && toks[i-1].Text == "PERIOD" {
 			return fmt.Errorf("%w: %s", ErrVersioned, abbreviate(strings.Join(strings.Fields(q), " "), 200))
 		}
 	}
@@ -122,20 +122,20 @@ func isCreateSelect(toks []token) bool {
 	depth := 0
 	for ; p.pos < len(p.toks); p.pos++ {
 		t := p.toks[p.pos]
-		if t.quoted {
+		if t.Quoted {
 			continue
 		}
 		switch {
-		case t.text == "(":
-			if next := p.peekAt(1); depth == 0 && !next.quoted && (next.text == "SELECT" || next.text == "WITH") {
+		case t.Text == "(":
+			if next := p.peekAt(1); depth == 0 && !next.Quoted && (next.Text == "SELECT" || next.Text == "WITH") {
 				return true // CREATE TABLE t (SELECT ...)
 			}
 			depth++
-		case t.text == ")":
+		case t.Text == ")":
 			depth--
-		case depth == 0 && t.text == "SELECT":
+		case depth == 0 && t.Text == "SELECT":
 			return true
-		case depth == 0 && t.text == "WITH" && p.peekAt(1).text != "SYSTEM":
+		case depth == 0 && t.Text == "WITH" && p.peekAt(1).Text != "SYSTEM":
 			return true
 		}
 	}

@@ -35,24 +35,24 @@ var sessionCalls = map[string]bool{
 // NEXT VALUE, or calls RAND() without the seeds the source logs with it.
 // toks are the statement's tokens.
 func refuseNondeterministicFill(st *Statement, toks []token) error {
-	if len(toks) < 2 || toks[0].quoted || toks[0].text != "ALTER" {
+	if len(toks) < 2 || toks[0].Quoted || toks[0].Text != "ALTER" {
 		return nil
 	}
 	depth, inAdd := 0, false
 	for i, t := range toks {
-		if t.quoted {
+		if t.Quoted {
 			continue
 		}
 		switch {
-		case t.text == "(":
+		case t.Text == "(":
 			depth++
-		case t.text == ")":
+		case t.Text == ")":
 			depth--
-		case depth == 0 && t.text == ",":
+		case depth == 0 && t.Text == ",":
 			inAdd = false // the next clause
-		case depth == 0 && t.text == "ADD":
+		case depth == 0 && t.Text == "ADD":
 			inAdd = true
-		case inAdd && t.text == "DEFAULT" && toks[i-1].text != "SET":
+		case inAdd && t.Text == "DEFAULT" && toks[i-1].Text != "SET":
 			if call := defaultCall(toks[i+1:], st.Vars.Rand != nil); call != "" {
 				return fmt.Errorf("%w: DEFAULT calls %s: %s", ErrNondeterministicFill, call, abbreviate(redact.Statement(st.Query), 200))
 			}
@@ -67,7 +67,7 @@ func refuseNondeterministicFill(st *Statement, toks []token) error {
 func defaultCall(toks []token, seeded bool) string {
 	depth := 0
 	for i, t := range toks {
-		if t.quoted {
+		if t.Quoted {
 			continue
 		}
 		next := token{}
@@ -75,22 +75,22 @@ func defaultCall(toks []token, seeded bool) string {
 			next = toks[i+1]
 		}
 		switch {
-		case t.text == "(":
+		case t.Text == "(":
 			depth++
-		case t.text == ")" || t.text == ",":
+		case t.Text == ")" || t.Text == ",":
 			if depth == 0 {
 				return ""
 			}
-			if t.text == ")" {
+			if t.Text == ")" {
 				depth--
 			}
-		case sessionCalls[t.text] && (next.text == "(" || t.text == "CURRENT_USER" || t.text == "CURRENT_ROLE" || t.text == "SESSION_USER"):
-			return t.raw + "()"
-		case t.text == "RAND" && next.text == "(" && !seeded:
+		case sessionCalls[t.Text] && (next.Text == "(" || t.Text == "CURRENT_USER" || t.Text == "CURRENT_ROLE" || t.Text == "SESSION_USER"):
+			return t.Raw + "()"
+		case t.Text == "RAND" && next.Text == "(" && !seeded:
 			return "RAND() (no seeds logged)"
-		case t.text == "NEXT" && next.text == "VALUE" || t.text == "PREVIOUS" && next.text == "VALUE":
-			return t.raw + " VALUE FOR"
-		case t.text == "@" && next.text == "@":
+		case t.Text == "NEXT" && next.Text == "VALUE" || t.Text == "PREVIOUS" && next.Text == "VALUE":
+			return t.Raw + " VALUE FOR"
+		case t.Text == "@" && next.Text == "@":
 			return "@@variable"
 		}
 	}

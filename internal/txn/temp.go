@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/binlane/binlane/internal/redact"
+	"github.com/binlane/binlane/internal/sqllex"
 )
 
 // Temporary tables. A source session whose binlog_format is MIXED or
@@ -54,7 +55,7 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 			}
 		}
 		return true, nil
-	case len(toks) > 1 && toks[0].text == "DROP" && !toks[1].quoted && toks[1].text == "TEMPORARY":
+	case len(toks) > 1 && toks[0].Text == "DROP" && !toks[1].Quoted && toks[1].Text == "TEMPORARY":
 		// DROP TEMPORARY TABLE never drops a real table.
 		for _, n := range st.Tables {
 			tt.remove(s, n)
@@ -107,12 +108,12 @@ func (tt tempTables) reads(s session, st *Statement, dec decoder) (TableName, bo
 	toks := tokenize(st.Query, 0)
 	p := &ddlParser{dec: dec}
 	for i, t := range toks {
-		if !t.quoted && (t.raw == "" || !isIdentByte(t.raw[0])) {
+		if !t.Quoted && (t.Raw == "" || !sqllex.IsWordByte(t.Raw[0])) {
 			continue // punctuation, string literals
 		}
-		n := TableName{Schema: st.Schema, Table: p.ident(t.raw)}
-		if i >= 2 && toks[i-1].text == "." && !toks[i-1].quoted {
-			n.Schema = p.ident(toks[i-2].raw)
+		n := TableName{Schema: st.Schema, Table: p.ident(t.Raw)}
+		if i >= 2 && toks[i-1].Text == "." && !toks[i-1].Quoted {
+			n.Schema = p.ident(toks[i-2].Raw)
 		}
 		if tt.kind(s, n) != notTemp {
 			return n, true
@@ -189,19 +190,19 @@ func (tt tempTables) remove(s session, n TableName) {
 
 // isCreateTemporary recognizes CREATE [OR REPLACE] TEMPORARY ...
 func isCreateTemporary(toks []token) bool {
-	if len(toks) < 2 || toks[0].text != "CREATE" {
+	if len(toks) < 2 || toks[0].Text != "CREATE" {
 		return false
 	}
 	i := 1
-	if len(toks) > 3 && toks[1].text == "OR" && toks[2].text == "REPLACE" {
+	if len(toks) > 3 && toks[1].Text == "OR" && toks[2].Text == "REPLACE" {
 		i = 3
 	}
-	return !toks[i].quoted && toks[i].text == "TEMPORARY"
+	return !toks[i].Quoted && toks[i].Text == "TEMPORARY"
 }
 
 func firstWord(q string) string {
 	if toks := tokenize(q, 1); len(toks) > 0 {
-		return toks[0].text
+		return toks[0].Text
 	}
 	return ""
 }

@@ -1,0 +1,42 @@
+package sqllex
+
+import (
+	"strings"
+	"testing"
+)
+
+// showItems lists items as Text|Raw, quoted identifiers marked with Q.
+func showItems(items []Item) string {
+	var out []string
+	for _, it := range items {
+		s := it.Text + "|" + it.Raw
+		if it.Quoted {
+			s += "Q"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestItems(t *testing.T) {
+	cases := []struct {
+		name, in string
+		limit    int
+		want     string
+	}{
+		{"keywords upper-cased", "create Table t", 0, "CREATE|create TABLE|Table T|t"},
+		{"quoted identifier unquoted", "`My``Tab`.`x", 0, "My`Tab|My`TabQ .|. x|xQ"},
+		{"string literal is a marker", `SET @a = 'x', "y"`, 0, "SET|SET @|@ A|a =|= '| ,|, '|"},
+		{"introducer is a word", "_utf8mb4'x' X'41' N'y'", 0, "_UTF8MB4|_utf8mb4 '| X|X '| N|N '|"},
+		{"digit-led tokens split at dots", "1.5 1db.2t 0x41", 0, "1|1 .|. 5|5 1DB|1db .|. 2T|2t 0X41|0x41"},
+		{"limit counts split parts", "1.5 x", 2, "1|1 .|."},
+		{"limit", "a b c", 2, "A|a B|b"},
+		{"executable comment body kept", "/*!50001 CREATE */ /* x */ VIEW", 0, "CREATE|CREATE VIEW|VIEW"},
+		{"unterminated quote", "DROP TABLE `t", 0, "DROP|DROP TABLE|TABLE t|tQ"},
+	}
+	for _, c := range cases {
+		if got := showItems(Items(c.in, c.limit)); got != c.want {
+			t.Errorf("%s: Items(%q, %d) = %q, want %q", c.name, c.in, c.limit, got, c.want)
+		}
+	}
+}
