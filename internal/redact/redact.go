@@ -92,7 +92,7 @@ func statementsIn(s string) string {
 	return r.result()
 }
 
-// rewriter copies s with secret sqllex.Tokens replaced, allocating only when the
+// rewriter copies s with secret tokens replaced, allocating only when the
 // first secret is found.
 type rewriter struct {
 	s     string
@@ -111,6 +111,12 @@ func (r *rewriter) hide(t sqllex.Token, marker string) {
 	}
 	r.b.WriteString(r.s[r.last:t.Start])
 	r.b.WriteString(marker)
+	if marker == Marker && t.End < len(r.s) && isQuote(r.s[t.End]) {
+		// A quote right after a literal that did not end with one (0x41'x')
+		// would continue the marker's string: redacting again would hide
+		// more. A space keeps them apart.
+		r.b.WriteByte(' ')
+	}
 	r.last = t.End
 }
 
