@@ -1,11 +1,11 @@
 package binlog
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/sqllex"
 )
 
 // Event is one decoded binlog event.
@@ -130,78 +130,56 @@ const (
 	QuerySavepoint
 )
 
-// Kind classifies the statement by its first keywords, skipping comments
-// (but not executable /*! */ ones, whose text is part of the statement).
+// Kind classifies the statement by its first keywords, read with the
+// lexer the statement's classification uses (sqllex.NewDDL): comments are
+// skipped, and the text of an executable comment (/*!…*/) is read as part
+// of the statement.
 func (q *QueryEvent) Kind() QueryKind {
-	s := skipSpaceAndComments(q.Query)
-	word := firstWord(s)
-	next := func() []byte { return firstWord(skipSpaceAndComments(s[len(word):])) }
-	switch {
-	case equalFoldASCII(word, "BEGIN"):
-		if equalFoldASCII(next(), "NOT") {
+	// A short statement (BEGIN, COMMIT, ...) converts without allocating.
+	l := sqllex.NewDDL(string(q.Query))
+	is := strings.EqualFold
+	switch word := l.NextWord(); {
+	case is(word, "BEGIN"):
+		if is(l.NextWord(), "NOT") {
 			return QueryOther // BEGIN NOT ATOMIC: a compound statement
 		}
 		return QueryBegin
-	case equalFoldASCII(word, "COMMIT"):
+	case is(word, "COMMIT"):
 		return QueryCommit
-	case equalFoldASCII(word, "ROLLBACK"):
-		rest := skipSpaceAndComments(s[len(word):])
-		w := firstWord(rest)
-		if equalFoldASCII(w, "WORK") {
-			w = firstWord(skipSpaceAndComments(rest[len(w):]))
+	case is(word, "ROLLBACK"):
+		w := l.NextWord()
+		if is(w, "WORK") {
+			w = l.NextWord()
 		}
-		if equalFoldASCII(w, "TO") {
+		if is(w, "TO") {
 			return QuerySavepoint
 		}
 		return QueryRollback
-	case equalFoldASCII(word, "XA"):
+	case is(word, "XA"):
 		return QueryXA
-	case equalFoldASCII(word, "SAVEPOINT"):
+	case is(word, "SAVEPOINT"):
 		return QuerySavepoint
-	case equalFoldASCII(word, "RELEASE"):
-		if equalFoldASCII(next(), "SAVEPOINT") {
+	case is(word, "RELEASE"):
+		if is(l.NextWord(), "SAVEPOINT") {
 			return QuerySavepoint
 		}
-	case equalFoldASCII(word, "START"):
-		if equalFoldASCII(next(), "TRANSACTION") {
+	case is(word, "START"):
+		if is(l.NextWord(), "TRANSACTION") {
 			return QueryBegin
 		}
 	}
 	return QueryOther
 }
 
-func skipSpaceAndComments(b []byte) []byte {
-	for {
-		b = bytes.TrimLeft(b, " \t\r\n")
-		switch {
-		case bytes.HasPrefix(b, []byte("/*")) && !bytes.HasPrefix(b, []byte("/*!")) && !bytes.HasPrefix(b, []byte("/*M!")):
-			end := bytes.Index(b[2:], []byte("*/"))
-			if end < 0 {
-				return nil
-			}
-			b = b[end+4:]
-		case bytes.HasPrefix(b, []byte("-- ")) || bytes.HasPrefix(b, []byte("#")):
-			end := bytes.IndexByte(b, '\n')
-			if end < 0 {
-				return nil
-			}
-			b = b[end+1:]
-		default:
-			return b
-		}
+// XAVerb returns the word after XA in an XA statement (START, END,
+// PREPARE, COMMIT, ROLLBACK, RECOVER), upper-cased; "" for any other
+// statement.
+func (q *QueryEvent) XAVerb() string {
+	l := sqllex.NewDDL(string(q.Query))
+	if !strings.EqualFold(l.NextWord(), "XA") {
+		return ""
 	}
-}
-
-func firstWord(b []byte) []byte {
-	i := 0
-	for i < len(b) && (b[i] >= 'a' && b[i] <= 'z' || b[i] >= 'A' && b[i] <= 'Z' || b[i] == '_') {
-		i++
-	}
-	return b[:i]
-}
-
-func equalFoldASCII(b []byte, s string) bool {
-	return len(b) == len(s) && strings.EqualFold(string(b), s)
+	return strings.ToUpper(l.NextWord())
 }
 
 // MariaGTIDEvent starts a MariaDB event group.

@@ -1,9 +1,6 @@
 package replica
 
 import (
-	"regexp"
-	"strings"
-
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 )
@@ -114,7 +111,7 @@ func (t *Tracker) query(ev *binlog.Event, q *binlog.QueryEvent) bool {
 			return t.complete(ev) // standalone: the one statement of the group
 		}
 		switch {
-		case kind == binlog.QueryBegin, kind == binlog.QueryXA && xaVerb(q.Query) == "START":
+		case kind == binlog.QueryBegin, kind == binlog.QueryXA && q.XAVerb() == "START":
 			t.single = false // MySQL: BEGIN opens a transaction
 			return false
 		}
@@ -124,7 +121,7 @@ func (t *Tracker) query(ev *binlog.Event, q *binlog.QueryEvent) bool {
 	case binlog.QueryCommit, binlog.QueryRollback:
 		return t.complete(ev)
 	case binlog.QueryXA:
-		if v := xaVerb(q.Query); v == "COMMIT" || v == "ROLLBACK" {
+		if v := q.XAVerb(); v == "COMMIT" || v == "ROLLBACK" {
 			return t.complete(ev)
 		}
 	}
@@ -160,16 +157,4 @@ func (t *Tracker) complete(ev *binlog.Event) bool {
 		t.pos.Pos = ev.NextPos() // MariaDB 11.4+ writes 0 for cached events
 	}
 	return true
-}
-
-// xaVerbRE finds the word after XA, past any leading comment.
-var xaVerbRE = regexp.MustCompile(`(?i)\bXA\s+([A-Z]+)`)
-
-// xaVerb returns the word after XA (START, END, PREPARE, COMMIT...).
-func xaVerb(q []byte) string {
-	m := xaVerbRE.FindSubmatch(q)
-	if m == nil {
-		return ""
-	}
-	return strings.ToUpper(string(m[1]))
 }

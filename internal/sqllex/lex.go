@@ -109,6 +109,15 @@ func (l *Lexer) Next() Token {
 	return l.emit(Punct, i, i+1)
 }
 
+// NextWord reads the next token and returns its text if it is a Word,
+// "" otherwise: enough to read a statement's leading keywords.
+func (l *Lexer) NextWord() string {
+	if t := l.Next(); t.Kind == Word {
+		return l.s[t.Start:t.End]
+	}
+	return ""
+}
+
 // word reads a word at s[i], or a literal it introduces: X'..' and B'..'
 // are hexadecimal and bit literals, N'..' and _charset'..' strings.
 func (l *Lexer) word(i int) Token {
