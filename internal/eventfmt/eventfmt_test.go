@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/binlog/binlogtest"
 	"github.com/binlane/binlane/internal/replica"
 )
 
@@ -106,5 +107,19 @@ func TestStatementsRedacted(t *testing.T) {
 					c.wantText, strings.Contains(got, c.wantText), got)
 			}
 		})
+	}
+}
+
+// TestEveryEventKindAnswered: the text and JSON printers have a case for
+// every kind of event the decoder makes.
+func TestEveryEventKindAnswered(t *testing.T) {
+	for _, c := range []struct{ file, fn string }{{"text.go", "appendDetails"}, {"json.go", "addDetails"}} {
+		missing, err := binlogtest.Unanswered(c.file, c.fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(missing) > 0 {
+			t.Errorf("%s: %s has no case for %v", c.file, c.fn, missing)
+		}
 	}
 }

@@ -70,6 +70,16 @@ func (t *Tracker) Observe(ev *binlog.Event) bool {
 		return t.complete(ev)
 	case *binlog.TransactionPayloadEvent:
 		return t.payload(ev, d)
+	case *binlog.FormatDescriptionEvent, *binlog.PreviousGTIDsEvent, *binlog.BinlogCheckpointEvent:
+		// Ignored: a file's frame, between groups; only a real rotate moves
+		// the position between them.
+	case *binlog.HeartbeatEvent:
+		// Ignored: it never moves a saved position.
+	case *binlog.TableMap, *binlog.RowsEvent, *binlog.AnnotateRowsEvent, *binlog.RowsQueryEvent,
+		*binlog.IntvarEvent, *binlog.RandEvent, *binlog.UserVarEvent, *binlog.LoadBlockEvent, *binlog.DeleteFileEvent:
+		// Ignored: the body of a group, which neither opens nor ends one.
+	case *binlog.IncidentEvent, *binlog.SkippedEvent:
+		// Ignored: no part of a group (the applier stops at an incident).
 	}
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/binlog/binlogtest"
 	"github.com/binlane/binlane/internal/gtid"
 )
 
@@ -149,5 +150,17 @@ func TestRefuseTagged(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.Is(err, gtid.ErrTagged) || retryable(err)):
 			t.Errorf("got %v, want a final error starting %q", err, c.want)
 		}
+	}
+}
+
+// TestEveryEventKindAnswered: Observe has a case for every kind of event
+// the decoder makes, if only to say why it ignores it.
+func TestEveryEventKindAnswered(t *testing.T) {
+	missing, err := binlogtest.Unanswered("tracker.go", "Observe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Errorf("tracker.go: Observe has no case for %v", missing)
 	}
 }

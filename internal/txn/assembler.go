@@ -257,6 +257,18 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 			ev.File, ev.Pos, d.Incident, d.Message)
 	case *binlog.TransactionPayloadEvent:
 		return a.payload(ctx, ev, d)
+	case *binlog.RotateEvent, *binlog.PreviousGTIDsEvent, *binlog.GTIDListEvent, *binlog.BinlogCheckpointEvent:
+		// Ignored: files' positions and GTID states are the stream's
+		// (replica.Tracker); a transaction's GTID is in its GTID event.
+	case *binlog.TableMap:
+		// Ignored: each rows event carries its table map.
+	case *binlog.AnnotateRowsEvent, *binlog.RowsQueryEvent:
+		// Ignored: the SQL behind rows events; the rows are what is applied.
+	case *binlog.LoadBlockEvent, *binlog.DeleteFileEvent:
+		// Ignored: the file of a statement-based LOAD DATA, whose statement
+		// (a query event) is refused as statement-based DML.
+	case *binlog.SkippedEvent:
+		// Ignored: read past by the decoder (its Reason says why).
 	}
 	return nil, nil
 }

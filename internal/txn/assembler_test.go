@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/binlog/binlogtest"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/replica"
 )
@@ -104,3 +105,15 @@ func TestRestartDropsPartial(t *testing.T) {
 type sourceFunc func(ctx context.Context) (replica.Message, error)
 
 func (f sourceFunc) Next(ctx context.Context) (replica.Message, error) { return f(ctx) }
+
+// TestEveryEventKindAnswered: handle has a case for every kind of event
+// the decoder makes, if only to say why it ignores it.
+func TestEveryEventKindAnswered(t *testing.T) {
+	missing, err := binlogtest.Unanswered("assembler.go", "handle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Errorf("assembler.go: handle has no case for %v", missing)
+	}
+}
