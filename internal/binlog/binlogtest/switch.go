@@ -11,9 +11,23 @@ import (
 	"go/parser"
 	"go/token"
 	"reflect"
+	"testing"
 
 	"github.com/binlane/binlane/internal/binlog"
 )
+
+// RequireAnswered fails t unless the type switches in function fn of the
+// Go file have a case for every event kind (see Unanswered).
+func RequireAnswered(t testing.TB, file, fn string) {
+	t.Helper()
+	missing, err := Unanswered(file, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Errorf("%s: %s has no case for %v", file, fn, missing)
+	}
+}
 
 // Unanswered returns the event kinds that no case of the type switches in
 // function (or method) fn of the Go file names: the kinds that would fall
