@@ -326,33 +326,24 @@ func OrReplace(create string) string {
 	return "CREATE OR REPLACE " + create[m[1]:]
 }
 
-// definerClause is DEFINER=`user`@`host` (SHOW CREATE's spelling) among
-// the attributes before the object's kind.
-var definerClause = regexp.MustCompile("(?is)^(\\s*CREATE\\s+(?:OR\\s+REPLACE\\s+)?(?:ALGORITHM\\s*=\\s*\\w+\\s+)?)" +
-	"DEFINER\\s*=\\s*(?:`(?:[^`]|``)*`|'(?:[^']|'')*'|\\w+)(?:\\s*@\\s*(?:`(?:[^`]|``)*`|'(?:[^']|'')*'|[\\w.%-]+))?")
-
 // CurrentDefiner replaces the statement's DEFINER with CURRENT_USER.
 func CurrentDefiner(create string) string {
-	m := definerClause.FindStringSubmatchIndex(create)
-	if m == nil {
+	start, end, _, _, ok := schema.DefinerAt(create)
+	if !ok {
 		return create
 	}
-	return create[:m[3]] + "DEFINER=CURRENT_USER" + create[m[1]:]
+	return create[:start] + "DEFINER=CURRENT_USER" + create[end:]
 }
-
-// eventStatus is the status SHOW CREATE EVENT prints after ON COMPLETION
-// [NOT] PRESERVE (its COMMENT and body come after it).
-var eventStatus = regexp.MustCompile(`(?is)(\sON\s+COMPLETION\s+(?:NOT\s+)?PRESERVE\s+)(ENABLE|DISABLE\s+ON\s+SLAVE|DISABLE)\b`)
 
 // DisabledOnReplica makes SHOW CREATE EVENT's statement of an enabled
 // event create it DISABLE ON SLAVE, as MariaDB's replica does; a disabled
 // one stays as it is.
 func DisabledOnReplica(create string) string {
-	m := eventStatus.FindStringSubmatchIndex(create)
-	if m == nil || !strings.EqualFold(create[m[4]:m[5]], "ENABLE") {
+	start, end, ok := schema.EventStatusAt(create)
+	if !ok || !strings.EqualFold(create[start:end], "ENABLE") {
 		return create
 	}
-	return create[:m[4]] + "DISABLE ON SLAVE" + create[m[5]:]
+	return create[:start] + "DISABLE ON SLAVE" + create[end:]
 }
 
 // serverMessage is the server's own words in err (the whole error when it

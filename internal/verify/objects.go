@@ -137,7 +137,7 @@ func compareObject(k, s, t objectDef, inSrc, inTgt, handedOver, anyDefiner bool)
 			a, b = withoutDefiner(a), withoutDefiner(b)
 		}
 		if k.Kind == KindEvent && !handedOver {
-			b = replicaEventStatus(a, b, k.Name)
+			b = replicaEventStatus(a, b)
 		}
 		if a == b {
 			r.Status = ObjectEqual
@@ -170,10 +170,6 @@ var autoIncrementOption = regexp.MustCompile(` AUTO_INCREMENT=[0-9]+`)
 // (README), so a source's MyISAM or Aria table is InnoDB there.
 var tableEngine = regexp.MustCompile(`(?m)(^\) ENGINE=[A-Za-z0-9_]+| ENGINE = [A-Za-z0-9_]+)`)
 
-// definerClause is DEFINER=user@host with each part quoted with
-// backticks, single quotes, or not at all, as servers and dumps spell it.
-var definerClause = regexp.MustCompile("DEFINER=(`(?:[^`]|``)*`|'(?:[^'\\\\]|\\\\.|'')*'|[^\\s@`']+)@(`(?:[^`]|``)*`|'(?:[^'\\\\]|\\\\.|'')*'|[^\\s`']+)")
-
 // normalizeDefinition is a definition without what legitimately differs
 // between two servers holding the same object: a table's AUTO_INCREMENT
 // counter and engine, and the spelling of its definer (quoting, and the
@@ -189,58 +185,32 @@ func normalizeDefinition(d objectDef) string {
 			return ""
 		})
 	}
-	if m := definerClause.FindStringSubmatchIndex(s); m != nil {
-		user, host := unquotePart(s[m[2]:m[3]]), unquotePart(s[m[4]:m[5]])
-		s = s[:m[0]] + "DEFINER=" + schema.QuoteName(user) + "@" + schema.QuoteName(strings.ToLower(host)) + s[m[1]:]
+	if start, end, user, host, ok := schema.DefinerAt(s); ok {
+		s = s[:start] + "DEFINER=" + schema.QuoteName(user) + "@" + schema.QuoteName(strings.ToLower(host)) + s[end:]
 	}
 	return s
 }
 
 // withoutDefiner is a normalized definition with its definer left out.
 func withoutDefiner(s string) string {
-	if m := definerClause.FindStringIndex(s); m != nil {
-		return s[:m[0]] + "DEFINER=*" + s[m[1]:]
+	if start, end, _, _, ok := schema.DefinerAt(s); ok {
+		return s[:start] + "DEFINER=*" + s[end:]
 	}
 	return s
 }
 
-// unquotePart removes one level of backtick or single-quote quoting.
-func unquotePart(p string) string {
-	switch {
-	case len(p) >= 2 && p[0] == '`' && p[len(p)-1] == '`':
-		return strings.ReplaceAll(p[1:len(p)-1], "``", "`")
-	case len(p) >= 2 && p[0] == '\'' && p[len(p)-1] == '\'':
-		inner := strings.ReplaceAll(p[1:len(p)-1], "''", "'")
-		return strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(inner)
-	}
-	return p
-}
-
-// eventStatus finds an event's status in SHOW CREATE EVENT, which writes
-// it right after ON COMPLETION [NOT] PRESERVE.
-var eventStatus = regexp.MustCompile(`(?s)^(.*? ON COMPLETION (?:NOT )?PRESERVE )(ENABLE|DISABLE ON SLAVE|DISABLE ON REPLICA|DISABLE)\b`)
-
 // replicaEventStatus returns the target's event definition with the
 // source's status when the target's is DISABLE ON SLAVE (MySQL 8.4: ON
 // REPLICA) and the source's ENABLE: what a replica holds for an enabled
-// event until it takes over.
-// The search starts after the event's name, so a name cannot fake it.
-func replicaEventStatus(src, tgt, name string) string {
-	head := " EVENT " + schema.QuoteName(name)
-	from, sfrom := strings.Index(tgt, head+" "), strings.Index(src, head+" ")
-	if from < 0 || sfrom < 0 {
+// event until it takes over. The status is read after the event's name
+// (schema.EventStatusAt), so a name cannot fake it.
+func replicaEventStatus(src, tgt string) string {
+	ss, se, sok := schema.EventStatusAt(src)
+	ts, te, tok := schema.EventStatusAt(tgt)
+	if !sok || !tok || src[ss:se] != "ENABLE" || tgt[ts:te] != "DISABLE ON SLAVE" && tgt[ts:te] != "DISABLE ON REPLICA" {
 		return tgt
 	}
-	from, sfrom = from+len(head), sfrom+len(head)
-	sm := eventStatus.FindStringSubmatchIndex(src[sfrom:])
-	tm := eventStatus.FindStringSubmatchIndex(tgt[from:])
-	if sm == nil || tm == nil {
-		return tgt
-	}
-	if st := tgt[from+tm[4] : from+tm[5]]; src[sfrom+sm[4]:sfrom+sm[5]] != "ENABLE" || st != "DISABLE ON SLAVE" && st != "DISABLE ON REPLICA" {
-		return tgt
-	}
-	return tgt[:from+tm[4]] + "ENABLE" + tgt[from+tm[5]:]
+	return tgt[:ts] + "ENABLE" + tgt[te:]
 }
 
 // excerptRunes bounds a differing line in a report: this many characters
