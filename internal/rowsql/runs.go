@@ -1,43 +1,7 @@
 package rowsql
 
-// Runs across a merged commit. A target transaction holds the row changes
-// of many source transactions, and an application interleaves its tables
-// (order entry: a stock UPDATE, an order line INSERT, a stock UPDATE, ...),
-// so changes of one kind and table are seldom adjacent and each would be a
-// statement of its own, whose parsing and planning cost the target more
-// than the row. The run planner gathers them: it moves a change earlier, to
-// the end of the last pending run of its group (table plan, operation,
-// foreign-key session setting), when it shares no conflict key with any
-// change it moves past. The writer then writes each run as one statement of
-// the forms it already has (multi-row INSERT, DELETE ... IN, the upsert of
-// updates that keep their keys).
-//
-// Why the reordered changes do what the source's order did. The conflict
-// keys are those the scheduler orders transactions by (package writeset):
-// every primary and unique key value of the before and after images, the
-// parent key values a change references (shared) and the key values a
-// parent change creates, removes or changes (exclusive). Two changes whose
-// keys are disjoint touch different rows, reach no common unique value, and
-// neither is a parent row the other references, checks or cascades into
-// (one level: a change that fires a foreign-key action is a fence, below):
-// each statement finds, inserts, deletes and checks the same rows in either
-// order, succeeds or fails the same, and affects the same row count. The
-// planner never moves a change past one it conflicts with, so changes that
-// share a key (the same row, a unique value handed from one row to another,
-// a parent and its child) keep the source's order: parents are inserted
-// before their children and children deleted before their parents. Inside
-// one statement the rows are processed in VALUES order (inserts, upserts);
-// a DELETE's rows, which the server visits in its own order, are pairwise
-// disjoint (two deletes of one key value are separated by the change that
-// brought it back, which conflicts with both, so they are never in one run).
-//
-// Fences keep their place and let nothing move past them: a change of a
-// table without a usable key, of one a self-referencing foreign key or a
-// foreign-key cycle links (written row by row in source order), of a table
-// with triggers or one that must run alone (plan.Table.Serialize), a change
-// with a key that could not be normalized (its writeset takes a table
-// whole), and a change that fires a foreign-key action (its cascades reach
-// rows the binlog does not name).
+// The run planner: see the package doc ("Runs across a merged commit")
+// for what it does and why the order it picks does what the source's did.
 
 // runEntry is one row change as the planner sees it.
 type runEntry struct {

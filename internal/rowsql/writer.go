@@ -1,13 +1,3 @@
-// Package rowsql renders source row changes as the SQL binlane sends to the
-// target: multi-row INSERT and DELETE statements, UPDATEs that find rows
-// by key, collapsed last images when transactions are merged, the session
-// switches rows events record, and the guard that turns a statement which
-// did not affect the rows it should have into a failed commit.
-//
-// Rendering is a pure function of plans and changes: the Writer fills round
-// trips (';'-separated statements with a description of each) and hands
-// every full one to a Sink, which sends it (the applier's worker) or keeps
-// it (tests). The package must never talk to a server.
 package rowsql
 
 import (
