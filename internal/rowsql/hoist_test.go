@@ -1,6 +1,7 @@
 package rowsql
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -198,5 +199,46 @@ func TestRunsBounded(t *testing.T) {
 	got = runStatements(t, steps)
 	if len(got) != 4 || !strings.HasPrefix(got[2], "INSERT INTO `d`.`kv`") || !strings.HasSuffix(got[2], "VALUES (2048,NULL)") {
 		t.Errorf("pending bound: %d statements", len(got))
+	}
+}
+
+type nullSink struct{}
+
+func (nullSink) Send([]byte, []Stmt) error { return nil }
+
+// BenchmarkRuns: binlane's own cost of writing an order-entry-like merged
+// commit (126 transactions of 5 stock updates and 5 order lines) with and
+// without the run planner.
+func BenchmarkRuns(b *testing.B) {
+	stock := keyed(upsertTable("stock", false, nil, "id", "qty"))
+	line := keyed(table("line", 1, false, "id", "item", "n"))
+	references(line, 1, stock, plan.NoAction)
+	var bodies []txn.Body
+	var plans [][]*plan.Table
+	for i := range 126 {
+		var steps []step
+		for j := range 5 {
+			id := int64(i*5 + j)
+			steps = append(steps, step{stock, []txn.Change{upd(row(i64(id%997), i64(9)), row(i64(id%997), i64(8)))}},
+				step{line, []txn.Change{ins(row(i64(id), i64(id%997), i64(1)))}})
+		}
+		body, p := bodyOf(steps...)
+		bodies, plans = append(bodies, body), append(plans, p)
+	}
+	for _, runs := range []bool{false, true} {
+		b.Run(fmt.Sprint("runs=", runs), func(b *testing.B) {
+			w := NewWriter(nullSink{})
+			w.Runs = runs
+			for b.Loop() {
+				w.Begin()
+				for i := range bodies {
+					if err := w.Body(t1, &bodies[i], plans[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				w.Finish()
+				w.Discard()
+			}
+		})
 	}
 }

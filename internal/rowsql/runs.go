@@ -17,12 +17,15 @@ type runEntry struct {
 // runPlanner orders changes into runs. Its maps are reused from one plan
 // to the next; it is not safe for concurrent use.
 type runPlanner struct {
-	runs     [][]int32      // members of each run, in source order
-	lastExcl map[uint64]int // key -> last run holding it exclusively
-	lastAny  map[uint64]int // key -> last run holding it in any mode
-	open     map[int]int    // group -> its last run
-	order    []int32        // output
+	runs  [][]int32          // members of each run, in source order
+	last  map[uint64]holders // key -> the last runs holding it
+	open  map[int]int        // group -> its last run
+	order []int32            // output
 }
+
+// holders are the last runs holding a key exclusively and in any mode
+// (-1: none).
+type holders struct{ excl, any int32 }
 
 // plan returns the order in which to write entries: runs one after
 // another, each run's members in source order.
@@ -33,10 +36,10 @@ func (r *runPlanner) plan(entries []runEntry) []int32 {
 		e := &entries[i]
 		bar := floor
 		for _, k := range e.keys {
-			bar = max(bar, r.last(r.lastAny, k))
+			bar = max(bar, int(r.holders(k).any))
 		}
 		for _, k := range e.shared {
-			bar = max(bar, r.last(r.lastExcl, k))
+			bar = max(bar, int(r.holders(k).excl))
 		}
 		at := -1
 		if ri, ok := r.open[e.group]; ok && e.group >= 0 && !e.fence && ri >= bar {
@@ -53,11 +56,12 @@ func (r *runPlanner) plan(entries []runEntry) []int32 {
 		}
 		r.runs[at] = append(r.runs[at], int32(i))
 		for _, k := range e.keys {
-			r.lastExcl[k] = max(r.last(r.lastExcl, k), at)
-			r.lastAny[k] = max(r.last(r.lastAny, k), at)
+			h := r.holders(k)
+			r.last[k] = holders{excl: max(h.excl, int32(at)), any: max(h.any, int32(at))}
 		}
 		for _, k := range e.shared {
-			r.lastAny[k] = max(r.last(r.lastAny, k), at)
+			h := r.holders(k)
+			r.last[k] = holders{excl: h.excl, any: max(h.any, int32(at))}
 		}
 	}
 	for _, run := range r.runs {
@@ -77,19 +81,18 @@ func (r *runPlanner) newRun() int {
 	return len(r.runs) - 1
 }
 
-func (r *runPlanner) last(m map[uint64]int, k uint64) int {
-	if v, ok := m[k]; ok {
-		return v
+func (r *runPlanner) holders(k uint64) holders {
+	if h, ok := r.last[k]; ok {
+		return h
 	}
-	return -1
+	return holders{-1, -1}
 }
 
 func (r *runPlanner) reset() {
-	if r.lastExcl == nil {
-		r.lastExcl, r.lastAny, r.open = map[uint64]int{}, map[uint64]int{}, map[int]int{}
+	if r.last == nil {
+		r.last, r.open = map[uint64]holders{}, map[int]int{}
 	}
-	clear(r.lastExcl)
-	clear(r.lastAny)
+	clear(r.last)
 	clear(r.open)
 	r.runs, r.order = r.runs[:0], r.order[:0]
 }
