@@ -228,6 +228,7 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	if c.pin {
 		cores = otherCores
 	}
+	stmts0 := rowStatements(ctx, db)
 	name, args := pinned(cores, bin, args...)
 	r, err := timedCommandCPU(exec.CommandContext(ctx, name, args...), dst, b.src, "binlane", func(t0 time.Time) func() {
 		s := startSampler(ctx, t0, queryPos(db, "SELECT gtid_pos FROM binlane.streams WHERE name = 'bench'"))
@@ -238,7 +239,42 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	}
 	// The end: the position the process exited at.
 	samples = append(samples, sample{r.elapsed, seqOf(b.end)})
-	return drained{elapsed: r.elapsed, detail: workerLoad(ctx, dst) + "; " + r.detail, samples: samples, cpu: r.cpu}, nil
+	stmts := rowStatements(ctx, db)
+	for i := range stmts {
+		stmts[i] -= stmts0[i]
+	}
+	txns := float64(max(1, seqOf(b.end)-seqOf(b.start)))
+	detail := r.detail + fmt.Sprintf("; target row statements per transaction %.2f (insert %.2f, update %.2f, delete %.2f)",
+		float64(stmts[0]+stmts[1]+stmts[2])/txns, float64(stmts[0])/txns, float64(stmts[1])/txns, float64(stmts[2])/txns)
+	return drained{elapsed: r.elapsed, detail: workerLoad(ctx, dst) + "; " + detail, samples: samples, cpu: r.cpu}, nil
+}
+
+// rowStatements reads the target's counts of INSERT (upserts included),
+// UPDATE and DELETE statements run, those inside compound statements
+// included.
+func rowStatements(ctx context.Context, db *sql.DB) [3]int64 {
+	var out [3]int64
+	rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_insert','Com_update','Com_delete')")
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var n int64
+		if rows.Scan(&name, &n) != nil {
+			continue
+		}
+		switch strings.ToLower(name) {
+		case "com_insert":
+			out[0] = n
+		case "com_update":
+			out[1] = n
+		case "com_delete":
+			out[2] = n
+		}
+	}
+	return out
 }
 
 // workerLoad summarizes binlane's last status report: per-worker busy and

@@ -44,7 +44,7 @@ func (w *worker) runAlone(ctx context.Context, b *batch) error {
 			return fmt.Errorf("transaction %s: before its statement: %w", rowsql.DescribeTxn(t), err)
 		}
 	}
-	w.sql.Collapse, w.sql.OneByOne = false, false
+	w.sql.Collapse, w.sql.OneByOne, w.sql.Runs = false, false, false
 	s := aloneState{}
 	body := wk.body
 	for {

@@ -231,7 +231,7 @@ func (w *worker) run(ctx context.Context, b *batch) error {
 	if wk := b.works[0]; wk.parts != nil || wk.statements {
 		return w.runAlone(ctx, b)
 	}
-	w.sql.Collapse, w.sql.OneByOne = w.collapse, false
+	w.sql.Collapse, w.sql.OneByOne, w.sql.Runs = w.collapse, false, true
 	return w.write(ctx, b)
 }
 

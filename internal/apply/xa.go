@@ -120,7 +120,7 @@ func (w *worker) xaPrepare(ctx context.Context, b *batch, wk *work, prepared boo
 			return err
 		}
 	}
-	w.sql.Collapse, w.sql.OneByOne = false, false
+	w.sql.Collapse, w.sql.OneByOne, w.sql.Runs = false, false, false
 	defer func() {
 		if err != nil {
 			// An XA transaction not prepared yet rolls back with its

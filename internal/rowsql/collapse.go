@@ -154,7 +154,7 @@ func (c *collapser) writeDeletes(w *Writer, ct *collapsedTable) error {
 		if err := w.delete(r.txn, ct.p, &txn.Change{Kind: binlog.RowsDelete, Before: r.key}); err != nil {
 			return err
 		}
-		if len(w.buf)-w.start > w.MaxStatement {
+		if w.openFull() {
 			if err := w.closeOpen(); err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	// Diagnosis (OneByOne) writes UPDATEs: a missing row then fails its own
 	// statement, which names it.
 	merges := c.Kind != binlog.RowsUpdate || !w.OneByOne && upsertable(p, c)
-	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !merges || !sameSession || len(w.buf)-w.start > w.MaxStatement ||
+	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !merges || !sameSession || w.openFull() ||
 		p.OrderedRows && c.Kind == binlog.RowsDelete) {
 		if err := w.closeOpen(); err != nil {
 			return err
@@ -45,6 +45,18 @@ func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 		return w.upsert(t, p, c)
 	}
 	return w.update(t, p, c)
+}
+
+// maxDeleteRows bounds the rows of one DELETE: MariaDB turns an IN list of
+// in_predicate_conversion_threshold (1000) values or more into a subquery
+// that may scan the table, and the OR-ed conditions of composite keys each
+// cost the range optimizer memory.
+const maxDeleteRows = 500
+
+// openFull reports whether the open multi-row statement takes no more rows.
+func (w *Writer) openFull() bool {
+	o := w.open
+	return len(w.buf)-w.start > w.MaxStatement || o.kind == binlog.RowsDelete && o.info.Expect >= maxDeleteRows
 }
 
 func (w *Writer) insert(t *txn.Txn, p *plan.Table, c *txn.Change) error {

@@ -1,13 +1,3 @@
-// Package rowsql renders source row changes as the SQL binlane sends to the
-// target: multi-row INSERT and DELETE statements, UPDATEs that find rows
-// by key, collapsed last images when transactions are merged, the session
-// switches rows events record, and the guard that turns a statement which
-// did not affect the rows it should have into a failed commit.
-//
-// Rendering is a pure function of plans and changes: the Writer fills round
-// trips (';'-separated statements with a description of each) and hands
-// every full one to a Sink, which sends it (the applier's worker) or keeps
-// it (tests). The package must never talk to a server.
 package rowsql
 
 import (
@@ -75,6 +65,11 @@ type Writer struct {
 	// blockStatements). Only for a MariaDB target; never in OneByOne
 	// (diagnosis names single statements).
 	Blocks bool
+	// Runs gathers the row changes Body writes, across the transactions of
+	// the target transaction, into runs of one table and operation that
+	// become one statement each (see runs.go); other tables' changes keep
+	// their source order. Never in OneByOne.
+	Runs bool
 	// MaxStatement and MaxRoundTrip bound statements and round trips (SQL
 	// text and LOAD DATA files together).
 	MaxStatement, MaxRoundTrip int
@@ -107,7 +102,8 @@ type Writer struct {
 	open      *openStmt
 	o         openStmt // storage for open, to avoid allocating
 	col       collapser
-	assign    []int // scratch: the columns an upsert assigns
+	pend      pending // changes waiting for the run planner (Runs)
+	assign    []int   // scratch: the columns an upsert assigns
 }
 
 // NewWriter returns a writer sending to sink.
@@ -174,6 +170,7 @@ func (w *Writer) reset() {
 	w.block = false
 	w.open, w.o = nil, openStmt{}
 	w.col.reset()
+	w.pend.reset()
 }
 
 // RowStatements is the number of row statements written since Begin.
@@ -184,6 +181,9 @@ func (w *Writer) Pending() bool { return len(w.stmts) > 0 }
 
 // Rows writes the row changes of one rows item with its plan.
 func (w *Writer) Rows(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
+	if err := w.writeRuns(); err != nil { // held changes come first
+		return err
+	}
 	for j := range changes {
 		c := &changes[j]
 		if w.Collapse && p.Collapsible {
@@ -203,9 +203,21 @@ func (w *Writer) Body(t *txn.Txn, body *txn.Body, plans []*plan.Table) error {
 	for i := range body.Items {
 		it := &body.Items[i]
 		if it.Kind != txn.ItemRows {
+			// Nothing moves past a step that is not rows (a savepoint
+			// left in a resolved body, a statement).
+			if err := w.writeRuns(); err != nil {
+				return err
+			}
 			continue
 		}
-		if err := w.Rows(t, plans[i], body.Changes[it.First:it.Last]); err != nil {
+		changes := body.Changes[it.First:it.Last]
+		var err error
+		if w.hoisting() {
+			err = w.hold(t, plans[i], changes)
+		} else {
+			err = w.Rows(t, plans[i], changes)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -216,6 +228,9 @@ func (w *Writer) Body(t *txn.Txn, body *txn.Body, plans []*plan.Table) error {
 // session's checks back on. Call it once the transaction's rows are all
 // written.
 func (w *Writer) Finish() error {
+	if err := w.writeRuns(); err != nil {
+		return err
+	}
 	if err := w.closeOpen(); err != nil {
 		return err
 	}

@@ -217,13 +217,7 @@ func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
 func (b *Builder) addChildren(s *Set, p *plan.Table, c *txn.Change) {
 	for i := range p.Children {
 		ch := &p.Children[i]
-		act, deeper := ch.OnDelete, ch.DeeperDelete
-		if c.Kind == binlog.RowsUpdate {
-			if !changesAny(c, ch.Cols) {
-				continue // no referenced column changes: nothing cascades
-			}
-			act, deeper = ch.OnUpdate, ch.DeeperUpdate
-		}
+		act, deeper := childAction(ch, c)
 		if act == plan.NoAction {
 			continue
 		}
@@ -236,6 +230,35 @@ func (b *Builder) addChildren(s *Set, p *plan.Table, c *txn.Change) {
 			s.addTable(h, true)
 		}
 	}
+}
+
+// childAction is what the foreign key ch does to its child rows for the
+// change c of a parent row (c is a delete or an update applied with the
+// checks on), and the tables the rows it changes cascade into.
+func childAction(ch *plan.Child, c *txn.Change) (plan.Action, []uint64) {
+	if c.Kind != binlog.RowsUpdate {
+		return ch.OnDelete, ch.DeeperDelete
+	}
+	if !changesAny(c, ch.Cols) {
+		return plan.NoAction, nil // no referenced column changes: nothing cascades
+	}
+	return ch.OnUpdate, ch.DeeperUpdate
+}
+
+// FiresActions reports whether the target's foreign-key actions change
+// child rows when it applies c (a cascaded delete, SET NULL, ...): rows
+// the binlog does not show, which the change's keys name only one level
+// deep. The same rule AddChange follows.
+func FiresActions(p *plan.Table, c *txn.Change) bool {
+	if c.Kind == binlog.RowsInsert || c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0 {
+		return false
+	}
+	for i := range p.Children {
+		if act, _ := childAction(&p.Children[i], c); act != plan.NoAction {
+			return true
+		}
+	}
+	return false
 }
 
 // RefSeed is the seed of the hashes that stand for "the rows referencing

@@ -1,0 +1,161 @@
+package rowsql
+
+import (
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/txn"
+	"github.com/binlane/binlane/internal/writeset"
+)
+
+// Bounds of the changes held for the run planner: the rows themselves stay
+// in the batch's buffers, but the planner's keys and maps grow with them,
+// and a run longer than this gains nothing (one statement per run is
+// already cheap; statements split at MaxStatement anyway).
+const (
+	maxPendingChanges = 4096
+	maxPendingBytes   = DefaultMaxRoundTrip
+)
+
+// pending holds the row changes of the open target transaction that wait to
+// be ordered into runs (see runs.go).
+type pending struct {
+	changes []pendingChange
+	entries []runEntry
+	spans   []keySpan
+	keys    []uint64 // the entries' keys, one after another
+	bytes   int
+	groups  map[groupKey]int
+	ws      writeset.Builder
+	set     writeset.Set
+	planner runPlanner
+}
+
+type pendingChange struct {
+	t *txn.Txn
+	p *plan.Table
+	c *txn.Change
+}
+
+// keySpan locates an entry's keys and shared keys in pending.keys.
+type keySpan struct{ from, mid, to int }
+
+// groupKey: changes that can share one statement (the plan fixes the
+// table and its column set).
+type groupKey struct {
+	p     *plan.Table
+	kind  binlog.RowsKind
+	fkOff bool
+}
+
+func (h *pending) reset() {
+	clear(h.changes) // they point into binlog events: let them go
+	h.changes, h.entries, h.spans, h.keys = h.changes[:0], h.entries[:0], h.spans[:0], h.keys[:0]
+	h.bytes = 0
+	clear(h.groups)
+}
+
+// add records a change with its conflict keys, computed by the scheduler's
+// own rules (writeset.Builder.AddChange) for the change alone.
+func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int) {
+	h.set.Reset()
+	h.ws.AddChange(&h.set, p, c)
+	fence := p.RowKey == nil || p.OrderedRows ||
+		h.set.Barrier != "" || writeset.FiresActions(p, c)
+	for _, ta := range h.set.Tables {
+		// A table taken whole: a key that could not be normalized, or rows
+		// that cannot be named. Shared table accesses conflict only with
+		// exclusive ones, which are fences: they need no key here.
+		fence = fence || ta.Exclusive
+	}
+	sp := keySpan{from: len(h.keys)}
+	h.keys = append(h.keys, h.set.Keys...)
+	sp.mid = len(h.keys)
+	h.keys = append(h.keys, h.set.Shared...)
+	sp.to = len(h.keys)
+	h.changes = append(h.changes, pendingChange{t: t, p: p, c: c})
+	h.entries = append(h.entries, runEntry{group: group, fence: fence})
+	h.spans = append(h.spans, sp)
+	h.bytes += imageBytes(c.Before) + imageBytes(c.After) + 8*(sp.to-sp.from) + 64
+}
+
+// group numbers the statement group of a change; -1 for an update that
+// must be a statement of its own.
+func (h *pending) group(p *plan.Table, c *txn.Change) int {
+	if c.Kind == binlog.RowsUpdate && !upsertable(p, c) {
+		return -1
+	}
+	if h.groups == nil {
+		h.groups = map[groupKey]int{}
+	}
+	k := groupKey{p: p, kind: c.Kind, fkOff: c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0}
+	g, ok := h.groups[k]
+	if !ok {
+		g = len(h.groups)
+		h.groups[k] = g
+	}
+	return g
+}
+
+func (h *pending) full() bool {
+	return len(h.changes) >= maxPendingChanges || h.bytes >= maxPendingBytes
+}
+
+// order plans the runs of what is pending.
+func (h *pending) order() []int32 {
+	for i := range h.entries {
+		sp := h.spans[i]
+		h.entries[i].keys, h.entries[i].shared = h.keys[sp.from:sp.mid], h.keys[sp.mid:sp.to]
+	}
+	return h.planner.plan(h.entries)
+}
+
+func imageBytes(img []binlog.Value) int {
+	n := 0
+	for i := range img {
+		n += 16 + len(img[i].B)
+	}
+	return n
+}
+
+// hoisting reports whether row changes wait for the run planner: only for
+// a whole batch written by Body, never in diagnosis (which names single
+// statements in source order).
+func (w *Writer) hoisting() bool { return w.Runs && !w.OneByOne }
+
+// hold adds the changes of one rows item to what waits for the planner;
+// collapsible tables go to the collapser as in Rows.
+func (w *Writer) hold(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
+	h := &w.pend
+	for j := range changes {
+		c := &changes[j]
+		if w.Collapse && p.Collapsible {
+			w.col.add(t, p, c)
+			continue
+		}
+		h.add(t, p, c, h.group(p, c))
+		if h.full() {
+			if err := w.writeRuns(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeRuns writes what is pending in the planner's order; the writer's
+// adjacency rules (change) make each run one statement, or several where
+// a statement would grow too long.
+func (w *Writer) writeRuns() error {
+	h := &w.pend
+	if len(h.changes) == 0 {
+		return nil
+	}
+	for _, i := range h.order() {
+		pc := &h.changes[i]
+		if err := w.change(pc.t, pc.p, pc.c); err != nil {
+			return err
+		}
+	}
+	h.reset()
+	return nil
+}
