@@ -74,6 +74,7 @@ const (
 	StatementTimeout             = 1969 // MariaDB ER_STATEMENT_TIMEOUT
 	ReadOnly                     = 1290 // ER_OPTION_PREVENTS_STATEMENT: the server runs with --read-only (or another option forbids it)
 	ParseError                   = 1064 // ER_PARSE_ERROR
+	InsufficientHistory          = 159  // HA_ERR_TABLE_DEF_CHANGED as MariaDB reports it: a read view older than a concurrent ALTER ("InnoDB: insufficient history for index")
 	NoSuchRoutine                = 1305 // ER_SP_DOES_NOT_EXIST
 	WrongObjectType              = 1347 // ER_WRONG_OBJECT: a table where a view was named
 	NoSuchDefiner                = 1449 // ER_NO_SUCH_USER: the DEFINER account does not exist (a note on CREATE)

@@ -352,7 +352,8 @@ func isDDL(q string) bool {
 func expected(err error) bool {
 	return sqlerr.Is(err, sqlerr.DupEntry, sqlerr.Deadlock, sqlerr.LockWaitTimeout, sqlerr.RowIsReferenced2,
 		sqlerr.NoReferencedRow2, sqlerr.BadNull, sqlerr.DupColumn, sqlerr.CantDropField, sqlerr.TableExists,
-		sqlerr.UnknownTable, sqlerr.UnknownColumn, sqlerr.NoSuchTable, sqlerr.KeyColumnDoesNotExist)
+		sqlerr.UnknownTable, sqlerr.UnknownColumn, sqlerr.NoSuchTable, sqlerr.KeyColumnDoesNotExist,
+		sqlerr.TableDefChanged, sqlerr.InsufficientHistory)
 }
 
 // bigTransaction inserts rows rows into wl.log in one transaction.
