@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
 // TestDomainsCommitIndependently: a MariaDB source writes in two GTID
@@ -55,7 +57,8 @@ func TestDomainsCommitIndependently(t *testing.T) {
 		"CREATE TABLE wl.ledger (dom INT NOT NULL, n INT NOT NULL)")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	args := []string{"replicate", "--source", binlaneURL(t, src, "wl"), "--target", binlaneURL(t, dst, "wl"), "--stream", "crash",
+	target := binlaneURL(t, dst, "wl")
+	args := []string{"replicate", "--source", binlaneURL(t, src, "wl"), "--target", target, "--stream", "crash",
 		"--workers", "8", "--heartbeat", "500ms", "--databases", "wl"}
 	if os.Getenv("BINLANE_TEST_DEBUG") != "" {
 		args = append(args, "--log-level", "debug")
@@ -169,6 +172,10 @@ func TestDomainsCommitIndependently(t *testing.T) {
 		t.Errorf("domain 2 waited for domain 1's long transaction (binlane's log: %s)", filepath.Join(os.TempDir(), "binlane-domains-test.log"))
 	}
 
+	if !other {
+		checkDomainStatus(t, ctx, bin, target)
+	}
+
 	// Phase 2: SIGKILL at random moments while both domains write.
 	load, stopLoad := context.WithCancel(ctx)
 	loadErr := make(chan error, 2)
@@ -185,6 +192,10 @@ func TestDomainsCommitIndependently(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		<-exited
 		t.Logf("kill %d: saved position %s", kills+1, streamRow(t, dstDB).pos)
+		// The killed process's connections end when the server next reads
+		// from them (after a statement it is running): until then they
+		// hold the stream's lock, and a new process would be refused.
+		waitGone(t, dstDB)
 		cmd, exited = run()
 	}
 	stopLoad()
@@ -197,6 +208,56 @@ func TestDomainsCommitIndependently(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	<-exited
 	verifyEqual(t, srcDB, dstDB, "wl")
+}
+
+// checkDomainStatus: `binlane status --json` shows the position and the
+// lag of each of the stream's three domains (0: the setup; 1, 2).
+func checkDomainStatus(t *testing.T, ctx context.Context, bin, target string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := exec.CommandContext(ctx, bin, "status", "--target", target, "--stream", "crash", "--json").Output()
+		if err != nil {
+			t.Fatalf("binlane status: %v", err)
+		}
+		var docs []streamstatus.Stream
+		if err := json.Unmarshal(out, &docs); err != nil {
+			t.Fatalf("binlane status --json: %v\n%s", err, out)
+		}
+		ok := len(docs) == 1 && len(docs[0].Domains) == 3
+		for _, d := range docs[0].Domains {
+			ok = ok && d.LagSeconds != nil && d.GTID != ""
+		}
+		if ok {
+			for _, d := range docs[0].Domains {
+				t.Logf("status: domain %d at %s, lag %.3fs", d.Domain, d.GTID, *d.LagSeconds)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("binlane status does not show the three domains with their lag:\n%s", out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// waitGone waits until binlane has no connection left on the target.
+func waitGone(t *testing.T, db *sql.DB) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", sandbox.TargetUser).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections of a killed binlane still on the target after a minute", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 type lockedWriter struct {

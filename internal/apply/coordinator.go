@@ -129,9 +129,11 @@ func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 		c.a.stats.Pending.Store(int64(pending))
 		if c.busy() == 0 && (c.firstErr != nil || (inClosed || c.addErr != nil) && units == 0) {
 			if c.firstErr != nil {
-				if !errors.Is(c.firstErr, position.ErrNotOwner) {
+				if !errors.Is(c.firstErr, position.ErrNotOwner) && !c.seq.isBroken() {
 					// What committed before the failure stays committed: save
-					// the position of empty transactions it holds in memory.
+					// the position of empty transactions it holds in memory
+					// (not after a COMMIT of unknown outcome: the position in
+					// memory may lack it, and would undo its save).
 					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 					_ = c.saveIdle(sctx, true)
 					cancel()

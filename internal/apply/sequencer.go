@@ -158,6 +158,13 @@ func (s *sequencer) breakOff() {
 	close(c)
 }
 
+// isBroken reports whether a commit's outcome is unknown.
+func (s *sequencer) isBroken() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.broken
+}
+
 // next computes the position after the given transactions, without
 // changing the sequencer (the commit may still fail). The caller holds
 // posLock.
