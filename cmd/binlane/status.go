@@ -229,6 +229,13 @@ func printStream(w io.Writer, d streamstatus.Stream, now time.Time) {
 		lag := time.Duration(*d.LagSeconds * float64(time.Second)).Round(time.Millisecond)
 		fmt.Fprintf(w, "  lag        %s (reported %s ago)\n", lag, now.Sub(*d.ReportedAt).Round(time.Second))
 	}
+	for _, dm := range d.Domains {
+		fmt.Fprintf(w, "  domain %-3d %s", dm.Domain, dm.GTID)
+		if dm.LagSeconds != nil {
+			fmt.Fprintf(w, ", lag %s", time.Duration(*dm.LagSeconds*float64(time.Second)).Round(time.Millisecond))
+		}
+		fmt.Fprintln(w)
+	}
 	if d.Held != "" {
 		fmt.Fprintf(w, "  held back  %s\n", d.Held)
 	}

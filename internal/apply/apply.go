@@ -189,6 +189,11 @@ type work struct {
 	// builds are the deferred indexes a copy builds before the work's
 	// statements run (see Copy.Statement).
 	builds []*txn.IndexBuild
+	// What its commit follows (see turnRule): every earlier unit, or the
+	// previous unit of its GTID domain and the previous Ordered unit (Seqs;
+	// 0 for none).
+	afterAll                  bool
+	afterDomain, afterOrdered uint64
 }
 
 // batch is what one worker applies as one target transaction.
@@ -204,6 +209,8 @@ type batch struct {
 	// depWait sums its transactions' waits in the scheduler, counted to
 	// the worker that takes it.
 	depWait time.Duration
+	// rule is what it must follow to commit.
+	rule turnRule
 }
 
 // result is a worker's report on a batch.

@@ -89,7 +89,9 @@ func (c *coordinator) addChunk(ctx context.Context, p txn.Part) error {
 		}
 		u.Spans = []scheduler.Span{{Table: table, Cols: ch.Key, Range: ch.Covers, Strict: strict}}
 	}
+	u.Ordered = true // copied rows keep one commit order
 	c.sched.Add(u)
+	c.follow(w)
 	c.inflight = append(c.inflight, inflightTxn{seq: p.Txn.Seq, t: p.Txn})
 	return nil
 }

@@ -2,10 +2,12 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/rowsql"
+	"github.com/binlane/binlane/internal/sqlerr"
 )
 
 // committer is the ordered-commit protocol: a batch commits only when
@@ -37,8 +39,45 @@ type deferredStmt struct {
 	gtid, schema, reason, query string
 }
 
-// waitTurn blocks until every batch before b committed, or b must give way.
+// waitTurn blocks until what b must follow committed (b.rule; every
+// earlier batch for a batch run at the head), or b must give way.
 func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
+	rule := b.rule
+	if b.units[0].HeadOnly() {
+		rule.all = true
+	}
+	start := time.Now()
+	w.waitingTurn.Store(true)
+	defer func() {
+		w.waitingTurn.Store(false)
+		w.ws.CommitWait.Add(int64(time.Since(start)))
+	}()
+	for {
+		ok, changed, err := c.seq.ready(b.first, rule)
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-b.abort:
+			return errAborted
+		case <-w.abortAll:
+			return errStopping
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// lockPosition takes the position lock (see sequencer). Waiting for it
+// counts as waiting for the turn: the lock-wait monitor may roll b back
+// for an earlier batch that needs one of its row locks.
+func (c *committer) lockPosition(ctx context.Context, w *worker, b *batch) error {
+	select {
+	case c.seq.posLock <- struct{}{}:
+		return nil
+	default:
+	}
 	start := time.Now()
 	w.waitingTurn.Store(true)
 	defer func() {
@@ -46,7 +85,7 @@ func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
 		w.ws.CommitWait.Add(int64(time.Since(start)))
 	}()
 	select {
-	case <-c.seq.turn(b.first):
+	case c.seq.posLock <- struct{}{}:
 		return nil
 	case <-b.abort:
 		return errAborted
@@ -55,6 +94,20 @@ func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// flushFirstBytes: a batch this large sends its last rows before it takes
+// the position lock, and the position and COMMIT in a round trip of their
+// own (one more round trip, nothing next to the rows' cost).
+const flushFirstBytes = 1 << 20
+
+// bytes is the size of the batch's transactions, as the scheduler counts.
+func (b *batch) bytes() int {
+	n := 0
+	for _, u := range b.units {
+		n += u.Bytes
+	}
+	return n
 }
 
 // commit waits for the batch's turn, then writes the position (and any
@@ -66,7 +119,11 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		checkpoints = append(checkpoints, wk.checkpoints...)
 	}
 	onlyBegin := w.sql.RowStatements() == 0 && len(o.deferred) == 0 && len(checkpoints) == 0
-	if !c.seq.atHead(b.first) {
+	if !c.seq.atHead(b.first) || b.bytes() >= flushFirstBytes {
+		// Not the earliest batch in flight: its rows go before it waits,
+		// and never while it holds the position lock. A large batch sends
+		// its rows before it takes the lock even at the head: the lock
+		// would hold back every other domain's commits while they apply.
 		if !onlyBegin {
 			if err := w.sql.Flush(); err != nil {
 				return err
@@ -75,6 +132,13 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		if err := c.waitTurn(ctx, w, b); err != nil {
 			return err
 		}
+	}
+	if err := c.lockPosition(ctx, w, b); err != nil {
+		return err
+	}
+	defer func() { <-c.seq.posLock }()
+	if _, _, err := c.seq.ready(b.first, b.rule); err != nil {
+		return err // broken while this batch waited for the lock
 	}
 	pos, save := c.seq.next(b.works)
 	save.ClearDDL = o.clearDDL
@@ -119,6 +183,12 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	}
 	start := time.Now()
 	if err := w.sql.Commit(c.stream, c.owner, save); err != nil {
+		if sqlerr.Code(err) == 0 && !errors.Is(err, rowsql.ErrRowCount) {
+			// No answer from the server: the COMMIT may have happened. A
+			// later batch writing the position without this one's GTIDs
+			// could lose them (see sequencer).
+			c.seq.breakOff()
+		}
 		return err
 	}
 	w.ws.Commit.Add(int64(time.Since(start)))
@@ -130,7 +200,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 
 // done passes the turn on and counts the batch.
 func (c *committer) done(w *worker, b *batch, rows int) {
-	c.seq.advance(b.last)
+	c.seq.advance(b.first, b.last)
 	txns := 0
 	for _, wk := range b.works {
 		if wk.chunk == nil {

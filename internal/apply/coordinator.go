@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/rowsql"
@@ -49,6 +51,13 @@ type coordinator struct {
 	// writing counts the chunks of each table being written (by table
 	// hash), for Stats.ChunksBeside.
 	writing map[uint64]int
+	// lastOfDomain is the Seq of the last unit added of each GTID domain
+	// with units in flight, lastOrdered that of the last Ordered unit in
+	// flight (0: none): what the next units' commits follow (see turnRule).
+	lastOfDomain map[uint32]uint64
+	lastOrdered  uint64
+	// domainsAt is when the per-domain NextTS was last published.
+	domainsAt time.Time
 }
 
 type inflightTxn struct {
@@ -70,9 +79,9 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	a.stats.setPosition(start.GTID.String())
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
-			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites}, start.FirstSeq),
+			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites, Domains: true}, start.FirstSeq),
 		jobs: make([]chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
-		abortAll: make(chan struct{}), writing: map[uint64]int{}}
+		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}}
 	for i := a.cfg.Workers - 1; i >= 0; i-- {
 		c.jobs[i] = make(chan *batch, 1)
 		c.idle = append(c.idle, i)
@@ -120,9 +129,11 @@ func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 		c.a.stats.Pending.Store(int64(pending))
 		if c.busy() == 0 && (c.firstErr != nil || (inClosed || c.addErr != nil) && units == 0) {
 			if c.firstErr != nil {
-				if !errors.Is(c.firstErr, position.ErrNotOwner) {
+				if !errors.Is(c.firstErr, position.ErrNotOwner) && !c.seq.isBroken() {
 					// What committed before the failure stays committed: save
-					// the position of empty transactions it holds in memory.
+					// the position of empty transactions it holds in memory
+					// (not after a COMMIT of unknown outcome: the position in
+					// memory may lack it, and would undo its save).
 					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 					_ = c.saveIdle(sctx, true)
 					cancel()
@@ -161,6 +172,7 @@ func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 			c.idle = append(c.idle, r.worker)
 			c.handle(r)
 		case <-ticker.C:
+			c.publishDomains()
 			if c.busy() == 0 && c.firstErr == nil {
 				if err := c.saveIdle(ctx, false); err != nil {
 					c.fail(err)
@@ -220,6 +232,9 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 	u.Seq, u.Payload, u.Bytes = t.Seq, w, p.Bytes+256
 	u.Domain, u.CommitID, u.File = t.GTID.Domain, t.CommitID, t.File
 	u.LastCommitted, u.SequenceNumber = t.LastCommitted, t.SequenceNumber
+	// Only MariaDB GTID domains commit independently: a MySQL source (one
+	// GTID set) or a source read without GTIDs keeps one commit order.
+	u.Ordered = t.GTID.Flavor != gtid.MariaDB
 	reason := ""
 	switch {
 	case !p.Last:
@@ -284,6 +299,7 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		u.Head = !u.Barrier && p.Bytes >= headBytes
 	}
 	c.sched.Add(u)
+	c.follow(w)
 	c.inflight = append(c.inflight, inflightTxn{seq: t.Seq, t: t})
 	c.updateNextTS()
 	if u.Blocked() && !u.Barrier {
@@ -298,9 +314,16 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 }
 
 // updateNextTS publishes the commit time of the oldest transaction in
-// flight. A transaction sent in parts learns its time only at its end (the
-// coordinator reads it after its last part arrived, and not before).
+// flight, and every 100 ms (or when nothing is in flight) that of each
+// GTID domain: a scan of the window per transaction would cost more than
+// the lag it tells. A transaction sent in parts learns its time only at its
+// end (the coordinator reads it after its last part arrived, and not
+// before).
 func (c *coordinator) updateNextTS() {
+	if now := time.Now(); len(c.inflight) == 0 || now.Sub(c.domainsAt) >= 100*time.Millisecond {
+		c.domainsAt = now
+		c.publishDomains()
+	}
 	for _, x := range c.inflight {
 		if x.t == c.streamingTxn() {
 			continue
@@ -311,6 +334,22 @@ func (c *coordinator) updateNextTS() {
 		}
 	}
 	c.a.stats.NextTS.Store(0)
+}
+
+// publishDomains publishes the oldest source commit time in flight of
+// each MariaDB GTID domain.
+func (c *coordinator) publishDomains() {
+	next := map[uint32]int64{}
+	for _, x := range c.inflight {
+		g := x.t.GTID
+		if g.Flavor != gtid.MariaDB || x.t == c.streamingTxn() || x.t.Timestamp == 0 {
+			continue
+		}
+		if _, ok := next[g.Domain]; !ok {
+			next[g.Domain] = int64(x.t.Timestamp)
+		}
+	}
+	c.a.stats.domainNext.Store(&next)
 }
 
 func (c *coordinator) streamingTxn() *txn.Txn {
@@ -365,6 +404,34 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 	return nil
 }
 
+// follow records what the commit of a unit just added follows (see
+// turnRule), from the scheduler's verdict on whether it is Ordered.
+func (c *coordinator) follow(w *work) {
+	u := &w.unit
+	if u.Ordered {
+		w.afterAll = true
+		c.lastOrdered = u.Seq
+	} else {
+		w.afterDomain, w.afterOrdered = c.lastOfDomain[u.Domain], c.lastOrdered
+	}
+	c.lastOfDomain[u.Domain] = u.Seq
+}
+
+// ruleOf is what a batch of works starting at first follows to commit:
+// what each of its works follows, outside the batch.
+func ruleOf(works []*work, first uint64) turnRule {
+	var r turnRule
+	for _, w := range works {
+		r.all = r.all || w.afterAll
+		for _, seq := range []uint64{w.afterDomain, w.afterOrdered} {
+			if seq != 0 && seq < first {
+				r.after = append(r.after, seq)
+			}
+		}
+	}
+	return r
+}
+
 // busy is the batches handed to workers without a result yet.
 func (c *coordinator) busy() int { return len(c.jobs) - len(c.idle) }
 
@@ -382,6 +449,7 @@ func (c *coordinator) dispatch() {
 			b.works = append(b.works, w)
 			b.depWait += now.Sub(w.added)
 		}
+		b.rule = ruleOf(b.works, b.first)
 		c.a.stats.DependencyWait.Add(int64(b.depWait))
 		for _, sp := range units[0].Spans {
 			if c.writing[sp.Table] > 0 {
@@ -406,11 +474,16 @@ func (c *coordinator) handle(r result) {
 	switch {
 	case r.err == nil:
 		c.sched.Committed(b.units)
-		i := 0
-		for i < len(c.inflight) && c.inflight[i].seq <= b.last {
-			i++
+		// Domains commit out of Seq order: drop exactly the batch's.
+		c.inflight = slices.DeleteFunc(c.inflight, func(x inflightTxn) bool { return x.seq >= b.first && x.seq <= b.last })
+		for _, u := range b.units {
+			if c.lastOfDomain[u.Domain] == u.Seq {
+				delete(c.lastOfDomain, u.Domain)
+			}
+			if c.lastOrdered == u.Seq {
+				c.lastOrdered = 0
+			}
 		}
-		c.inflight = append(c.inflight[:0], c.inflight[i:]...)
 		c.updateNextTS()
 		for _, w := range b.works {
 			if w.barrier {

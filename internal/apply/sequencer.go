@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -8,17 +9,45 @@ import (
 	"github.com/binlane/binlane/internal/position"
 )
 
-// sequencer hands out commit turns in source order and holds the position
-// of the last commit. Only the holder of the turn (the worker whose batch
-// starts right after the last commit) reads or changes the position, so it
-// needs no lock of its own: the turn's hand-over (a channel close) orders
-// the accesses.
+// sequencer hands out commit turns and holds the position of what
+// committed.
+//
+// Turns: a batch's turn comes when what it must follow committed (see
+// turnRule). Units the scheduler marks Ordered (statements, barriers,
+// copied chunks, XA, MySQL sources, cross-domain conflicts) follow every
+// earlier unit, as all units did before GTID domains were independent;
+// the other units follow the earlier units of their MariaDB GTID domain
+// and the earlier Ordered units only, so a long transaction of one domain
+// does not hold back the commits of another.
+//
+// Position: with domains committing out of Seq order two batches may reach
+// their commit at the same time, and each writes the whole position (one
+// GTID per domain) in binlane.streams. Exactness comes from the position
+// lock (posLock): a worker takes it before computing the position it
+// writes and keeps it until its COMMIT answered, and only then updates pos.
+// So pos is always exactly what the last committed target transaction
+// wrote, every write is pos plus the batch's own GTIDs, and the row in the
+// target always names exactly the committed transactions: for each domain,
+// its last committed GTID, before which every transaction of the domain
+// committed (domain order). A crash leaves that row, and the restart asks
+// the source for every domain from its own GTID: nothing is lost or
+// applied twice. A COMMIT whose outcome is unknown (connection lost) breaks
+// the sequencer: no later batch may write a position computed without it.
+// The lock covers only the position statement and the COMMIT when the
+// batch had to wait (it flushed its rows first), so it is never held
+// across a row lock wait that another turn holder could be part of; a
+// batch at the head (every earlier unit committed) sends its last rows
+// with it, as before, being the earliest of all.
 type sequencer struct {
 	mu        sync.Mutex
-	committed uint64 // Seq of the last committed unit
-	waiters   map[uint64]chan struct{}
+	committed uint64              // every Seq <= committed has committed
+	above     map[uint64]struct{} // Seqs above committed that committed
+	changed   chan struct{}       // closed (and replaced) at every commit
+	broken    bool
 
-	// Owned by the turn holder.
+	// posLock is held (a token taken) by the worker writing the position.
+	posLock chan struct{}
+	// Owned by the holder of posLock.
 	pos      gtid.Set
 	file     string
 	filePos  uint64
@@ -31,56 +60,114 @@ type sequencer struct {
 	lastSave time.Time
 }
 
-func newSequencer(committed uint64, start gtid.Set, file string, filePos uint64) *sequencer {
-	return &sequencer{committed: committed, waiters: map[uint64]chan struct{}{}, pos: start.Clone(),
-		file: file, filePos: filePos, lastSave: time.Now()}
+// turnRule is what a batch must follow: every earlier unit (all), or the
+// listed Seqs (the previous unit of each of its units' domains and the
+// previous Ordered unit, when before the batch).
+type turnRule struct {
+	all   bool
+	after []uint64
 }
 
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+// errBroken: a commit's outcome is unknown; nothing may commit after it.
+var errBroken = errors.New("an earlier commit's outcome is unknown: no later commit may write the position")
 
-// turn returns a channel closed when every unit before first committed.
-func (s *sequencer) turn(first uint64) <-chan struct{} {
+func newSequencer(committed uint64, start gtid.Set, file string, filePos uint64) *sequencer {
+	s := &sequencer{committed: committed, above: map[uint64]struct{}{}, changed: make(chan struct{}),
+		posLock: make(chan struct{}, 1), pos: start.Clone(), file: file, filePos: filePos, lastSave: time.Now()}
+	return s
+}
+
+// done reports whether seq committed. Callers hold mu.
+func (s *sequencer) done(seq uint64) bool {
+	if seq <= s.committed {
+		return true
+	}
+	_, ok := s.above[seq]
+	return ok
+}
+
+// ready reports whether a batch starting at first with rule r may commit,
+// and otherwise the channel closed at the next commit.
+func (s *sequencer) ready(first uint64, r turnRule) (bool, <-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.committed+1 == first {
-		return closedChan
+	if s.broken {
+		return false, nil, errBroken
 	}
-	c, ok := s.waiters[first]
-	if !ok {
-		c = make(chan struct{})
-		s.waiters[first] = c
+	if s.committed+1 >= first {
+		return true, nil, nil
 	}
-	return c
+	if !r.all {
+		ok := true
+		for _, seq := range r.after {
+			if !s.done(seq) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true, nil, nil
+		}
+	}
+	return false, s.changed, nil
 }
 
-// atHead reports whether the batch starting at first may commit now.
+// atHead reports whether every unit before first committed.
 func (s *sequencer) atHead(first uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.committed+1 == first
 }
 
-// committedSeq returns the last committed Seq.
+// committedSeq returns the Seq up to which everything committed.
 func (s *sequencer) committedSeq() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.committed
 }
 
-// advance records the commit of everything up to last and passes the turn.
-func (s *sequencer) advance(last uint64) {
+// advance records the commit of the Seqs first..last and wakes the
+// waiters.
+func (s *sequencer) advance(first, last uint64) {
 	s.mu.Lock()
-	s.committed = last
-	c, ok := s.waiters[last+1]
-	delete(s.waiters, last+1)
-	s.mu.Unlock()
-	if ok {
-		close(c)
+	for seq := first; seq <= last; seq++ {
+		if seq > s.committed {
+			s.above[seq] = struct{}{}
+		}
 	}
+	for {
+		if _, ok := s.above[s.committed+1]; !ok {
+			break
+		}
+		delete(s.above, s.committed+1)
+		s.committed++
+	}
+	c := s.changed
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	close(c)
+}
+
+// breakOff stops every later commit (see errBroken) and wakes the waiters.
+func (s *sequencer) breakOff() {
+	s.mu.Lock()
+	s.broken = true
+	c := s.changed
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	close(c)
+}
+
+// isBroken reports whether a commit's outcome is unknown.
+func (s *sequencer) isBroken() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.broken
 }
 
 // next computes the position after the given transactions, without
-// changing the sequencer (the commit may still fail).
+// changing the sequencer (the commit may still fail). The caller holds
+// posLock.
 func (s *sequencer) next(ws []*work) (gtid.Set, position.Save) {
 	pos := s.pos.Clone()
 	save := position.Save{File: s.file, Pos: s.filePos, LastGTID: s.lastGTID, SourceTS: s.sourceTS, Applied: s.unsaved,
@@ -108,7 +195,7 @@ func (s *sequencer) next(ws []*work) (gtid.Set, position.Save) {
 }
 
 // commit makes a computed position current; saved says whether it was
-// written to the target.
+// written to the target. The caller holds posLock.
 func (s *sequencer) commit(pos gtid.Set, save position.Save, saved bool) {
 	s.pos, s.file, s.filePos, s.lastGTID, s.sourceTS = pos, save.File, save.Pos, save.LastGTID, save.SourceTS
 	if saved {

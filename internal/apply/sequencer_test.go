@@ -1,9 +1,11 @@
 package apply
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -32,5 +34,121 @@ func TestSequencerCarriesTempTables(t *testing.T) {
 	s.commit(pos, save, true)
 	if _, save = s.next(tx(3, nil)); save.TempTables != nil {
 		t.Fatalf("a save after the written one writes them again: %q", *save.TempTables)
+	}
+}
+
+// TestSequencerDomainTurns: with MariaDB GTID domains, a unit's commit
+// waits only for the earlier units of its domain and the earlier Ordered
+// units; statements (barriers), copied chunks, MySQL transactions and
+// units sharing a key with an uncommitted unit of another domain wait for
+// every earlier unit. The turns are computed the way the coordinator does
+// (scheduler verdict, follow, ruleOf) and checked after each commit.
+func TestSequencerDomainTurns(t *testing.T) {
+	type unit struct {
+		domain  uint32
+		keys    []uint64 // exclusive keys
+		shared  []uint64
+		barrier bool
+		chunk   bool
+		mysql   bool
+	}
+	type check struct {
+		commit []uint64 // committed before the check, in this order
+		ready  []uint64 // the uncommitted units whose turn has come; no other
+	}
+	tests := []struct {
+		name   string
+		units  []unit
+		checks []check
+	}{
+		{"domains commit independently",
+			[]unit{{domain: 1}, {domain: 2}, {domain: 2}, {domain: 1}},
+			[]check{{nil, []uint64{1, 2}}, {[]uint64{2}, []uint64{1, 3}}, {[]uint64{3}, []uint64{1}}, {[]uint64{1}, []uint64{4}}}},
+		{"one domain keeps source order",
+			[]unit{{domain: 0}, {domain: 0}, {domain: 0}},
+			[]check{{nil, []uint64{1}}, {[]uint64{1}, []uint64{2}}}},
+		{"a statement waits for every domain and every later unit waits for it",
+			[]unit{{domain: 1}, {domain: 2, barrier: true}, {domain: 1}, {domain: 3}},
+			[]check{{nil, []uint64{1}}, {[]uint64{1}, []uint64{2}}, {[]uint64{2}, []uint64{3, 4}}}},
+		{"a copied chunk stays in order",
+			[]unit{{domain: 1}, {domain: 0, chunk: true}, {domain: 2}},
+			[]check{{nil, []uint64{1}}, {[]uint64{1}, []uint64{2}}, {[]uint64{2}, []uint64{3}}}},
+		{"MySQL transactions keep one order",
+			[]unit{{mysql: true}, {mysql: true, domain: 0}, {mysql: true}},
+			[]check{{nil, []uint64{1}}, {[]uint64{1}, []uint64{2}}}},
+		{"a key shared across domains orders them, and what follows",
+			[]unit{{domain: 1, keys: []uint64{7}}, {domain: 2, keys: []uint64{7}}, {domain: 3}, {domain: 1}},
+			// 4 follows 2 (an Ordered unit) although 2 is of another domain
+			[]check{{nil, []uint64{1}}, {[]uint64{1}, []uint64{2}}, {[]uint64{2}, []uint64{3, 4}}}},
+		{"two shared holders of other domains order an exclusive one",
+			[]unit{{domain: 1, shared: []uint64{7}}, {domain: 2, shared: []uint64{7}}, {domain: 2, keys: []uint64{7}}},
+			[]check{{nil, []uint64{1}}, {[]uint64{1}, []uint64{2}}, {[]uint64{2}, []uint64{3}}}},
+		{"a key shared inside one domain leaves the others free",
+			[]unit{{domain: 1, keys: []uint64{7}}, {domain: 2}, {domain: 1, keys: []uint64{7}}},
+			[]check{{nil, []uint64{1, 2}}, {[]uint64{2}, []uint64{1}}, {[]uint64{1}, []uint64{3}}}},
+		{"the Ordered unit waits for every earlier unit, the ones between run free",
+			[]unit{{domain: 1, keys: []uint64{7}}, {domain: 3}, {domain: 2, keys: []uint64{7}}},
+			[]check{{nil, []uint64{1, 2}}, {[]uint64{2}, []uint64{1}}, {[]uint64{1}, []uint64{3}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sched := scheduler.New(scheduler.Config{Mode: scheduler.ModeWriteset, MaxBatch: 1, Domains: true}, 1)
+			c := &coordinator{sched: sched, lastOfDomain: map[uint32]uint64{}}
+			var works []*work
+			for i, u := range tc.units {
+				seq := uint64(i + 1)
+				w := &work{t: &txn.Txn{Seq: seq}}
+				w.set.Keys, w.set.Shared = u.keys, u.shared
+				w.unit = scheduler.Unit{Seq: seq, Domain: u.domain, Barrier: u.barrier, Solo: u.chunk, Set: &w.set,
+					Ordered: u.mysql, Payload: w}
+				sched.Add(&w.unit)
+				c.follow(w)
+				works = append(works, w)
+			}
+			s := newSequencer(0, gtid.Set{}, "", 0)
+			done := map[uint64]bool{}
+			for _, ck := range tc.checks {
+				for _, seq := range ck.commit {
+					s.advance(seq, seq)
+					done[seq] = true
+				}
+				want := map[uint64]bool{}
+				for _, seq := range ck.ready {
+					want[seq] = true
+				}
+				for _, w := range works {
+					seq := w.unit.Seq
+					if done[seq] {
+						continue
+					}
+					ok, _, err := s.ready(seq, ruleOf([]*work{w}, seq))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ok != want[seq] {
+						t.Errorf("after commits %v: unit %d ready %v, want %v", ck.commit, seq, ok, want[seq])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSequencerBreaks: after a commit whose outcome is unknown no turn
+// comes any more, and waiters are woken to learn it.
+func TestSequencerBreaks(t *testing.T) {
+	s := newSequencer(0, gtid.Set{}, "", 0)
+	ok, changed, err := s.ready(2, turnRule{after: []uint64{1}})
+	if ok || err != nil {
+		t.Fatalf("unit 2 ready before unit 1 committed: %v %v", ok, err)
+	}
+	s.breakOff()
+	select {
+	case <-changed:
+	default:
+		t.Fatal("a waiter was not woken")
+	}
+	if _, _, err := s.ready(1, turnRule{}); !errors.Is(err, errBroken) {
+		t.Fatalf("a turn after a break: %v", err)
 	}
 }

@@ -48,6 +48,10 @@ type Stats struct {
 	Started time.Time
 
 	position atomic.Pointer[string] // GTID position applied up to (in memory: saved or about to be)
+	// domainNext is NextTS by MariaDB GTID domain, for the domains with a
+	// transaction in flight (published by the coordinator; never changed
+	// after).
+	domainNext atomic.Pointer[map[uint32]int64]
 
 	mu         sync.Mutex
 	conflicts  map[string]uint64 // by table: transactions that waited on a conflict
@@ -105,20 +109,24 @@ func (s *Stats) Serialized() map[string]uint64 {
 
 // Snapshot is a consistent-enough copy of the counters for display.
 type Snapshot struct {
-	At             time.Time         `json:"at"`
-	Started        time.Time         `json:"started"`
-	Committed      uint64            `json:"committed"`
-	InFlight       int64             `json:"in_flight"`
-	Pending        int64             `json:"pending"`
-	LockWaitKills  uint64            `json:"lock_wait_kills"`
-	BlindKills     uint64            `json:"blind_lock_wait_kills"`
-	DependencyWait time.Duration     `json:"dependency_wait_ns"`
-	LastCommitTS   int64             `json:"last_commit_source_ts"`
-	Position       string            `json:"position,omitempty"`
-	NextTS         int64             `json:"next_source_ts"`
-	Workers        []WorkerSnapshot  `json:"workers"`
-	Conflicts      map[string]uint64 `json:"conflicts_by_table"`
-	Serialized     map[string]uint64 `json:"serialized_by_reason"`
+	At             time.Time     `json:"at"`
+	Started        time.Time     `json:"started"`
+	Committed      uint64        `json:"committed"`
+	InFlight       int64         `json:"in_flight"`
+	Pending        int64         `json:"pending"`
+	LockWaitKills  uint64        `json:"lock_wait_kills"`
+	BlindKills     uint64        `json:"blind_lock_wait_kills"`
+	DependencyWait time.Duration `json:"dependency_wait_ns"`
+	LastCommitTS   int64         `json:"last_commit_source_ts"`
+	Position       string        `json:"position,omitempty"`
+	NextTS         int64         `json:"next_source_ts"`
+	// DomainNextTS is NextTS by MariaDB GTID domain: the domains missing
+	// have nothing in flight (each domain commits in its own order, so
+	// each has its own lag).
+	DomainNextTS map[uint32]int64  `json:"domain_next_source_ts,omitempty"`
+	Workers      []WorkerSnapshot  `json:"workers"`
+	Conflicts    map[string]uint64 `json:"conflicts_by_table"`
+	Serialized   map[string]uint64 `json:"serialized_by_reason"`
 }
 
 // WorkerSnapshot is one worker's counters.
@@ -140,6 +148,9 @@ func (s *Stats) Snapshot() Snapshot {
 	snap := Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
 		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
 		LastCommitTS: s.LastCommitTS.Load(), Position: s.Position(), NextTS: s.NextTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
+	if m := s.domainNext.Load(); m != nil && len(*m) > 0 {
+		snap.DomainNextTS = maps.Clone(*m)
+	}
 	for i := range s.Workers {
 		w := &s.Workers[i]
 		snap.Workers = append(snap.Workers, WorkerSnapshot{Txns: w.Txns.Load(), Batches: w.Batches.Load(), Rows: w.Rows.Load(),

@@ -30,6 +30,16 @@ type Reading struct {
 	Restarts int
 	Held     bool
 	Copy     []CopyTable
+	// Domains: MariaDB GTID domains, when the position has several.
+	Domains []Domain
+}
+
+// Domain is one MariaDB GTID domain's position (the sequence number of its
+// last applied GTID) and lag: each domain commits in its own order.
+type Domain struct {
+	Domain uint32
+	Seq    uint64
+	Lag    time.Duration
 }
 
 // CopyTable is one table's copy.
@@ -64,6 +74,8 @@ func NewCollector(stream string, read func() (Reading, bool)) *Collector {
 	add("copy_tables", "Tables of the copy, by state (copying, done).", "state")
 	add("committed_transactions_total", "Source transactions committed on the target.")
 	add("lag_seconds", "How far the target is behind the source's commit time (0 when caught up).")
+	add("domain_lag_seconds", "lag_seconds of one MariaDB GTID domain (each commits in its own order); only when the position has several domains.", "domain")
+	add("domain_position", "Sequence number of the last GTID applied in one MariaDB GTID domain; only when the position has several domains.", "domain")
 	add("queue_transactions", "Transactions in the scheduler, by state.", "state")
 	add("lock_wait_rollbacks_total", "Later transactions rolled back to let an earlier one through (ordered-commit lock waits).")
 	add("dependency_wait_seconds_total", "Time transactions spent waiting for conflicting earlier ones.")
@@ -117,6 +129,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	s := r.Snapshot
 	emit("committed_transactions_total", prometheus.CounterValue, float64(s.Committed))
 	emit("lag_seconds", prometheus.GaugeValue, r.Lag.Seconds())
+	for _, d := range r.Domains {
+		id := strconv.FormatUint(uint64(d.Domain), 10)
+		emit("domain_lag_seconds", prometheus.GaugeValue, d.Lag.Seconds(), id)
+		emit("domain_position", prometheus.GaugeValue, float64(d.Seq), id)
+	}
 	emit("queue_transactions", prometheus.GaugeValue, float64(s.InFlight-s.Pending), "dispatched")
 	emit("queue_transactions", prometheus.GaugeValue, float64(s.Pending), "pending")
 	emit("lock_wait_rollbacks_total", prometheus.CounterValue, float64(s.LockWaitKills))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/copier"
+	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
@@ -59,6 +60,9 @@ type Status struct {
 	// attempt attached).
 	Position string
 	Lag      time.Duration
+	// Domains splits Position and Lag by MariaDB GTID domain when the
+	// position has several (nil otherwise).
+	Domains []DomainLag
 	// Snapshot is the current attempt's counters (zero before the first).
 	Snapshot apply.Snapshot
 	Copy     []CopyProgress
@@ -100,6 +104,9 @@ func (o *Observer) Status() Status {
 	st.Position = st.Snapshot.Position
 	lastEvent, lastHeartbeat, eventTS := asm.Liveness()
 	st.Lag = lag(st.Snapshot, lastEvent, lastHeartbeat, eventTS, hb, now)
+	idle := st.Snapshot
+	idle.NextTS = 0
+	st.Domains = domainLags(st.Snapshot, lag(idle, lastEvent, lastHeartbeat, eventTS, hb, now), now)
 	st.Copy = o.Copy()
 	switch {
 	case ended != "":
@@ -236,6 +243,10 @@ func (o *Observer) Attach(a *apply.Applier, asm *txn.Assembler) {
 func (o *Observer) Read() (metrics.Reading, bool) {
 	st := o.Status()
 	r := metrics.Reading{State: st.State, Restarts: st.Restarts, Held: st.Throttled != "", Snapshot: st.Snapshot, Lag: st.Lag}
+	for _, d := range st.Domains {
+		g, _ := gtid.Parse(d.GTID)
+		r.Domains = append(r.Domains, metrics.Domain{Domain: d.Domain, Seq: g.Seq, Lag: d.Lag})
+	}
 	for _, c := range st.Copy {
 		r.Copy = append(r.Copy, metrics.CopyTable{Table: c.Table, Rows: c.Rows, Estimate: c.Estimate, Done: c.Done})
 	}
@@ -270,6 +281,34 @@ func lag(s apply.Snapshot, lastEvent, lastHeartbeat, eventTS time.Time, hb time.
 		return max(0, now.Sub(eventTS))
 	}
 	return 0
+}
+
+// DomainLag is one MariaDB GTID domain's position and lag.
+type DomainLag struct {
+	Domain uint32        `json:"domain"`
+	GTID   string        `json:"gtid"`
+	Lag    time.Duration `json:"lag_ns"`
+}
+
+// domainLags splits the position and the lag by GTID domain when the
+// position has several: each domain commits in its own order, so one can
+// be far behind while another is caught up. A domain with a transaction in
+// flight lags by the age of the oldest one's source commit time; one with
+// none by idle, the lag of the stream with nothing in flight (the reader's).
+func domainLags(s apply.Snapshot, idle time.Duration, now time.Time) []DomainLag {
+	set, err := gtid.ParseSet(s.Position)
+	if err != nil || set.Flavor() != gtid.MariaDB || len(set.Domains()) < 2 {
+		return nil
+	}
+	var out []DomainLag
+	for _, g := range set.Domains() {
+		d := DomainLag{Domain: g.Domain, GTID: g.String(), Lag: idle}
+		if ts, ok := s.DomainNextTS[g.Domain]; ok {
+			d.Lag = max(0, now.Sub(time.Unix(ts, 0)))
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // caughtUp reports whether the target has applied everything the source
@@ -309,6 +348,8 @@ type Report struct {
 	State    string `json:"state"`
 	Held     string `json:"held,omitempty"`
 	Restarts int    `json:"restarts"`
+	// Domains: see Status.
+	Domains []DomainLag `json:"domains,omitempty"`
 }
 
 func (o *Observer) writeReport(ctx context.Context, db *sql.DB, stream, owner string, log *slog.Logger) {
@@ -317,7 +358,7 @@ func (o *Observer) writeReport(ctx context.Context, db *sql.DB, stream, owner st
 		return
 	}
 	st := o.Status()
-	b, err := json.Marshal(Report{Snapshot: r.Snapshot, State: st.State, Held: st.Throttled, Restarts: st.Restarts})
+	b, err := json.Marshal(Report{Snapshot: r.Snapshot, State: st.State, Held: st.Throttled, Restarts: st.Restarts, Domains: st.Domains})
 	if err != nil {
 		return
 	}

@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,25 @@ func TestCaughtUp(t *testing.T) {
 	for _, c := range cases {
 		if got := caughtUp(c.s, c.event, c.heart, hb, now); got != c.want {
 			t.Errorf("%s: caught up %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestDomainLags: a position with several MariaDB GTID domains is split by
+// domain; a domain with a transaction in flight lags by its oldest one's
+// age, the others by the stream's idle lag; one domain, or a MySQL set,
+// is not split.
+func TestDomainLags(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := apply.Snapshot{Position: "0-1-5,1-1-9,2-1-40", DomainNextTS: map[uint32]int64{1: 990}}
+	got := domainLags(s, 200*time.Millisecond, now)
+	want := []DomainLag{{0, "0-1-5", 200 * time.Millisecond}, {1, "1-1-9", 10 * time.Second}, {2, "2-1-40", 200 * time.Millisecond}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("domainLags: %+v, want %+v", got, want)
+	}
+	for _, pos := range []string{"0-1-5", "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5", ""} {
+		if got := domainLags(apply.Snapshot{Position: pos}, 0, now); got != nil {
+			t.Errorf("position %q split: %+v", pos, got)
 		}
 	}
 }

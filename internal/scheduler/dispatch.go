@@ -64,6 +64,11 @@ func (s *Scheduler) grow(start int) (batch []*Unit, bytes int) {
 			if v.Seq != batch[len(batch)-1].Seq+1 || v.Barrier || v.headOnly || v.Solo || bytes+v.Bytes > s.cfg.MaxBatchBytes {
 				break
 			}
+			if s.cfg.Domains && (v.Domain != first.Domain || v.Ordered != first.Ordered) {
+				// One domain per batch: a batch commits when all its
+				// units may, so mixing would tie a domain to another.
+				break
+			}
 			if !s.depsSatisfied(v, s.batchID) {
 				break
 			}
@@ -113,8 +118,9 @@ func (s *Scheduler) depsSatisfied(v *Unit, batch uint64) bool {
 	return true
 }
 
-// Committed records that a batch committed. Batches commit in Seq order,
-// so the batch's units are the oldest in flight.
+// Committed records that a batch committed. Without Domains batches commit
+// in Seq order, so the batch's units are the oldest in flight; with them, a
+// batch may commit before earlier ones of other domains.
 func (s *Scheduler) Committed(batch []*Unit) {
 	for _, u := range batch {
 		if u.Solo {
@@ -154,10 +160,17 @@ func (s *Scheduler) Committed(batch []*Unit) {
 		}
 		s.order.committed(u)
 		if u.Seq > s.committed {
-			s.committed = u.Seq
+			s.above[u.Seq] = struct{}{}
 		}
 		s.inflight--
 		s.bytes -= u.Bytes
+	}
+	for {
+		if _, ok := s.above[s.committed+1]; !ok {
+			break
+		}
+		delete(s.above, s.committed+1)
+		s.committed++
 	}
 	if s.last != nil && s.last.state == stateCommitted {
 		s.last = nil

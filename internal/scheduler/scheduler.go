@@ -7,10 +7,13 @@
 // that a worker applies as one target transaction; under a backlog, short
 // runs wait to grow rather than fragment the stream (see worthDispatching).
 //
-// Commits happen strictly in source order (the applier enforces it), which
-// the graph exploits: "committed" for a unit implies every earlier unit is
-// committed too, so waiting for all earlier units means waiting for the last
-// one.
+// Commits happen in source order (the applier enforces it), which the graph
+// exploits: "committed" for a unit implies every earlier unit it could stand
+// for is committed too, so waiting for all earlier units means waiting for
+// the last one. With Config.Domains, MariaDB GTID domains commit each in
+// their own order: a unit that is not Ordered commits after the earlier
+// units of its domain and the earlier Ordered units only (see Ordered and
+// markCrossDomain for why the graph's reductions stay sound).
 //
 // The scheduler is a pure, deterministic data structure driven by one
 // goroutine (Add, Next, Committed, Requeue). It must never do I/O, block, or
@@ -90,6 +93,13 @@ type Unit struct {
 	File           string
 	// Payload is the caller's (the transaction).
 	Payload any
+	// Ordered units commit only after every earlier unit (the caller sets
+	// it for what must stay in one global order: statements, barriers,
+	// sources without domains; Add sets it too, see Config.Domains). A
+	// unit that is not Ordered commits after the earlier units of its
+	// Domain and the earlier Ordered units. Without Config.Domains every
+	// unit is Ordered.
+	Ordered bool
 
 	// deps are the units this one waited for when added; waiting counts
 	// those not yet committed.
@@ -130,6 +140,14 @@ type Config struct {
 	// (0: no bound), except the one at the head, which always goes: the
 	// others wait for its commit.
 	MaxSolo int
+	// Domains: the applier commits each GTID domain in its own order (see
+	// Unit.Ordered). The graph then cannot assume that a committed unit
+	// means every earlier one committed: Add marks Ordered every unit that
+	// shares a key or table with an uncommitted unit of another domain,
+	// and barriers start only when everything before them committed.
+	// Only writeset mode sees conflicts: in the other modes every unit
+	// stays Ordered.
+	Domains bool
 	// Conflict, when set, is told each key and table through which Add
 	// makes a unit wait for an earlier one in writeset mode (analyze
 	// names the hot ones from it); the applier leaves it nil.
@@ -148,8 +166,11 @@ type Scheduler struct {
 	cfg       Config
 	inflight  int // added, not committed
 	bytes     int
-	pending   []*Unit          // not dispatched, by Seq
-	committed uint64           // every unit with Seq <= committed has committed
+	pending   []*Unit // not dispatched, by Seq
+	committed uint64  // every unit with Seq <= committed has committed
+	// above holds the Seqs above committed that committed already (with
+	// Domains, units commit out of Seq order); bounded by the window.
+	above     map[uint64]struct{}
 	last      *Unit            // last unit added
 	barrier   *Unit            // uncommitted barrier, if any
 	keyExcl   map[uint64]*Unit // the last unit that held each key exclusively
@@ -196,7 +217,7 @@ func New(cfg Config, first uint64) *Scheduler {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 8 << 20
 	}
-	return &Scheduler{cfg: cfg, committed: first - 1, keyExcl: map[uint64]*Unit{}, keyLast: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
+	return &Scheduler{cfg: cfg, committed: first - 1, above: map[uint64]struct{}{}, keyExcl: map[uint64]*Unit{}, keyLast: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
 		spans: spanState{}, order: commitOrder{domains: map[uint32]*domainState{}}}
 }
 
@@ -219,6 +240,19 @@ func (s *Scheduler) BarrierPending() bool { return s.barrier != nil }
 // Add puts a unit (the next in Seq order) into the graph.
 func (s *Scheduler) Add(u *Unit) {
 	u.state, u.waiting, u.deps, u.dependents = statePending, 0, nil, nil
+	if !s.cfg.Domains || u.Barrier || u.Solo || len(u.Points) > 0 || s.cfg.Mode != ModeWriteset ||
+		u.SequenceNumber > 0 || u.LastCommitted > 0 {
+		// Fail closed: copied chunks and rows of tables being copied (spans
+		// reduce their waits assuming one order), MySQL's logical clock,
+		// and the modes without writesets: commit-order mode has nothing
+		// to see a conflict across domains with, so only the commit order
+		// settles one (as MariaDB's replica, binlane does not trust the
+		// domains to be disjoint).
+		u.Ordered = true
+	}
+	if !u.Ordered && u.Set != nil {
+		s.markCrossDomain(u)
+	}
 	if s.barrier != nil {
 		s.depend(u, s.barrier)
 	}
@@ -233,7 +267,9 @@ func (s *Scheduler) Add(u *Unit) {
 	if u.Barrier || u.Open {
 		s.barrier = u
 	}
-	u.headOnly = u.Head
+	// A barrier starts when every earlier unit committed: its dependency
+	// on the last unit says so only when units commit in one order.
+	u.headOnly = u.Head || u.Barrier && s.cfg.Domains
 	s.last = u
 	s.inflight++
 	s.bytes += u.Bytes
@@ -308,6 +344,38 @@ func (s *Scheduler) Seal(u *Unit, set *writeset.Set) {
 		}
 		if earlier(s.tableLast[t.Table]) {
 			s.tableLast[t.Table] = u
+		}
+	}
+}
+
+// markCrossDomain makes u Ordered when an uncommitted unit of another
+// domain, not Ordered, last held one of its keys or tables. Why this keeps
+// the graph's reductions sound (a later unit waits only for the last
+// holder of a key, taking its commit to mean every earlier holder's): by
+// induction, "the last holder h of k committed" implies "every earlier
+// holder of k committed". When u is added and h is uncommitted, either h is
+// of u's domain (u commits after it: domain order), or h is Ordered (u
+// commits after every earlier Ordered unit), or h is of another domain and
+// u becomes Ordered here (it commits after every earlier unit); in each
+// case u's commit implies h's, hence every earlier holder's. Shared keys
+// count although two shared holders do not wait for each other: an
+// exclusive holder after them waits for the last one only.
+func (s *Scheduler) markCrossDomain(u *Unit) {
+	other := func(h *Unit) bool {
+		return h != nil && h != u && h.state != stateCommitted && !h.Ordered && h.Domain != u.Domain
+	}
+	for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
+		for _, k := range keys {
+			if other(s.keyLast[k]) || other(s.keyExcl[k]) {
+				u.Ordered = true
+				return
+			}
+		}
+	}
+	for _, t := range u.Set.Tables {
+		if other(s.tableLast[t.Table]) || other(s.tableExcl[t.Table]) {
+			u.Ordered = true
+			return
 		}
 	}
 }

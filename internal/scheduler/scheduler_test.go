@@ -406,3 +406,61 @@ func TestConflicts(t *testing.T) {
 		t.Errorf("conflicts with a committed unit: %v", got)
 	}
 }
+
+// TestDomains: with Config.Domains, batches commit out of Seq order; the
+// scheduler keeps the Seq up to which everything committed, hands a
+// barrier out only at that head, keeps each batch to one domain, and makes
+// Ordered a unit that shares a key or table with an uncommitted unit of
+// another domain (fail closed: commit order across domains stays the
+// source's where they conflict).
+func TestDomains(t *testing.T) {
+	s := New(Config{Mode: ModeWriteset, MaxBatch: 8, Domains: true}, 1)
+	add := func(seq uint64, domain uint32, desc string) *Unit {
+		u := unit(seq, desc)
+		u.Domain = domain
+		s.Add(u)
+		return u
+	}
+	u1 := add(1, 1, "a")
+	u2 := add(2, 2, "b")
+	u3 := add(3, 2, "c")
+	u4 := add(4, 1, "T:t")
+	u5 := add(5, 2, "T:t")
+	u6 := add(6, 3, "B")
+	for _, u := range []*Unit{u1, u2, u3, u4} {
+		if u.Ordered {
+			t.Errorf("unit %d Ordered; it shares nothing with another domain", u.Seq)
+		}
+	}
+	if !u5.Ordered || !u6.Ordered {
+		t.Errorf("Ordered: unit 5 (shares table t with unit 4, domain 1) %v, unit 6 (a barrier) %v", u5.Ordered, u6.Ordered)
+	}
+	if got := seqs(s.Next()); got != "[1]" {
+		t.Fatalf("first batch %s, want [1] (one domain per batch)", got)
+	}
+	if got := seqs(s.Next()); got != "[2 3]" {
+		t.Fatalf("second batch %s, want [2 3]", got)
+	}
+	s.Committed([]*Unit{u2, u3})
+	if s.CommittedSeq() != 0 {
+		t.Fatalf("everything committed up to %d; unit 1 has not", s.CommittedSeq())
+	}
+	if got := seqs(s.Next()); got != "[4]" {
+		t.Fatalf("third batch %s, want [4]", got)
+	}
+	s.Committed([]*Unit{u4})
+	if got := seqs(s.Next()); got != "[5]" {
+		t.Fatalf("fourth batch %s, want [5]", got)
+	}
+	s.Committed([]*Unit{u5})
+	if got := s.Next(); got != nil {
+		t.Fatalf("the barrier went out before unit 1 committed: %s", seqs(got))
+	}
+	s.Committed([]*Unit{u1})
+	if s.CommittedSeq() != 5 {
+		t.Fatalf("everything committed up to %d, want 5", s.CommittedSeq())
+	}
+	if got := seqs(s.Next()); got != "[6]" {
+		t.Fatalf("the barrier: %s, want [6]", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/replicate"
@@ -48,6 +49,16 @@ func FromStored(s Stored) Stream {
 			d.Held, d.Restarts = rep.Held, ptr(rep.Restarts)
 			if row.LagMillis >= 0 {
 				d.LagSeconds = ptr(float64(row.LagMillis) / 1000)
+			}
+		}
+	}
+	d.Domains = domainsOf(row.GTID)
+	if d.LagSeconds != nil {
+		for _, dl := range rep.Domains {
+			for i := range d.Domains {
+				if d.Domains[i].Domain == dl.Domain {
+					d.Domains[i].LagSeconds = ptr(dl.Lag.Seconds())
+				}
 			}
 		}
 	}
@@ -95,11 +106,27 @@ func FromProcess(stream string, st replicate.Status, iv Interval, now time.Time)
 		return withError(d, st)
 	}
 	d.LagSeconds = ptr(st.Lag.Seconds())
+	for _, dl := range st.Domains {
+		d.Domains = append(d.Domains, Domain{Domain: dl.Domain, GTID: dl.GTID, LagSeconds: ptr(dl.Lag.Seconds())})
+	}
 	d.Run = runOf(st.Snapshot, iv)
 	for _, c := range st.Copy {
 		d.Copy = append(d.Copy, CopyTable{Table: c.Table, Done: c.Done, Rows: c.Rows, Estimate: c.Estimate, OnePass: c.OnePass})
 	}
 	return withError(d, st)
+}
+
+// domainsOf lists the domains of a MariaDB position with several.
+func domainsOf(pos string) []Domain {
+	set, err := gtid.ParseSet(pos)
+	if err != nil || set.Flavor() != gtid.MariaDB || len(set.Domains()) < 2 {
+		return nil
+	}
+	var out []Domain
+	for _, g := range set.Domains() {
+		out = append(out, Domain{Domain: g.Domain, GTID: g.String()})
+	}
+	return out
 }
 
 func withError(d Stream, st replicate.Status) Stream {

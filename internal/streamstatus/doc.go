@@ -29,6 +29,14 @@ const (
 // Stream is the status document of one stream. Fields one source cannot
 // know are null: `binlane status` reads the target, the status page the
 // running process.
+// Domain is one MariaDB GTID domain of a stream's position.
+type Domain struct {
+	Domain uint32 `json:"domain"`
+	GTID   string `json:"gtid"`
+	// LagSeconds: as the stream's, for the domain (null: unknown).
+	LagSeconds *float64 `json:"lag_seconds"`
+}
+
 type Stream struct {
 	Stream string `json:"stream"`
 	State  string `json:"state"`
@@ -48,6 +56,9 @@ type Stream struct {
 	// LagSeconds is how far the target is behind the source (null:
 	// unknown, such as for a stream no process runs).
 	LagSeconds *float64 `json:"lag_seconds"`
+	// Domains splits Position and LagSeconds by MariaDB GTID domain when
+	// the position has several: each domain commits in its own order.
+	Domains []Domain `json:"domains,omitempty"`
 	// Held says why binlane's limits hold its work back now ("" when
 	// they do not).
 	Held string `json:"held"`
