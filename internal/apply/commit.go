@@ -46,12 +46,7 @@ func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
 	if b.units[0].HeadOnly() {
 		rule.all = true
 	}
-	start := time.Now()
-	w.waitingTurn.Store(true)
-	defer func() {
-		w.waitingTurn.Store(false)
-		w.ws.CommitWait.Add(int64(time.Since(start)))
-	}()
+	defer w.waiting()()
 	for {
 		ok, changed, err := c.seq.ready(b.first, rule)
 		if err != nil || ok {
@@ -69,6 +64,18 @@ func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
 	}
 }
 
+// waiting marks w as waiting for its commit turn (the lock-wait monitor
+// may roll its batch back) until the returned function runs, and counts
+// the time as commit wait.
+func (w *worker) waiting() (done func()) {
+	start := time.Now()
+	w.waitingTurn.Store(true)
+	return func() {
+		w.waitingTurn.Store(false)
+		w.ws.CommitWait.Add(int64(time.Since(start)))
+	}
+}
+
 // lockPosition takes the position lock (see sequencer). Waiting for it
 // counts as waiting for the turn: the lock-wait monitor may roll b back
 // for an earlier batch that needs one of its row locks.
@@ -78,12 +85,7 @@ func (c *committer) lockPosition(ctx context.Context, w *worker, b *batch) error
 		return nil
 	default:
 	}
-	start := time.Now()
-	w.waitingTurn.Store(true)
-	defer func() {
-		w.waitingTurn.Store(false)
-		w.ws.CommitWait.Add(int64(time.Since(start)))
-	}()
+	defer w.waiting()()
 	select {
 	case c.seq.posLock <- struct{}{}:
 		return nil
