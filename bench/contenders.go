@@ -68,6 +68,15 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 				return runBinlane(ctx, c, bin, spec, b, dst, w)
 			}})
 	}
+	if c.baseline != "" {
+		// The same backlog drained by another build: an A/B in one run.
+		for _, w := range c.workers {
+			list = append(list, contender{fmt.Sprintf("baseline workers=%d", w), "baseline",
+				func(ctx context.Context, dst *sandbox.Server) (drained, error) {
+					return runBinlane(ctx, c, c.baseline, spec, b, dst, w)
+				}})
+		}
+	}
 	for _, n := range spec.native(c) {
 		if n == "rowevents" {
 			list = append(list, contender{"row events as BINLOG statements (reference)", "reference",

@@ -71,6 +71,8 @@ type config struct {
 	// binlane is a binary to measure instead of one built from this tree
 	// (an A/B of two versions on the same machine).
 	binlane string
+	// baseline is another build measured beside it (an A/B in one run).
+	baseline string
 }
 
 func main() {
@@ -110,6 +112,7 @@ func main() {
 	scales := flag.String("copy-scales", "", "copy mode: measure binlane's copy and the LOAD DATA ceiling (indexes after) at these sizes: total rows over --tables tables, or ROWSxTABLES (e.g. 500k,2M,8M,8Mx1)")
 	flag.BoolVar(&c.copyScalesOnly, "copy-scales-only", false, "copy mode: run only the --copy-scales measurements")
 	flag.StringVar(&c.binlane, "binlane", "", "measure this binlane binary instead of building one from this tree")
+	flag.StringVar(&c.baseline, "baseline", "", "drain mode: also measure this binlane binary (another build) on the same backlogs, as the contenders \"baseline workers=N\"")
 	only := flag.String("only", "", "copy mode: run only the contenders whose name matches this regular expression (e.g. 'binlane.*=4|ceiling')")
 	flag.Parse()
 	if *only != "" {
