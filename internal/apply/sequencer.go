@@ -130,10 +130,12 @@ func (s *sequencer) committedSeq() uint64 {
 // waiters.
 func (s *sequencer) advance(first, last uint64) {
 	s.mu.Lock()
-	for seq := first; seq <= last; seq++ {
-		if seq > s.committed {
-			s.above[seq] = struct{}{}
-		}
+	if first <= s.committed+1 && len(s.above) == 0 {
+		// In order (one domain, or the head): no bookkeeping per Seq.
+		s.committed = max(s.committed, last)
+	}
+	for seq := max(first, s.committed+1); seq <= last; seq++ {
+		s.above[seq] = struct{}{}
 	}
 	for {
 		if _, ok := s.above[s.committed+1]; !ok {

@@ -159,7 +159,10 @@ func (s *Scheduler) Committed(batch []*Unit) {
 			s.barrier = nil
 		}
 		s.order.committed(u)
-		if u.Seq > s.committed {
+		switch {
+		case u.Seq == s.committed+1 && len(s.above) == 0:
+			s.committed = u.Seq // in order: no bookkeeping per unit
+		case u.Seq > s.committed:
 			s.above[u.Seq] = struct{}{}
 		}
 		s.inflight--
