@@ -195,3 +195,26 @@ func TestFlushEndsOpenStatement(t *testing.T) {
 		}
 	}
 }
+
+// TestUpsertableWideRows: an update of a wide row that changes little of it
+// is an UPDATE of the changed columns, not part of an upsert run that
+// would re-send the whole row; a narrow row, or one that mostly changed,
+// still joins runs.
+func TestUpsertableWideRows(t *testing.T) {
+	p := upsertTable("doc", false, nil, "id", "body", "n")
+	big := binlog.Value{Kind: binlog.KindString, B: []byte(strings.Repeat("x", 3000))}
+	big2 := binlog.Value{Kind: binlog.KindString, B: []byte(strings.Repeat("y", 3000))}
+	for _, c := range []struct {
+		name   string
+		change txn.Change
+		want   bool
+	}{
+		{"narrow row", upd(row(i64(1), i64(2), i64(3)), row(i64(1), i64(2), i64(4))), true},
+		{"wide row, a small column changed", upd(row(i64(1), big, i64(3)), row(i64(1), big, i64(4))), false},
+		{"wide row, the wide column changed", upd(row(i64(1), big, i64(3)), row(i64(1), big2, i64(3))), true},
+	} {
+		if got := upsertable(p, &c.change); got != c.want {
+			t.Errorf("%s: upsertable %v, want %v", c.name, got, c.want)
+		}
+	}
+}
