@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/wire"
@@ -18,8 +19,17 @@ func currentPosition(ctx context.Context, c *wire.Conn, flavor gtid.Flavor) (Pos
 	}
 	// MariaDB has no statement returning both at once. Read the GTID state
 	// on both sides of SHOW MASTER STATUS: equal readings mean no
-	// transaction was binlogged in between.
-	for attempt := 0; attempt < 10; attempt++ {
+	// transaction was binlogged in between. A busy source binlogs between
+	// most readings: the pause between tries grows (to 25 ms, 0.6 s in
+	// all) so that one falls into a gap between its commits.
+	for attempt := 0; attempt < unstableTries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-time.After(time.Duration(min(attempt, 25)) * time.Millisecond):
+			case <-ctx.Done():
+				return Position{}, ctx.Err()
+			}
+		}
 		before, err := globals(ctx, c, []string{"gtid_binlog_pos"})
 		if err != nil {
 			return Position{}, fmt.Errorf("current position: %w", err)
@@ -41,8 +51,15 @@ func currentPosition(ctx context.Context, c *wire.Conn, flavor gtid.Flavor) (Pos
 		}
 		return Position{GTIDMode: true, GTIDs: set, File: file, Pos: pos}, nil
 	}
-	return Position{}, fmt.Errorf("current position: the source kept committing; no stable reading of @@gtid_binlog_pos in 10 tries")
+	return Position{}, fmt.Errorf("current position: %w", ErrUnstablePosition)
 }
+
+// unstableTries bounds the readings of the current position.
+const unstableTries = 40
+
+// ErrUnstablePosition: the source binlogged between every two readings of
+// its GTID state; a later try may find a gap.
+var ErrUnstablePosition = fmt.Errorf("the source kept committing; no stable reading of @@gtid_binlog_pos in %d tries", unstableTries)
 
 // mysqlCurrentPosition uses SHOW MASTER STATUS, whose Executed_Gtid_Set
 // matches its file and position.

@@ -6,6 +6,7 @@ import (
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 )
@@ -23,7 +24,8 @@ func retryable(err error, f sqlerr.Flavor) bool {
 	switch {
 	case errors.Is(err, position.ErrNotOwner), errors.As(err, &busy), errors.As(err, &te):
 		return false
-	case errors.Is(err, txn.ErrStreamBroken), errors.Is(err, apply.ErrSchemaChanged), errors.Is(err, errLockLost):
+	case errors.Is(err, txn.ErrStreamBroken), errors.Is(err, apply.ErrSchemaChanged), errors.Is(err, errLockLost),
+		errors.Is(err, replica.ErrUnstablePosition):
 		return true
 	}
 	return sqlerr.ConnectionLost(err, f)
