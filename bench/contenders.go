@@ -104,7 +104,7 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 	var err error
 	cpus := make([]cpuUse, len(list))
 	res.Runs, err = interleave(c, spec.name, names, kinds, float64(b.txns), func(i int) (time.Duration, string, string, error) {
-		d, ver, err := runOne(ctx, c, spec, b, list[i].run)
+		d, ver, err := runOne(ctx, c, spec, b, list[i].name, list[i].run)
 		if err == nil && spec.app != nil {
 			lag, at := peakLag(b.written, d.samples, seqOf(b.start), seqOf(b.end))
 			lags[i] = append(lags[i], lag)
@@ -167,7 +167,8 @@ func interleave(c config, scenario string, names, kinds []string, work float64,
 
 // runOne starts a target from the baseline, runs one contender on it and
 // verifies the result.
-func runOne(ctx context.Context, c config, spec scenarioSpec, b *backlog, run drainFunc) (d drained, ver string, err error) {
+func runOne(ctx context.Context, c config, spec scenarioSpec, b *backlog, name string, run drainFunc) (
+	d drained, ver string, err error) {
 	dst, err := sandbox.Start(ctx, sandbox.Options{Role: sandbox.Target, Name: "bench-target", DataFrom: b.baseline,
 		Durable: spec.durable, Extra: serverOptions(c, spec.durable)})
 	if err != nil {
@@ -182,7 +183,15 @@ func runOne(ctx context.Context, c config, spec scenarioSpec, b *backlog, run dr
 			return d, "", err
 		}
 	}
-	if d, err = run(ctx, dst); err != nil {
+	stopPerf, err := recordTarget(ctx, c.perfDir, spec.name+"-"+name, dst.PID())
+	if err != nil {
+		return d, "", err
+	}
+	d, err = run(ctx, dst)
+	if perr := stopPerf(); err == nil && perr != nil {
+		return d, "", perr
+	}
+	if err != nil {
 		return d, "", err
 	}
 	ver = "skipped"

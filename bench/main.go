@@ -47,7 +47,8 @@ type config struct {
 	maxBatch     int
 	window       int
 	profileDir   string
-	pin          bool // --pin: see targetCore
+	perfDir      string // --perf-dir: perf record of the target during each drain
+	pin          bool   // --pin: see targetCore
 	repeat       int
 	machine      string
 	mode         string
@@ -100,6 +101,8 @@ func main() {
 	flag.IntVar(&c.window, "window", 0, "binlane --window (0: its default)")
 	flag.IntVar(&c.repeat, "repeat", 1, "runs of every contender (interleaved); the median counts")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write a CPU profile of every binlane run into this folder")
+	flag.StringVar(&c.perfDir, "perf-dir", "", "drain mode: record the target's mariadbd with perf during every drain (binlane's and MariaDB's replica's "+
+		"alike) and write perf.data and its top symbols into this folder")
 	flag.BoolVar(&c.pin, "pin", false, "drain mode: the target's mariadbd alone on core 1, the source and binlane on core 0 (taskset), "+
 		"for binlane and MariaDB's replica alike: the target's core is everyone's ceiling")
 	var copyWorkers string
