@@ -167,10 +167,13 @@ func (a *Applier) Stats() *Stats { return a.stats }
 // work is one transaction with what the coordinator worked out about it.
 type work struct {
 	t     *txn.Txn
-	body  txn.Body       // the whole transaction, or its first part
-	plans []*plan.Table  // per item of body; nil for items that are not rows
-	parts chan txn.Part  // the later parts of a transaction sent in parts
-	set   writeset.Set   // what it writes
+	body  txn.Body      // the whole transaction, or its first part
+	plans []*plan.Table // per item of body; nil for items that are not rows
+	parts chan txn.Part // the later parts of a transaction sent in parts
+	set   writeset.Set  // what it writes
+	// keys locates each change's keys in set (Spans nil: not computed, or
+	// coarsened), for the run planner (rowsql.Keys).
+	keys  rowsql.Keys
 	unit  scheduler.Unit // its node in the dependency graph
 	alone bool           // applied on its own: statements, sent in parts, savepoints, XA
 	// barrier is set when it also runs with nothing else in flight (intake

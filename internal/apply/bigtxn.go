@@ -23,11 +23,14 @@ const (
 	maxSetKeys = 1 << 19
 )
 
-// bound keeps a writeset within maxSetKeys.
-func bound(s *writeset.Set) {
+// bound keeps a writeset within maxSetKeys; true when it took its tables
+// whole instead.
+func bound(s *writeset.Set) bool {
 	if len(s.Keys)+len(s.Shared) > maxSetKeys {
 		s.Coarsen()
+		return true
 	}
+	return false
 }
 
 // extendSet adds the changes of one part of a transaction sent in parts to

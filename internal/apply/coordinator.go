@@ -291,7 +291,9 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 			u.Barrier = true
 			c.a.stats.addSerialized(w.set.Barrier)
 		}
-		bound(&w.set)
+		if bound(&w.set) {
+			w.keys = rowsql.Keys{} // the spans pointed into the keys dropped
+		}
 		u.Set = &w.set
 		// A transaction too large to apply twice starts at the head, where
 		// nothing earlier can wait for it: the lock-wait monitor never rolls
@@ -386,6 +388,9 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 		w.plans[i] = p
 	}
 	w.unit.Points = filterCopied(c.a.cfg.Copy, &w.body, w.plans)
+	if c.a.cfg.Mode == scheduler.ModeWriteset {
+		w.keys = rowsql.Keys{Set: &w.set, Spans: make([]writeset.Span, len(w.body.Changes))}
+	}
 	for i, p := range w.plans {
 		if p == nil {
 			continue
@@ -398,7 +403,7 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 		}
 		it := &w.body.Items[i]
 		for j := it.First; j < it.Last; j++ {
-			c.ws.AddChange(&w.set, p, &w.body.Changes[j])
+			w.keys.Spans[j] = c.ws.AddChangeSpan(&w.set, p, &w.body.Changes[j])
 		}
 	}
 	return nil

@@ -242,7 +242,11 @@ func (w *worker) write(ctx context.Context, b *batch) error {
 	}
 	rows := 0
 	for _, wk := range b.works {
-		if err := w.sql.Body(wk.t, &wk.body, wk.plans); err != nil {
+		var keys *rowsql.Keys
+		if wk.keys.Spans != nil {
+			keys = &wk.keys
+		}
+		if err := w.sql.Body(wk.t, &wk.body, wk.plans, keys); err != nil {
 			return err
 		}
 		rows += countRows(&wk.body)

@@ -55,22 +55,25 @@ func (h *pending) reset() {
 }
 
 // add records a change with its conflict keys, computed by the scheduler's
-// own rules (writeset.Builder.AddChange) for the change alone.
-func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int) {
-	h.set.Reset()
-	h.ws.AddChange(&h.set, p, c)
-	fence := p.RowKey == nil || p.OrderedRows ||
-		h.set.Barrier != "" || writeset.FiresActions(p, c)
-	for _, ta := range h.set.Tables {
-		// A table taken whole: a key that could not be normalized, or rows
-		// that cannot be named. Shared table accesses conflict only with
-		// exclusive ones, which are fences: they need no key here.
-		fence = fence || ta.Exclusive
+// own rules (writeset.Builder.AddChange) for the change alone: those the
+// scheduler's writeset already holds (known: the change's span in it), or
+// computed here.
+func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int, known *Keys, at int) {
+	set, span := &h.set, writeset.Span{}
+	if known != nil {
+		set, span = known.Set, known.Spans[at]
+	} else {
+		h.set.Reset()
+		span = h.ws.AddChangeSpan(&h.set, p, c)
 	}
+	// Whole: a table taken whole (a key that could not be normalized, rows
+	// that cannot be named). Shared table accesses conflict only with
+	// exclusive ones, which are fences: they need no key here.
+	fence := p.RowKey == nil || p.OrderedRows || p.Serialize != "" || span.Whole || writeset.FiresActions(p, c)
 	sp := keySpan{from: len(h.keys)}
-	h.keys = append(h.keys, h.set.Keys...)
+	h.keys = append(h.keys, set.Keys[span.Keys[0]:span.Keys[1]]...)
 	sp.mid = len(h.keys)
-	h.keys = append(h.keys, h.set.Shared...)
+	h.keys = append(h.keys, set.Shared[span.Shared[0]:span.Shared[1]]...)
 	sp.to = len(h.keys)
 	h.changes = append(h.changes, pendingChange{t: t, p: p, c: c})
 	h.entries = append(h.entries, runEntry{group: group, fence: fence})
@@ -124,7 +127,8 @@ func (w *Writer) hoisting() bool { return w.Runs && !w.OneByOne }
 
 // hold adds the changes of one rows item to what waits for the planner;
 // collapsible tables go to the collapser as in Rows.
-func (w *Writer) hold(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
+// known, when not nil, holds the keys of changes[j] at first+j.
+func (w *Writer) hold(t *txn.Txn, p *plan.Table, changes []txn.Change, known *Keys, first int) error {
 	h := &w.pend
 	for j := range changes {
 		c := &changes[j]
@@ -132,7 +136,7 @@ func (w *Writer) hold(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
 			w.col.add(t, p, c)
 			continue
 		}
-		h.add(t, p, c, h.group(p, c))
+		h.add(t, p, c, h.group(p, c), known, first+j)
 		if h.full() {
 			if err := w.writeRuns(); err != nil {
 				return err

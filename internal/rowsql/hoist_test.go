@@ -2,6 +2,7 @@ package rowsql
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/txn"
+	"github.com/binlane/binlane/internal/writeset"
 )
 
 // keyed gives a test plan the conflict keys writeset hashes: its row key
@@ -63,7 +65,33 @@ func bodyOf(steps ...step) (txn.Body, []*plan.Table) {
 // runStatements writes transactions of steps as one target transaction
 // with Runs on and returns its row statements (guards and the
 // transaction's own statements left out).
+//
+// It writes them twice, the planner hashing every change itself and
+// reusing the keys of a writeset built as the scheduler's is, and fails
+// when the two differ.
 func runStatements(t *testing.T, txns ...[]step) []string {
+	t.Helper()
+	got := runStatementsKeys(t, false, txns...)
+	if known := runStatementsKeys(t, true, txns...); !slices.Equal(got, known) {
+		t.Fatalf("with the writeset's keys:\n%s\nhashing every change:\n%s", strings.Join(known, "\n"), strings.Join(got, "\n"))
+	}
+	return got
+}
+
+// writesetKeys builds a body's writeset as the scheduler's coordinator
+// does, with each change's span.
+func writesetKeys(body *txn.Body, plans []*plan.Table) *Keys {
+	k := &Keys{Set: &writeset.Set{}, Spans: make([]writeset.Span, len(body.Changes))}
+	var b writeset.Builder
+	for i, it := range body.Items {
+		for j := it.First; j < it.Last; j++ {
+			k.Spans[j] = b.AddChangeSpan(k.Set, plans[i], &body.Changes[j])
+		}
+	}
+	return k
+}
+
+func runStatementsKeys(t *testing.T, known bool, txns ...[]step) []string {
 	t.Helper()
 	s := &sink{}
 	w := NewWriter(s)
@@ -73,7 +101,11 @@ func runStatements(t *testing.T, txns ...[]step) []string {
 	}
 	for i, steps := range txns {
 		body, plans := bodyOf(steps...)
-		if err := w.Body(&txn.Txn{Seq: uint64(i + 1)}, &body, plans); err != nil {
+		var keys *Keys
+		if known {
+			keys = writesetKeys(&body, plans)
+		}
+		if err := w.Body(&txn.Txn{Seq: uint64(i + 1)}, &body, plans, keys); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -225,14 +257,24 @@ func BenchmarkRuns(b *testing.B) {
 		body, p := bodyOf(steps...)
 		bodies, plans = append(bodies, body), append(plans, p)
 	}
-	for _, runs := range []bool{false, true} {
-		b.Run(fmt.Sprint("runs=", runs), func(b *testing.B) {
+	keys := make([]*Keys, len(bodies))
+	for i := range bodies {
+		keys[i] = writesetKeys(&bodies[i], plans[i])
+	}
+	for _, c := range []struct {
+		runs, known bool
+	}{{false, false}, {true, false}, {true, true}} {
+		b.Run(fmt.Sprintf("runs=%v/writeset-keys=%v", c.runs, c.known), func(b *testing.B) {
 			w := NewWriter(nullSink{})
-			w.Runs = runs
+			w.Runs = c.runs
 			for b.Loop() {
 				w.Begin()
 				for i := range bodies {
-					if err := w.Body(t1, &bodies[i], plans[i]); err != nil {
+					var k *Keys
+					if c.known {
+						k = keys[i]
+					}
+					if err := w.Body(t1, &bodies[i], plans[i], k); err != nil {
 						b.Fatal(err)
 					}
 				}

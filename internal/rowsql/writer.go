@@ -8,6 +8,7 @@ import (
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/txn"
+	"github.com/binlane/binlane/internal/writeset"
 )
 
 // Default bounds of one statement and one round trip: well below the
@@ -197,9 +198,21 @@ func (w *Writer) Rows(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
 	return nil
 }
 
+// Keys are the conflict keys a scheduler's writeset holds for a body's
+// changes: Spans[i] locates those of body.Changes[i] in Set. The run
+// planner reuses them instead of hashing every change again.
+type Keys struct {
+	Set   *writeset.Set
+	Spans []writeset.Span
+}
+
 // Body writes every row item of a transaction body; plans holds the plan of
-// each item (nil for items that are not rows).
-func (w *Writer) Body(t *txn.Txn, body *txn.Body, plans []*plan.Table) error {
+// each item (nil for items that are not rows). keys, when not nil, are the
+// keys of its changes (one span per change of body).
+func (w *Writer) Body(t *txn.Txn, body *txn.Body, plans []*plan.Table, keys *Keys) error {
+	if keys != nil && len(keys.Spans) != len(body.Changes) {
+		keys = nil // not this body's (filtered or resolved since)
+	}
 	for i := range body.Items {
 		it := &body.Items[i]
 		if it.Kind != txn.ItemRows {
@@ -213,7 +226,7 @@ func (w *Writer) Body(t *txn.Txn, body *txn.Body, plans []*plan.Table) error {
 		changes := body.Changes[it.First:it.Last]
 		var err error
 		if w.hoisting() {
-			err = w.hold(t, plans[i], changes)
+			err = w.hold(t, plans[i], changes, keys, it.First)
 		} else {
 			err = w.Rows(t, plans[i], changes)
 		}

@@ -158,12 +158,45 @@ type Builder struct {
 	d       xxhash.Digest
 	scratch [16]byte
 	buf     []byte
+	// The change being added: where its keys start in the set (a key is
+	// dropped as a repeat only of the same change's previous key, so that
+	// each change's keys stay whole: see Span), and whether it took a
+	// table exclusively.
+	keysAt, sharedAt int
+	whole            bool
+}
+
+// Span locates the keys one change added to a Set: Keys[Keys[0]:Keys[1]]
+// and Shared[Shared[0]:Shared[1]]. Whole says the change took a table
+// exclusively (rows it could not name). The run planner of package rowsql
+// reuses them instead of hashing every change a second time.
+type Span struct {
+	Keys, Shared [2]int32
+	Whole        bool
 }
 
 // AddChange adds the keys of one row change of the table planned by p.
 func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
+	b.AddChangeSpan(s, p, c)
+}
+
+// AddChangeSpan is AddChange, and says where the change's keys are in s.
+func (b *Builder) AddChangeSpan(s *Set, p *plan.Table, c *txn.Change) Span {
+	b.keysAt, b.sharedAt, b.whole = len(s.Keys), len(s.Shared), false
+	b.addChange(s, p, c)
+	return Span{Keys: [2]int32{int32(b.keysAt), int32(len(s.Keys))},
+		Shared: [2]int32{int32(b.sharedAt), int32(len(s.Shared))}, Whole: b.whole}
+}
+
+// table records a table access of the change being added.
+func (b *Builder) table(s *Set, h uint64, exclusive bool) {
+	b.whole = b.whole || exclusive
+	s.addTable(h, exclusive)
+}
+
+func (b *Builder) addChange(s *Set, p *plan.Table, c *txn.Change) {
 	// Rows of a table without a usable key cannot be named: take the table.
-	s.addTable(p.TableHash, p.RowKey == nil)
+	b.table(s, p.TableHash, p.RowKey == nil)
 	if p.Serialize != "" && s.Barrier == "" {
 		s.Barrier = p.Serialize
 	}
@@ -184,7 +217,7 @@ func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
 			continue // no parent row referenced
 		}
 		if ref.TableLevel {
-			s.addTable(ref.ParentTable, true)
+			b.table(s, ref.ParentTable, true)
 			continue
 		}
 		// The reference touches the parent table too (shared): a change of
@@ -192,7 +225,7 @@ func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
 		// exclusively, and an equal value here (say 'e' for its 'é') must
 		// then wait for it. Likewise a reference that cannot be normalized
 		// takes the parent table, not this one.
-		s.addTable(ref.ParentTable, false)
+		b.table(s, ref.ParentTable, false)
 		// Shared: children of one parent row change independently.
 		b.addKey(s, p, RefSeed(ref.Seed), c.Before, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
 		b.addKey(s, p, RefSeed(ref.Seed), c.After, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
@@ -225,9 +258,9 @@ func (b *Builder) addChildren(s *Set, p *plan.Table, c *txn.Change) {
 		// this row's key (it still waits for, and holds back, whatever takes
 		// that table whole: a copied chunk of it, a change of a table without
 		// a key), whole where they cannot be named.
-		s.addTable(ch.Table, ch.Whole || act == plan.SetDefault)
+		b.table(s, ch.Table, ch.Whole || act == plan.SetDefault)
 		for _, h := range deeper {
-			s.addTable(h, true)
+			b.table(s, h, true)
 		}
 	}
 }
@@ -320,16 +353,16 @@ func (b *Builder) addKey(s *Set, p *plan.Table, seed uint64, row []binlog.Value,
 			n = prefix[i]
 		}
 		if !b.writeValue(v, coll, n) {
-			s.addTable(fallback, true)
+			b.table(s, fallback, true)
 			return
 		}
 	}
 	h := b.d.Sum64()
-	keys := &s.Keys
+	keys, at := &s.Keys, b.keysAt
 	if shared {
-		keys = &s.Shared
+		keys, at = &s.Shared, b.sharedAt
 	}
-	if k := len(*keys); k > 0 && (*keys)[k-1] == h {
+	if k := len(*keys); k > at && (*keys)[k-1] == h {
 		return // an update that keeps the key: one key is enough
 	}
 	*keys = append(*keys, h)
