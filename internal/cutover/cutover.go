@@ -47,7 +47,6 @@ import (
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
-	"github.com/binlane/binlane/internal/pause"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/verify"
 )
@@ -85,9 +84,9 @@ type Config struct {
 	// process) and does nothing else.
 	RollbackOnly bool
 	Logger       *slog.Logger
-	// AfterStep, when set, is called as each step ends ("frozen", "held",
-	// "verified", "handed over", "objects created"): tests kill the
-	// process there.
+	// AfterStep, when set, is called as each step ends, with the names
+	// KillPoints lists ("frozen", "held", "verified", "handed over",
+	// "objects created"): tests kill the process there.
 	AfterStep func(step string)
 }
 
@@ -269,48 +268,14 @@ func reverseName(cfg Config) string {
 	return ""
 }
 
-// switchOver runs steps 2 to 5 up to the hand-over's commit; an error
-// before that commit is rolled back by the caller.
+// switchOver runs the steps up to the hand-over's commit; an error before
+// that commit is rolled back by the caller.
 func (c *cut) switchOver(ctx context.Context) error {
 	frozeAt := time.Now()
-	deadline := frozeAt.Add(c.cfg.Timeout)
-	c.log.Info("freezing the source's writes", "freeze", c.cfg.Freeze, "timeout", c.cfg.Timeout)
-	p, err := c.freeze(ctx, deadline)
-	if err != nil {
+	r := &runState{deadline: frozeAt.Add(c.cfg.Timeout)}
+	if err := c.runSteps(ctx, r, false); err != nil {
 		return err
 	}
-	c.res.SourceGTID = p.String()
-	c.res.Timings.Freeze = time.Since(frozeAt)
-	if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"source_gtid": p.String()}); err != nil {
-		return err
-	}
-	c.step("frozen")
-
-	caught := time.Now()
-	c.log.Info("catching up", "source_gtid", p.String())
-	req := pause.AtRequest(p, position.ByCutover)
-	if err := position.RequestPause(ctx, c.tgt, c.cfg.Stream, req.Text(), req.By); err != nil {
-		return err
-	}
-	if _, err := pause.WaitHeld(ctx, c.tgt, c.cfg.Stream, req, time.Until(deadline)); err != nil {
-		var to *pause.TimeoutError
-		if errors.As(err, &to) {
-			return &TimeoutError{Step: "catch-up", After: c.cfg.Timeout, Detail: err.Error()}
-		}
-		return fmt.Errorf("catch up: %w", err)
-	}
-	c.res.Timings.CatchUp = time.Since(caught)
-	c.step("held")
-
-	if err := c.verify(ctx); err != nil {
-		return err
-	}
-	c.step("verified")
-	handed := time.Now()
-	if err := c.handOver(ctx, p); err != nil {
-		return err
-	}
-	c.res.Timings.HandOver = time.Since(handed)
 	c.res.Timings.Frozen = time.Since(frozeAt)
 	return nil
 }
@@ -321,7 +286,6 @@ func (c *cut) switchOver(ctx context.Context) error {
 // event of the source's, or with one that differs. Triggers and events it
 // lacks are deferred: the hand-over creates them.
 func (c *cut) verify(ctx context.Context) error {
-	began := time.Now()
 	cfg := verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Parallel: c.cfg.VerifyParallel,
 		ChunkRows: c.cfg.ChunkRows, Logger: c.log, AnyDefiner: c.cfg.IgnoreDefiners}
 	if c.cfg.NoVerify {
@@ -331,7 +295,6 @@ func (c *cut) verify(ctx context.Context) error {
 		c.log.Info("verifying at the final position")
 	}
 	rep, err := verify.Run(ctx, cfg)
-	c.res.Timings.Verify = time.Since(began)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
@@ -349,10 +312,10 @@ func (c *cut) verify(ctx context.Context) error {
 	}
 	if c.cfg.NoVerify {
 		c.res.Verify = "skipped"
-		return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"verified": "skipped"})
+		return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[position.CutoverColumn]any{position.CutoverVerified: "skipped"})
 	}
 	c.res.Verify, c.res.Verified = "equal", true
-	return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"verified": "equal"})
+	return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[position.CutoverColumn]any{position.CutoverVerified: "equal"})
 }
 
 // namedObjects names the objects that differ, for the first line of the

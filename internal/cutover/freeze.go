@@ -54,7 +54,7 @@ func (c *cut) freezeReadOnly(ctx context.Context, deadline time.Time) (gtid.Set,
 	if !c.facts.sourceReadOnly {
 		// Recorded before the change: a rollback, by this process or the
 		// next run after a crash, makes the source writable again.
-		if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"froze_source": FreezeReadOnly}); err != nil {
+		if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[position.CutoverColumn]any{position.CutoverFrozeSource: FreezeReadOnly}); err != nil {
 			return gtid.Set{}, err
 		}
 		if err := setReadOnly(ctx, c.src, true, time.Until(deadline)); err != nil {
