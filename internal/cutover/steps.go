@@ -44,10 +44,10 @@ type step struct {
 
 // runState is what the steps of one run hand on to the next.
 type runState struct {
-	deadline time.Time          // of the freeze and the catch-up together
-	p        gtid.Set           // the source's final position
-	journal  position.Cutover   // the journal as the hand-over left it (forward steps)
-	objs     []object           // the source's triggers and events (forward steps)
+	deadline time.Time        // of the freeze and the catch-up together
+	p        gtid.Set         // the source's final position
+	journal  position.Cutover // the journal as the hand-over left it (forward steps)
+	objs     []object         // the source's triggers and events (forward steps)
 }
 
 // cutSteps are a cut-over's steps in the order they run: up to the hand-
@@ -56,8 +56,8 @@ type runState struct {
 var cutSteps = []step{
 	{
 		name: "freeze", killPoint: "frozen",
-		journal: []position.CutoverColumn{position.CutoverFrozeSource, position.CutoverSourceGTID},
-		timing:  func(t *Timings) *time.Duration { return &t.Freeze },
+		journal:  []position.CutoverColumn{position.CutoverFrozeSource, position.CutoverSourceGTID},
+		timing:   func(t *Timings) *time.Duration { return &t.Freeze },
 		describe: describeFreeze, privileges: freezePrivileges, run: runFreeze, undo: undoFreeze,
 	},
 	{
@@ -73,8 +73,8 @@ var cutSteps = []step{
 		journal:  []position.CutoverColumn{position.CutoverVerified},
 		timing:   func(t *Timings) *time.Duration { return &t.Verify },
 		describe: describeVerify, privileges: verifyPrivileges,
-		run:      func(ctx context.Context, c *cut, _ *runState) error { return c.verify(ctx) },
-		undo:     nothingToUndo,
+		run:  func(ctx context.Context, c *cut, _ *runState) error { return c.verify(ctx) },
+		undo: nothingToUndo,
 	},
 	{
 		name: handOverStep, killPoint: "handed over",
@@ -82,7 +82,7 @@ var cutSteps = []step{
 			position.CutoverTargetReadOnly},
 		timing:   func(t *Timings) *time.Duration { return &t.HandOver },
 		describe: describeHandOver, privileges: noPrivileges,
-		run:      func(ctx context.Context, c *cut, r *runState) error { return c.handOver(ctx, r.p) },
+		run: func(ctx context.Context, c *cut, r *runState) error { return c.handOver(ctx, r.p) },
 		// One target transaction: it committed (forward from here) or
 		// changed nothing.
 		undo: nothingToUndo,
