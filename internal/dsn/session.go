@@ -118,8 +118,9 @@ func (s Session) Statements() []string {
 }
 
 // Set sets the session up on a connection borrowed from a pool that other
-// roles share. Its caller must not hand the connection back to that pool
-// (close it with driver.ErrBadConn), or the other roles get the session.
+// roles share. A connection handed back to that pool carries the session
+// to its next user: close it with driver.ErrBadConn instead where that
+// matters.
 func (s Session) Set(ctx context.Context, c *sql.Conn) error {
 	for _, q := range s.Statements() {
 		if _, err := c.ExecContext(ctx, q); err != nil {
