@@ -171,11 +171,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (c *cut) run(ctx context.Context) error {
 	began := time.Now()
 	var err error
-	if c.src, err = c.cfg.Source.OpenDB(""); err != nil {
+	if c.src, err = c.cfg.Source.OpenSession(dsn.CutoverSession(), "", nil); err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
 	defer c.src.Close()
-	if c.tgt, err = c.cfg.Target.OpenDB(""); err != nil {
+	if c.tgt, err = c.cfg.Target.OpenSession(dsn.CutoverSession(), "", nil); err != nil {
 		return fmt.Errorf("target: %w", err)
 	}
 	defer c.tgt.Close()
@@ -334,7 +334,7 @@ func namedObjects(rep *verify.Report) string {
 // handOver commits the cut-over: the source must still be at P; the
 // definitions go to DeferredOut first (a failure there still rolls back).
 func (c *cut) handOver(ctx context.Context, p gtid.Set) error {
-	now, err := sourcePosition(ctx, c.src, c.facts.sourceMariaDB)
+	now, err := sourcePosition(ctx, c.src, c.facts.source)
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
@@ -347,7 +347,7 @@ func (c *cut) handOver(ctx context.Context, p gtid.Set) error {
 			return err
 		}
 	}
-	q, err := sourcePosition(ctx, c.tgt, c.facts.targetMariaDB)
+	q, err := sourcePosition(ctx, c.tgt, c.facts.target)
 	if err != nil {
 		return fmt.Errorf("target: %w", err)
 	}

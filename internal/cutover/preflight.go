@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/verify"
@@ -24,10 +25,11 @@ func (e *PreflightError) Error() string {
 
 // facts is what the preflight learned; the later steps act on it.
 type facts struct {
-	stream                         position.State
-	sourceMariaDB, targetMariaDB   bool
+	stream position.State
+	// source and target are the servers' versions and flavors, read once
+	// here.
+	source, target                 dsn.Server
 	sourceReadOnly, targetReadOnly bool
-	sourceVersion, targetVersion   string
 	// seesTrx: the source account can list open transactions (PROCESS).
 	seesTrx bool
 	objects []object // the source's triggers and events to move
@@ -36,8 +38,7 @@ type facts struct {
 
 // server is what the preflight reads of a server.
 type server struct {
-	version  string
-	mariaDB  bool
+	dsn.Server
 	readOnly bool
 	serverID uint32
 	logBin   bool
@@ -48,9 +49,10 @@ type server struct {
 
 func readServer(ctx context.Context, db *sql.DB) (server, error) {
 	var s server
+	var version string
 	err := db.QueryRowContext(ctx, "SELECT VERSION(), @@global.read_only, @@global.server_id, @@global.log_bin, "+
-		"@@global.log_bin_trust_function_creators").Scan(&s.version, &s.readOnly, &s.serverID, &s.logBin, &s.trustCreators)
-	s.mariaDB = strings.Contains(strings.ToLower(s.version), "mariadb")
+		"@@global.log_bin_trust_function_creators").Scan(&version, &s.readOnly, &s.serverID, &s.logBin, &s.trustCreators)
+	s.Server = dsn.ServerOf(version)
 	return s, err
 }
 
@@ -94,8 +96,7 @@ func (c *cut) preflight(ctx context.Context) (*facts, error) {
 	if k.tgt, err = readServer(ctx, c.tgt); err != nil {
 		return nil, fmt.Errorf("target %s: %w", c.cfg.Target, err)
 	}
-	f.sourceMariaDB, f.targetMariaDB, f.sourceReadOnly, f.targetReadOnly = k.src.mariaDB, k.tgt.mariaDB, k.src.readOnly, k.tgt.readOnly
-	f.sourceVersion, f.targetVersion = k.src.version, k.tgt.version
+	f.source, f.target, f.sourceReadOnly, f.targetReadOnly = k.src.Server, k.tgt.Server, k.src.readOnly, k.tgt.readOnly
 	if err := c.checkStream(ctx, f, k.problem); err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func freezePrivileges(ctx context.Context, c *cut, k *checks) error {
 		}
 		if !ok {
 			k.problem("--freeze read-only: the source account (%s) cannot set read_only: it needs %s", k.srcAcc.user,
-				readOnlyPrivilege(k.src.mariaDB))
+				readOnlyPrivilege(k.src.MariaDB()))
 		}
 		if !k.f.seesTrx {
 			k.problem("--freeze read-only: the source account (%s) cannot see the transactions in flight, which the freeze waits for: "+
@@ -150,9 +151,9 @@ func verifyPrivileges(ctx context.Context, c *cut, k *checks) error {
 	if err := c.checkDefinitions(ctx, k.f, k.problem); err != nil {
 		return err
 	}
-	if !c.cfg.NoVerify && k.src.version != k.tgt.version {
+	if !c.cfg.NoVerify && k.src.Version != k.tgt.Version {
 		k.f.notes = append(k.f.notes, fmt.Sprintf("the servers' versions differ (%s, %s): verify compares FLOAT, DOUBLE, JSON and geometry "+
-			"values by each server's text of them", k.src.version, k.tgt.version))
+			"values by each server's text of them", k.src.Version, k.tgt.Version))
 	}
 	return nil
 }
@@ -174,7 +175,7 @@ func targetWritablePrivileges(ctx context.Context, c *cut, k *checks) error {
 	}
 	if !ok {
 		k.problem("the target is read-only, and its account (%s) cannot make it writable at the hand-over: it needs %s",
-			k.tgtAcc.user, readOnlyPrivilege(k.tgt.mariaDB))
+			k.tgtAcc.user, readOnlyPrivilege(k.tgt.MariaDB()))
 	}
 	return nil
 }
@@ -325,7 +326,7 @@ func (c *cut) checkReverse(ctx context.Context, f *facts, src, tgt server, srcAc
 		problem("--reverse: the target, as the reverse stream's source: %v", c.cfg.Target.AnnotateTLS(err))
 	}
 	monitor := "BINLOG MONITOR"
-	if !tgt.mariaDB {
+	if !tgt.MariaDB() {
 		monitor = "REPLICATION CLIENT"
 	}
 	if miss := tgtAcc.missing("", "REPLICATION SLAVE", monitor); len(miss) > 0 {
@@ -343,7 +344,7 @@ func (c *cut) checkReverse(ctx context.Context, f *facts, src, tgt server, srcAc
 		problem("--reverse: the source account (%s) keeps the reverse stream's state on the source: it needs ALL PRIVILEGES on `%s`.* "+
 			"(missing %s)", srcAcc.user, position.Schema, strings.Join(miss, ", "))
 	}
-	if c.cfg.Freeze == FreezeReadOnly && !src.mariaDB && !srcAcc.has("CONNECTION_ADMIN", "") && !srcAcc.has("SUPER", "") {
+	if c.cfg.Freeze == FreezeReadOnly && !src.MariaDB() && !srcAcc.has("CONNECTION_ADMIN", "") && !srcAcc.has("SUPER", "") {
 		problem("--reverse: the source stays read-only, and the source account (%s) must write into it: it needs CONNECTION_ADMIN", srcAcc.user)
 	}
 	if f.count(kindTrigger) > 0 {
