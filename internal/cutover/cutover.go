@@ -170,21 +170,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 func (c *cut) run(ctx context.Context) error {
 	began := time.Now()
-	var err error
-	if c.src, err = c.cfg.Source.OpenSession(dsn.CutoverSession(), "", nil); err != nil {
-		return fmt.Errorf("source: %w", err)
+	if err := c.open(); err != nil {
+		return err
 	}
 	defer c.src.Close()
-	if c.tgt, err = c.cfg.Target.OpenSession(dsn.CutoverSession(), "", nil); err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
 	defer c.tgt.Close()
-	parallel := c.cfg.VerifyParallel
-	if parallel <= 0 {
-		parallel = verify.DefaultParallel
-	}
-	c.src.SetMaxOpenConns(parallel + 4)
-	c.tgt.SetMaxOpenConns(parallel + 4)
 	if !c.cfg.DryRun { // a dry run writes nothing, not even a CREATE ... IF NOT EXISTS
 		if err := position.Ensure(ctx, c.tgt); err != nil {
 			return fmt.Errorf("target %s: %w", c.cfg.Target, err)
@@ -255,7 +245,27 @@ func (c *cut) run(ctx context.Context) error {
 	return c.forward(ctx)
 }
 
-func (c *cut) step(name string) {
+// open opens the pools of both servers, in the cut-over's session, with
+// room for the verify's sessions.
+func (c *cut) open() error {
+	var err error
+	if c.src, err = c.cfg.Source.OpenSession(dsn.CutoverSession(), "", nil); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if c.tgt, err = c.cfg.Target.OpenSession(dsn.CutoverSession(), "", nil); err != nil {
+		c.src.Close()
+		return fmt.Errorf("target: %w", err)
+	}
+	parallel := c.cfg.VerifyParallel
+	if parallel <= 0 {
+		parallel = verify.DefaultParallel
+	}
+	c.src.SetMaxOpenConns(parallel + 4)
+	c.tgt.SetMaxOpenConns(parallel + 4)
+	return nil
+}
+
+func (c *cut) afterStep(name string) {
 	if c.cfg.AfterStep != nil {
 		c.cfg.AfterStep(name)
 	}

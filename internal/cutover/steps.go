@@ -153,7 +153,7 @@ func (c *cut) runSteps(ctx context.Context, r *runState, forward bool) error {
 			return err
 		}
 		if s.killPoint != "" {
-			c.step(s.killPoint)
+			c.afterStep(s.killPoint)
 		}
 	}
 	return nil
