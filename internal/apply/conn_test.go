@@ -96,3 +96,32 @@ func TestApplySessionOnEveryConnection(t *testing.T) {
 	}
 	check("a pooled connection", db)
 }
+
+// TestApplySessionRefused: an account that may not keep binlane's writes
+// out of the target's binlog gets an error that names the session and the
+// variable, not just the server's "access denied".
+func TestApplySessionRefused(t *testing.T) {
+	ctx := context.Background()
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	if _, err := dst.GrantBinlane(ctx, false, "app"); err != nil { // without BINLOG ADMIN
+		t.Fatal(err)
+	}
+	target, err := dsn.Parse(dst.UserURL(sandbox.TargetUser, sandbox.AccountPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := OpenPool(target, 1, dsn.ApplySession(false, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := openConn(ctx, db)
+	if err == nil {
+		c.close()
+		t.Fatal("connected without the privilege sql_log_bin = 0 needs")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "apply session") || !strings.Contains(msg, "sql_log_bin = 0") ||
+		strings.Contains(msg, sandbox.AccountPassword) {
+		t.Fatalf("error: %v", err)
+	}
+}
