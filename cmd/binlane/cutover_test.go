@@ -507,7 +507,8 @@ func TestCutoverKilled(t *testing.T) {
 	src, dst, stream := 0, 1, "crash"
 	_, done, stop := startReplicate(t, ctx, "--source", binlaneURL(t, servers[0], "wl"), "--target", binlaneURL(t, servers[1], "wl"),
 		"--stream", stream, "--databases", "wl", "--heartbeat", "500ms")
-	for i, step := range []string{"frozen", "held", "verified", "handed over", "objects created"} {
+	for i, kp := range cutover.KillPoints() {
+		step := kp.Name
 		load := startLoad(ctx, apps[src], int64(10+i))
 		waitStreamReady(t, roots[dst], stream, done)
 		args := []string{"--source", cuts[src], "--target", cuts[dst], "--stream", stream, "--databases", "wl", "--reverse", "--json",
@@ -523,7 +524,7 @@ func TestCutoverKilled(t *testing.T) {
 
 		st, _, _ := position.Load(ctx, roots[dst], stream)
 		j, _, _ := position.LoadCutover(ctx, roots[dst], stream)
-		committed := step == "handed over" || step == "objects created"
+		committed := kp.HandedOver
 		switch {
 		case committed && (st.State != position.StateCutOver || j.State != position.CutoverHandedOver):
 			t.Fatalf("killed after %q: stream %s, journal %q", step, st.State, j.State)

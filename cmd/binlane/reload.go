@@ -81,7 +81,7 @@ func newThrottle(cmd *cobra.Command, l limitFlags, source dsn.DSN, target func(a
 		}
 	}
 	open := func(d dsn.DSN) (*sql.DB, error) {
-		db, err := d.OpenDB("")
+		db, err := d.OpenSession(dsn.ThrottleSession(), "", nil)
 		if err == nil {
 			db.SetMaxOpenConns(1)
 			pools = append(pools, db)

@@ -31,7 +31,7 @@ func BenchmarkChunkShapes(b *testing.B) {
 	s := sandbox.StartT(b, sandbox.Options{Role: sandbox.Target, Durable: true, Extra: []string{"innodb-buffer-pool-size=1G"}})
 	ctx := context.Background()
 	target, _ := dsn.Parse(s.URL())
-	pool, err := OpenPool(target, 2)
+	pool, err := OpenPool(target, 2, dsn.ApplySession(true, 50))
 	if err != nil {
 		b.Fatal(err)
 	}

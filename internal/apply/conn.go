@@ -16,23 +16,16 @@ import (
 
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/rowsql"
-	"github.com/binlane/binlane/internal/sqlerr"
 )
-
-// sessionSQLMode is the sql_mode rows are applied with: strict, so a value
-// the target cannot hold is an error instead of a silent truncation, but
-// without the zero-date rules, so every value the source stored (zero and
-// invalid dates included) is accepted; NO_AUTO_VALUE_ON_ZERO keeps explicit
-// zeros in auto-increment columns.
-const sessionSQLMode = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
 
 // OpenPool opens the pool worker connections to the target come from:
 // every setting of the target's address (TLS included) as package dsn makes
-// it, plus multi-statement round trips and affected rows counted as matched
-// rows (so an UPDATE that finds its row reports 1 even when nothing
-// changes).
-func OpenPool(target dsn.DSN, conns int) (*sql.DB, error) {
-	connector, err := target.Connector("", func(c *mysql.Config) {
+// it, each connection in session (dsn.ApplySession: the session rows are
+// written in, also on a connection the pool dials again), plus
+// multi-statement round trips and affected rows counted as matched rows
+// (so an UPDATE that finds its row reports 1 even when nothing changes).
+func OpenPool(target dsn.DSN, conns int, session dsn.Session) (*sql.DB, error) {
+	db, err := target.OpenSession(session, "", func(c *mysql.Config) {
 		c.MultiStatements = true
 		c.ClientFoundRows = true
 		c.InterpolateParams = false
@@ -41,13 +34,12 @@ func OpenPool(target dsn.DSN, conns int) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
 	return db, nil
 }
 
-// targetConn is one pinned target connection with its session prepared.
+// targetConn is one pinned target connection, in the pool's session.
 type targetConn struct {
 	conn *sql.Conn
 	id   int64 // CONNECTION_ID(), to recognize it in lock-wait reports
@@ -56,63 +48,17 @@ type targetConn struct {
 	localInfile bool
 }
 
-func openConn(ctx context.Context, db *sql.DB, binlogApplied bool, lockWait int) (*targetConn, error) {
+func openConn(ctx context.Context, db *sql.DB) (*targetConn, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the target: %w", err)
 	}
 	c := &targetConn{conn: conn}
-	if err := c.init(ctx, binlogApplied, lockWait); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID(), @@local_infile").Scan(&c.id, &c.localInfile); err != nil {
 		conn.Close()
-		return nil, err
+		return nil, fmt.Errorf("prepare target session: %w", err)
 	}
 	return c, nil
-}
-
-// init sets the session rows are written in. CHECK constraints are off:
-// MariaDB's own replica applies row events without evaluating them (a row
-// the source stored is stored, also one a session with
-// check_constraint_checks=0 wrote, or one a target-only constraint would
-// refuse), and evaluating them cost a fifth of the target's CPU on JSON
-// documents (json_valid). Statements run in their own event's context on a
-// connection of their own (package session).
-func (c *targetConn) init(ctx context.Context, binlogApplied bool, lockWait int) error {
-	q := fmt.Sprintf("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;"+
-		"SET SESSION sql_mode='%s', time_zone='+00:00', foreign_key_checks=1, unique_checks=1, "+
-		"check_constraint_checks=0, innodb_lock_wait_timeout=%d, autocommit=1, character_set_client=utf8mb4, "+
-		"character_set_connection=utf8mb4, character_set_results=utf8mb4, collation_connection=utf8mb4_general_ci",
-		sessionSQLMode, lockWait)
-	if !binlogApplied {
-		q += ";SET SESSION sql_log_bin=0"
-	}
-	if _, err := c.conn.ExecContext(ctx, q); err != nil {
-		return fmt.Errorf("prepare target session: %w", err)
-	}
-	if binlogApplied {
-		if err := c.skipAnnotations(ctx); err != nil {
-			return err
-		}
-	}
-	if err := c.conn.QueryRowContext(ctx, "SELECT CONNECTION_ID(), @@local_infile").Scan(&c.id, &c.localInfile); err != nil {
-		return fmt.Errorf("prepare target session: %w", err)
-	}
-	return nil
-}
-
-// skipAnnotations keeps binlane's statements out of the target's binlog
-// (binlog_annotate_row_events=0), where MariaDB writes each one's text
-// before its rows: binlane's statements carry whole row images, so the
-// annotation doubled what the target wrote to its binlog, a quarter of
-// its CPU on wide rows. The rows stay logged; MariaDB's own replica
-// annotates with the source's statement, which binlane does not have. The
-// variable needs BINLOG ADMIN (an optional grant): without it the
-// annotations stay.
-func (c *targetConn) skipAnnotations(ctx context.Context) error {
-	_, err := c.conn.ExecContext(ctx, "SET SESSION binlog_annotate_row_events=0")
-	if err != nil && !sqlerr.PrivilegeMissing(err) && !sqlerr.Is(err, sqlerr.UnknownSystemVar) { // MySQL: no such variable
-		return fmt.Errorf("prepare target session: %w", err)
-	}
-	return nil
 }
 
 // close closes the physical connection. sql.Conn.Close alone would hand it

@@ -2,6 +2,9 @@ package apply
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/binlane/binlane/internal/dsn"
@@ -22,12 +25,12 @@ func TestRollbackRestoresSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := OpenPool(target, 1)
+	db, err := OpenPool(target, 1, dsn.ApplySession(true, 5))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	c, err := openConn(ctx, db, true, 5)
+	c, err := openConn(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,5 +47,81 @@ func TestRollbackRestoresSession(t *testing.T) {
 	}
 	if fk != 1 || cc != 0 {
 		t.Fatalf("after rollback foreign_key_checks=%d check_constraint_checks=%d, want 1 and 0", fk, cc)
+	}
+}
+
+// TestApplySessionOnEveryConnection: every connection of the pool is in
+// the apply session, also one it dials again after a connection was
+// dropped, or one taken without openConn (the lock-wait monitor's).
+func TestApplySessionOnEveryConnection(t *testing.T) {
+	ctx := context.Background()
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	// optional: BINLOG ADMIN, which sql_log_bin needs.
+	if _, err := dst.GrantBinlane(ctx, true, "app"); err != nil {
+		t.Fatal(err)
+	}
+	target, err := dsn.Parse(dst.UserURL(sandbox.TargetUser, sandbox.AccountPassword) + "?time_zone=%27%2B05%3A00%27")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := OpenPool(target, 1, dsn.ApplySession(false, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	check := func(what string, q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) {
+		t.Helper()
+		var mode, tz, iso string
+		var lockWait, logBin, checks, fk int
+		if err := q.QueryRowContext(ctx, "SELECT @@session.sql_mode, @@session.time_zone, @@session.tx_isolation, "+
+			"@@session.innodb_lock_wait_timeout, @@session.sql_log_bin, @@session.check_constraint_checks, @@session.foreign_key_checks").
+			Scan(&mode, &tz, &iso, &lockWait, &logBin, &checks, &fk); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(mode, "STRICT_ALL_TABLES") || !strings.Contains(mode, "ALLOW_INVALID_DATES") || tz != "+00:00" ||
+			iso != "READ-COMMITTED" || lockWait != 7 || logBin != 0 || checks != 0 || fk != 1 {
+			t.Fatalf("%s: sql_mode %q, time_zone %q, isolation %q, lock wait %d, sql_log_bin %d, check_constraint_checks %d, "+
+				"foreign_key_checks %d", what, mode, tz, iso, lockWait, logBin, checks, fk)
+		}
+	}
+	for i := range 2 {
+		c, err := openConn(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("worker connection %d", i), c.conn)
+		c.close() // dropped: the pool dials the next one again
+	}
+	check("a pooled connection", db)
+}
+
+// TestApplySessionRefused: an account that may not keep binlane's writes
+// out of the target's binlog gets an error that names the session and the
+// variable, not just the server's "access denied".
+func TestApplySessionRefused(t *testing.T) {
+	ctx := context.Background()
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	if _, err := dst.GrantBinlane(ctx, false, "app"); err != nil { // without BINLOG ADMIN
+		t.Fatal(err)
+	}
+	target, err := dsn.Parse(dst.UserURL(sandbox.TargetUser, sandbox.AccountPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := OpenPool(target, 1, dsn.ApplySession(false, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := openConn(ctx, db)
+	if err == nil {
+		c.close()
+		t.Fatal("connected without the privilege sql_log_bin = 0 needs")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "apply session") || !strings.Contains(msg, "sql_log_bin = 0") ||
+		strings.Contains(msg, sandbox.AccountPassword) {
+		t.Fatalf("error: %v", err)
 	}
 }

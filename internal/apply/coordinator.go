@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
@@ -70,7 +71,7 @@ type inflightTxn struct {
 // it rolls back everything not committed and returns the error). ctx ends
 // everything at once.
 func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
-	pool, err := OpenPool(a.cfg.Target, a.cfg.Workers+2)
+	pool, err := OpenPool(a.cfg.Target, a.cfg.Workers+2, dsn.ApplySession(!a.cfg.SkipBinlog, a.cfg.LockWaitTimeout))
 	if err != nil {
 		return err
 	}

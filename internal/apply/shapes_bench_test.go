@@ -155,7 +155,7 @@ func benchTarget(b *testing.B, setup ...string) (*sandbox.Server, *sql.Conn) {
 	s := sandbox.StartT(b, sandbox.Options{Role: sandbox.Target, Extra: []string{"innodb-buffer-pool-size=512M"}})
 	s.ExecT(b, setup...)
 	target, _ := dsn.Parse(s.URL())
-	pool, err := OpenPool(target, 2)
+	pool, err := OpenPool(target, 2, dsn.ApplySession(true, 50))
 	if err != nil {
 		b.Fatal(err)
 	}

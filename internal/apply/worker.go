@@ -28,20 +28,18 @@ type workerConfig struct {
 	stats    *Stats
 	log      *slog.Logger
 	// From the applier's Config.
-	collapse      bool
-	binlogApplied bool
-	lockWait      int
-	maxRetries    int
-	flavor        sqlerr.Flavor
-	recoveredDDL  position.DDLMark
-	copy          Copy
+	collapse     bool
+	maxRetries   int
+	flavor       sqlerr.Flavor
+	recoveredDDL position.DDLMark
+	copy         Copy
 }
 
 func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-chan struct{}) workerConfig {
 	return workerConfig{id: id, pool: pool, meta: a.meta, plans: a.plans,
 		commit:   &committer{seq: seq, stream: a.cfg.Stream, owner: a.cfg.Owner, idleSave: a.cfg.IdleSave, stats: a.stats},
 		abortAll: abortAll, stats: a.stats, log: a.cfg.Logger,
-		collapse: a.cfg.MaxBatch > 1, binlogApplied: !a.cfg.SkipBinlog, lockWait: a.cfg.LockWaitTimeout,
+		collapse:   a.cfg.MaxBatch > 1,
 		maxRetries: a.cfg.MaxRetries, flavor: a.cfg.Flavor, recoveredDDL: a.cfg.RecoveredDDL, copy: a.cfg.Copy}
 }
 
@@ -207,7 +205,7 @@ func (w *worker) ensureConn(ctx context.Context) error {
 	if w.conn != nil {
 		return nil
 	}
-	c, err := openConn(ctx, w.pool, w.binlogApplied, w.lockWait)
+	c, err := openConn(ctx, w.pool)
 	if err != nil {
 		return err
 	}

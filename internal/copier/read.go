@@ -9,16 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/keyrange"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/snapshot"
 	"github.com/binlane/binlane/internal/txn"
 )
-
-// readSession is how chunk reads run: text values as the table stores them
-// (character_set_results binary: no conversion), TIMESTAMP in UTC like the
-// applier's sessions.
-const readSession = "SET SESSION character_set_results = binary, time_zone = '+00:00'"
 
 // errGone: the table was dropped after the chunk's snapshot began.
 var errGone = errors.New("the table is gone")
@@ -257,7 +253,10 @@ func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache, coordina
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.ExecContext(ctx, readSession); err != nil {
+	// By statements on the reader's connection, not as the pool's
+	// parameters: the copy's pool also reads the tables' definitions,
+	// which must show TIMESTAMP defaults in the server's own time zone.
+	if err := dsn.CopyReadSession().Set(ctx, conn); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("prepare a source session for the copy: %w", err)
 	}

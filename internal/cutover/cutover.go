@@ -47,7 +47,6 @@ import (
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
-	"github.com/binlane/binlane/internal/pause"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/verify"
 )
@@ -85,9 +84,9 @@ type Config struct {
 	// process) and does nothing else.
 	RollbackOnly bool
 	Logger       *slog.Logger
-	// AfterStep, when set, is called as each step ends ("frozen", "held",
-	// "verified", "handed over", "objects created"): tests kill the
-	// process there.
+	// AfterStep, when set, is called as each step ends, with the names
+	// KillPoints lists ("frozen", "held", "verified", "handed over",
+	// "objects created"): tests kill the process there.
 	AfterStep func(step string)
 }
 
@@ -171,21 +170,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 func (c *cut) run(ctx context.Context) error {
 	began := time.Now()
-	var err error
-	if c.src, err = c.cfg.Source.OpenDB(""); err != nil {
-		return fmt.Errorf("source: %w", err)
+	if err := c.open(); err != nil {
+		return err
 	}
 	defer c.src.Close()
-	if c.tgt, err = c.cfg.Target.OpenDB(""); err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
 	defer c.tgt.Close()
-	parallel := c.cfg.VerifyParallel
-	if parallel <= 0 {
-		parallel = verify.DefaultParallel
-	}
-	c.src.SetMaxOpenConns(parallel + 4)
-	c.tgt.SetMaxOpenConns(parallel + 4)
 	if !c.cfg.DryRun { // a dry run writes nothing, not even a CREATE ... IF NOT EXISTS
 		if err := position.Ensure(ctx, c.tgt); err != nil {
 			return fmt.Errorf("target %s: %w", c.cfg.Target, err)
@@ -256,7 +245,27 @@ func (c *cut) run(ctx context.Context) error {
 	return c.forward(ctx)
 }
 
-func (c *cut) step(name string) {
+// open opens the pools of both servers, in the cut-over's session, with
+// room for the verify's sessions.
+func (c *cut) open() error {
+	var err error
+	if c.src, err = c.cfg.Source.OpenSession(dsn.CutoverSession(), "", nil); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if c.tgt, err = c.cfg.Target.OpenSession(dsn.CutoverSession(), "", nil); err != nil {
+		c.src.Close()
+		return fmt.Errorf("target: %w", err)
+	}
+	parallel := c.cfg.VerifyParallel
+	if parallel <= 0 {
+		parallel = verify.DefaultParallel
+	}
+	c.src.SetMaxOpenConns(parallel + 4)
+	c.tgt.SetMaxOpenConns(parallel + 4)
+	return nil
+}
+
+func (c *cut) afterStep(name string) {
 	if c.cfg.AfterStep != nil {
 		c.cfg.AfterStep(name)
 	}
@@ -269,48 +278,14 @@ func reverseName(cfg Config) string {
 	return ""
 }
 
-// switchOver runs steps 2 to 5 up to the hand-over's commit; an error
-// before that commit is rolled back by the caller.
+// switchOver runs the steps up to the hand-over's commit; an error before
+// that commit is rolled back by the caller.
 func (c *cut) switchOver(ctx context.Context) error {
 	frozeAt := time.Now()
-	deadline := frozeAt.Add(c.cfg.Timeout)
-	c.log.Info("freezing the source's writes", "freeze", c.cfg.Freeze, "timeout", c.cfg.Timeout)
-	p, err := c.freeze(ctx, deadline)
-	if err != nil {
+	r := &runState{deadline: frozeAt.Add(c.cfg.Timeout)}
+	if err := c.runSteps(ctx, r, false); err != nil {
 		return err
 	}
-	c.res.SourceGTID = p.String()
-	c.res.Timings.Freeze = time.Since(frozeAt)
-	if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"source_gtid": p.String()}); err != nil {
-		return err
-	}
-	c.step("frozen")
-
-	caught := time.Now()
-	c.log.Info("catching up", "source_gtid", p.String())
-	req := pause.AtRequest(p, position.ByCutover)
-	if err := position.RequestPause(ctx, c.tgt, c.cfg.Stream, req.Text(), req.By); err != nil {
-		return err
-	}
-	if _, err := pause.WaitHeld(ctx, c.tgt, c.cfg.Stream, req, time.Until(deadline)); err != nil {
-		var to *pause.TimeoutError
-		if errors.As(err, &to) {
-			return &TimeoutError{Step: "catch-up", After: c.cfg.Timeout, Detail: err.Error()}
-		}
-		return fmt.Errorf("catch up: %w", err)
-	}
-	c.res.Timings.CatchUp = time.Since(caught)
-	c.step("held")
-
-	if err := c.verify(ctx); err != nil {
-		return err
-	}
-	c.step("verified")
-	handed := time.Now()
-	if err := c.handOver(ctx, p); err != nil {
-		return err
-	}
-	c.res.Timings.HandOver = time.Since(handed)
 	c.res.Timings.Frozen = time.Since(frozeAt)
 	return nil
 }
@@ -321,7 +296,6 @@ func (c *cut) switchOver(ctx context.Context) error {
 // event of the source's, or with one that differs. Triggers and events it
 // lacks are deferred: the hand-over creates them.
 func (c *cut) verify(ctx context.Context) error {
-	began := time.Now()
 	cfg := verify.Config{Source: c.src, Target: c.tgt, Rules: c.cfg.Rules, Parallel: c.cfg.VerifyParallel,
 		ChunkRows: c.cfg.ChunkRows, Logger: c.log, AnyDefiner: c.cfg.IgnoreDefiners}
 	if c.cfg.NoVerify {
@@ -331,7 +305,6 @@ func (c *cut) verify(ctx context.Context) error {
 		c.log.Info("verifying at the final position")
 	}
 	rep, err := verify.Run(ctx, cfg)
-	c.res.Timings.Verify = time.Since(began)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
@@ -349,10 +322,10 @@ func (c *cut) verify(ctx context.Context) error {
 	}
 	if c.cfg.NoVerify {
 		c.res.Verify = "skipped"
-		return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"verified": "skipped"})
+		return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[position.CutoverColumn]any{position.CutoverVerified: "skipped"})
 	}
 	c.res.Verify, c.res.Verified = "equal", true
-	return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"verified": "equal"})
+	return position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[position.CutoverColumn]any{position.CutoverVerified: "equal"})
 }
 
 // namedObjects names the objects that differ, for the first line of the
@@ -371,7 +344,7 @@ func namedObjects(rep *verify.Report) string {
 // handOver commits the cut-over: the source must still be at P; the
 // definitions go to DeferredOut first (a failure there still rolls back).
 func (c *cut) handOver(ctx context.Context, p gtid.Set) error {
-	now, err := sourcePosition(ctx, c.src, c.facts.sourceMariaDB)
+	now, err := sourcePosition(ctx, c.src, c.facts.source)
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
@@ -384,7 +357,7 @@ func (c *cut) handOver(ctx context.Context, p gtid.Set) error {
 			return err
 		}
 	}
-	q, err := sourcePosition(ctx, c.tgt, c.facts.targetMariaDB)
+	q, err := sourcePosition(ctx, c.tgt, c.facts.target)
 	if err != nil {
 		return fmt.Errorf("target: %w", err)
 	}

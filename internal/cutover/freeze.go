@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sqlerr"
@@ -54,7 +55,7 @@ func (c *cut) freezeReadOnly(ctx context.Context, deadline time.Time) (gtid.Set,
 	if !c.facts.sourceReadOnly {
 		// Recorded before the change: a rollback, by this process or the
 		// next run after a crash, makes the source writable again.
-		if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"froze_source": FreezeReadOnly}); err != nil {
+		if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[position.CutoverColumn]any{position.CutoverFrozeSource: FreezeReadOnly}); err != nil {
 			return gtid.Set{}, err
 		}
 		if err := setReadOnly(ctx, c.src, true, time.Until(deadline)); err != nil {
@@ -77,7 +78,7 @@ func (c *cut) freezeReadOnly(ctx context.Context, deadline time.Time) (gtid.Set,
 			return gtid.Set{}, err
 		}
 		if len(open) == 0 {
-			return sourcePosition(ctx, c.src, c.facts.sourceMariaDB)
+			return sourcePosition(ctx, c.src, c.facts.source)
 		}
 		if time.Now().After(deadline) {
 			return gtid.Set{}, &TimeoutError{Step: "freeze", After: c.cfg.Timeout,
@@ -96,7 +97,7 @@ const innodbTrxCache = 150 * time.Millisecond
 // quiet period (and, when the account can see them, no transaction with
 // changes is open).
 func (c *cut) freezeQuiet(ctx context.Context, deadline time.Time) (gtid.Set, error) {
-	last, err := sourcePosition(ctx, c.src, c.facts.sourceMariaDB)
+	last, err := sourcePosition(ctx, c.src, c.facts.source)
 	if err != nil {
 		return last, err
 	}
@@ -106,7 +107,7 @@ func (c *cut) freezeQuiet(ctx context.Context, deadline time.Time) (gtid.Set, er
 		if err := sleep(ctx, max(innodbTrxCache, min(200*time.Millisecond, c.cfg.Quiet/4))); err != nil {
 			return gtid.Set{}, err
 		}
-		now, err := sourcePosition(ctx, c.src, c.facts.sourceMariaDB)
+		now, err := sourcePosition(ctx, c.src, c.facts.source)
 		if err != nil {
 			return now, err
 		}
@@ -181,9 +182,9 @@ func openWrites(ctx context.Context, db *sql.DB) ([]string, error) {
 
 // sourcePosition reads a server's binlog position: every transaction it
 // committed (MariaDB @@gtid_binlog_pos, MySQL @@gtid_executed).
-func sourcePosition(ctx context.Context, db *sql.DB, mariaDB bool) (gtid.Set, error) {
+func sourcePosition(ctx context.Context, db *sql.DB, srv dsn.Server) (gtid.Set, error) {
 	q := "SELECT @@global.gtid_binlog_pos"
-	if !mariaDB {
+	if !srv.MariaDB() {
 		q = "SELECT @@global.gtid_executed"
 	}
 	var text string

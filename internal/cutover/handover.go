@@ -23,22 +23,14 @@ func (c *cut) rollback(ctx context.Context, cause error) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
-	if ok && j.FrozeSource == FreezeReadOnly {
-		if err := setReadOnly(ctx, c.src, false, 10*time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("make the source writable again: %w", err))
-		} else {
-			c.log.Info("the source is writable again")
-		}
+	if !ok {
+		j = position.Cutover{} // nothing journaled: the undos that need the journal do nothing
 	}
-	if _, err := position.ClearPause(ctx, c.tgt, c.cfg.Stream, position.ByCutover); err != nil {
-		errs = append(errs, err)
+	if err := c.undoSteps(ctx, j); err != nil {
+		return err
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"state": position.CutoverRolledBack,
-		"message": cause.Error()}); err != nil {
+	if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[position.CutoverColumn]any{
+		position.CutoverState: position.CutoverRolledBack, position.CutoverMessage: cause.Error()}); err != nil {
 		return err
 	}
 	c.waitResumed(ctx)
@@ -63,10 +55,11 @@ func (c *cut) waitResumed(ctx context.Context) {
 	c.res.Notes = append(c.res.Notes, "the stream still showed paused 5 s after the rollback: check binlane status")
 }
 
-// forward finishes a cut-over whose hand-over committed: the source's
-// triggers and events on the target, the target writable, the reverse
-// stream. Each step can be made again, so a run killed here is finished by
-// the next; Ctrl-C no longer stops it.
+// forward finishes a cut-over whose hand-over committed: the forward
+// steps (the source's triggers and events on the target, the target
+// writable, the reverse stream, the journal done). Each step can be made
+// again, so a run killed here is finished by the next; Ctrl-C no longer
+// stops it.
 func (c *cut) forward(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	began := time.Now()
@@ -78,71 +71,88 @@ func (c *cut) forward(ctx context.Context) error {
 		return fmt.Errorf("the cut-over's journal of stream %q is gone", c.cfg.Stream)
 	}
 	c.res.SourceGTID, c.res.TargetGTID = j.SourceGTID, j.TargetGTID
-	c.step("handed over")
 	if c.res.Verify == "" {
 		c.res.Verify, c.res.Verified = j.Verified, j.Verified == "equal"
 	}
-	objs, err := c.definitions(ctx)
-	if err != nil {
+	if err := c.runSteps(ctx, &runState{journal: j}, true); err != nil {
 		return c.forwardFailed(err)
 	}
-	if c.cfg.DeferredOut == "" {
-		have, err := existingObjects(ctx, c.tgt)
-		if err != nil {
-			return c.forwardFailed(fmt.Errorf("target: %w", err))
-		}
-		for _, o := range objs {
-			switch {
-			case have[o.key()] && o.kind == kindEvent:
-				// The copy creates events DISABLE ON SLAVE: the primary
-				// runs them, so now the target gets the source's status.
-				replaced, err := replaceObject(ctx, c.tgt, o)
-				if err != nil {
-					return c.forwardFailed(err)
-				}
-				if replaced {
-					c.res.Replaced = append(c.res.Replaced, o.key())
-				}
-			case have[o.key()]:
-			default:
-				if err := createObject(ctx, c.tgt, o); err != nil {
-					return c.forwardFailed(err)
-				}
-				c.res.Created = append(c.res.Created, o.key())
-			}
-		}
-		if err := c.checkMoved(ctx, objs); err != nil {
-			return c.forwardFailed(err)
-		}
-	}
-	c.step("objects created")
-	if j.TargetReadOnly {
-		if err := setReadOnly(ctx, c.tgt, false, 10*time.Second); err != nil {
-			return c.forwardFailed(fmt.Errorf("make the target writable: %w", err))
-		}
-		c.log.Info("the target is writable")
-	}
-	if j.Reverse != "" {
-		for _, o := range objs {
-			if err := dropObject(ctx, c.src, o, "source"); err != nil {
-				return c.forwardFailed(err)
-			}
-			c.res.Dropped = append(c.res.Dropped, o.key())
-		}
-		msg := fmt.Sprintf("prepared by binlane cutover of stream %s at %s: starts at the target's position %s of the hand-over",
-			c.cfg.Stream, j.SourceGTID, j.TargetGTID)
-		if err := position.Prepare(ctx, c.src, j.Reverse, j.TargetGTID, msg); err != nil {
-			return c.forwardFailed(fmt.Errorf("source: prepare the reverse stream: %w", err))
-		}
-		c.res.ReverseStream = j.Reverse
-		c.res.ReverseCommand = ReverseCommand(c.cfg.Source, c.cfg.Target, j.Reverse, c.cfg.Rules)
-	}
-	if err := position.UpdateCutover(ctx, c.tgt, c.cfg.Stream, c.token, map[string]any{"state": position.CutoverDone}); err != nil {
-		return c.forwardFailed(err)
-	}
-	c.res.Timings.HandOver += time.Since(began)
 	c.res.Timings.Frozen += time.Since(began)
 	c.waitStreamEnded(ctx)
+	return nil
+}
+
+// runObjects creates the source's triggers and events on the target, an
+// event the target has (DISABLE ON SLAVE) replaced by the source's, and
+// compares them; with DeferredOut the hand-over wrote them to the file.
+func runObjects(ctx context.Context, c *cut, r *runState) error {
+	var err error
+	if r.objs, err = c.definitions(ctx); err != nil {
+		return err
+	}
+	if c.cfg.DeferredOut != "" {
+		return nil
+	}
+	have, err := existingObjects(ctx, c.tgt)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	for _, o := range r.objs {
+		switch {
+		case have[o.key()] && o.kind == kindEvent:
+			// The copy creates events DISABLE ON SLAVE: the primary
+			// runs them, so now the target gets the source's status.
+			replaced, err := replaceObject(ctx, c.tgt, o)
+			if err != nil {
+				return err
+			}
+			if replaced {
+				c.res.Replaced = append(c.res.Replaced, o.key())
+			}
+		case have[o.key()]:
+		default:
+			if err := createObject(ctx, c.tgt, o); err != nil {
+				return err
+			}
+			c.res.Created = append(c.res.Created, o.key())
+		}
+	}
+	return c.checkMoved(ctx, r.objs)
+}
+
+// runTargetWritable makes the target writable if it was read-only at the
+// hand-over.
+func runTargetWritable(ctx context.Context, c *cut, r *runState) error {
+	if !r.journal.TargetReadOnly {
+		return nil
+	}
+	if err := setReadOnly(ctx, c.tgt, false, 10*time.Second); err != nil {
+		return fmt.Errorf("make the target writable: %w", err)
+	}
+	c.log.Info("the target is writable")
+	return nil
+}
+
+// runReverse drops the moved triggers and events on the source (they would
+// run twice there) and prepares the reverse stream at Q.
+func runReverse(ctx context.Context, c *cut, r *runState) error {
+	j := r.journal
+	if j.Reverse == "" {
+		return nil
+	}
+	for _, o := range r.objs {
+		if err := dropObject(ctx, c.src, o, "source"); err != nil {
+			return err
+		}
+		c.res.Dropped = append(c.res.Dropped, o.key())
+	}
+	msg := fmt.Sprintf("prepared by binlane cutover of stream %s at %s: starts at the target's position %s of the hand-over",
+		c.cfg.Stream, j.SourceGTID, j.TargetGTID)
+	if err := position.Prepare(ctx, c.src, j.Reverse, j.TargetGTID, msg); err != nil {
+		return fmt.Errorf("source: prepare the reverse stream: %w", err)
+	}
+	c.res.ReverseStream = j.Reverse
+	c.res.ReverseCommand = ReverseCommand(c.cfg.Source, c.cfg.Target, j.Reverse, c.cfg.Rules)
 	return nil
 }
 

@@ -100,58 +100,90 @@ func (t Timings) String() string {
 		r(t.Preflight), r(t.Freeze), r(t.CatchUp), r(t.Verify), r(t.HandOver), r(t.Frozen))
 }
 
-// steps describes what a cut-over will do, for --dry-run and the log.
+// steps describes what a cut-over will do, for --dry-run and the log:
+// each step's description, in order.
 func steps(cfg Config, f *facts) []string {
 	var out []string
-	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	switch cfg.Freeze {
-	case FreezeReadOnly:
-		if f.sourceReadOnly {
-			add("freeze: the source is read-only already; wait until no transaction with changes is open on it (up to %s)", cfg.Timeout)
-		} else {
-			add("freeze: SET GLOBAL read_only = ON on the source, then wait until no transaction with changes is open on it (up to %s)",
-				cfg.Timeout)
-		}
-	default:
-		add("freeze: wait until the application stopped writing: the source's position unchanged for %s (up to %s)", cfg.Quiet, cfg.Timeout)
-	}
-	add("catch up: take the source's final position P; ask stream %q (now at %s, %s behind) to apply up to P and hold there",
-		cfg.Stream, f.stream.GTID, time.Duration(f.stream.LagMillis)*time.Millisecond)
-	if cfg.NoVerify {
-		add("verify: rows skipped (--no-verify); compare the definitions of the tables, views, sequences, routines, triggers " +
-			"and events at P")
-	} else {
-		add("verify: compare the selected tables of the source and the target at P, chunk by chunk, and the definitions of " +
-			"the tables, views, sequences, routines, triggers and events")
-	}
-	add("hand over: record the target's own position Q and stream %q as cut over at P (a later replicate of it refuses to start)",
-		cfg.Stream)
-	objects := fmt.Sprintf("%d triggers and %d events", f.count(kindTrigger), f.count(kindEvent))
-	if cfg.DeferredOut != "" {
-		add("triggers and events: write the source's %s (as they are at P) to %s, for you to run on the target", objects, cfg.DeferredOut)
-	} else {
-		add("triggers and events: create the source's %s (as they are at P) on the target, replacing the events it has "+
-			"(DISABLE ON SLAVE), and compare them again", objects)
-	}
-	if f.targetReadOnly {
-		add("make the target writable: SET GLOBAL read_only = OFF on it")
-	}
-	if cfg.Reverse {
-		if f.count(kindTrigger)+f.count(kindEvent) > 0 {
-			add("reverse: drop the %s on the source, which becomes a replica (they would run twice)", objects)
-		}
-		add("reverse: prepare stream %q on the source, from the target, starting at Q; print the replicate command that runs it",
-			cfg.ReverseStream)
-	}
-	if cfg.Freeze == FreezeNone && cfg.Reverse {
-		add("the source stays writable: nothing but the reverse stream may write to it from now on")
-	}
-	if cfg.Freeze == FreezeReadOnly && !f.sourceReadOnly {
-		if cfg.Reverse {
-			add("the source stays read-only (the reverse stream writes into it with READ_ONLY ADMIN)")
-		} else {
-			add("the source stays read-only")
-		}
+	for _, s := range cutSteps {
+		out = append(out, s.describe(cfg, f)...)
 	}
 	return out
+}
+
+func describeFreeze(cfg Config, f *facts) []string {
+	switch {
+	case cfg.Freeze != FreezeReadOnly:
+		return []string{fmt.Sprintf("freeze: wait until the application stopped writing: the source's position unchanged for %s (up to %s)",
+			cfg.Quiet, cfg.Timeout)}
+	case f.sourceReadOnly:
+		return []string{fmt.Sprintf("freeze: the source is read-only already; wait until no transaction with changes is open on it (up to %s)",
+			cfg.Timeout)}
+	}
+	return []string{fmt.Sprintf("freeze: SET GLOBAL read_only = ON on the source, then wait until no transaction with changes is open on it "+
+		"(up to %s)", cfg.Timeout)}
+}
+
+func describeCatchUp(cfg Config, f *facts) []string {
+	return []string{fmt.Sprintf("catch up: take the source's final position P; ask stream %q (now at %s, %s behind) to apply up to P and hold there",
+		cfg.Stream, f.stream.GTID, time.Duration(f.stream.LagMillis)*time.Millisecond)}
+}
+
+func describeVerify(cfg Config, _ *facts) []string {
+	if cfg.NoVerify {
+		return []string{"verify: rows skipped (--no-verify); compare the definitions of the tables, views, sequences, routines, triggers " +
+			"and events at P"}
+	}
+	return []string{"verify: compare the selected tables of the source and the target at P, chunk by chunk, and the definitions of " +
+		"the tables, views, sequences, routines, triggers and events"}
+}
+
+func describeHandOver(cfg Config, _ *facts) []string {
+	return []string{fmt.Sprintf("hand over: record the target's own position Q and stream %q as cut over at P (a later replicate of it refuses to start)",
+		cfg.Stream)}
+}
+
+// movedObjects counts the triggers and events that move.
+func movedObjects(f *facts) string {
+	return fmt.Sprintf("%d triggers and %d events", f.count(kindTrigger), f.count(kindEvent))
+}
+
+func describeObjects(cfg Config, f *facts) []string {
+	if cfg.DeferredOut != "" {
+		return []string{fmt.Sprintf("triggers and events: write the source's %s (as they are at P) to %s, for you to run on the target",
+			movedObjects(f), cfg.DeferredOut)}
+	}
+	return []string{fmt.Sprintf("triggers and events: create the source's %s (as they are at P) on the target, replacing the events it has "+
+		"(DISABLE ON SLAVE), and compare them again", movedObjects(f))}
+}
+
+func describeTargetWritable(_ Config, f *facts) []string {
+	if !f.targetReadOnly {
+		return nil
+	}
+	return []string{"make the target writable: SET GLOBAL read_only = OFF on it"}
+}
+
+func describeReverse(cfg Config, f *facts) []string {
+	if !cfg.Reverse {
+		return nil
+	}
+	var out []string
+	if f.count(kindTrigger)+f.count(kindEvent) > 0 {
+		out = append(out, fmt.Sprintf("reverse: drop the %s on the source, which becomes a replica (they would run twice)", movedObjects(f)))
+	}
+	return append(out, fmt.Sprintf("reverse: prepare stream %q on the source, from the target, starting at Q; print the replicate command that runs it",
+		cfg.ReverseStream))
+}
+
+// describeDone says in what state the cut-over leaves the source.
+func describeDone(cfg Config, f *facts) []string {
+	switch {
+	case cfg.Freeze == FreezeNone && cfg.Reverse:
+		return []string{"the source stays writable: nothing but the reverse stream may write to it from now on"}
+	case cfg.Freeze == FreezeReadOnly && !f.sourceReadOnly && cfg.Reverse:
+		return []string{"the source stays read-only (the reverse stream writes into it with READ_ONLY ADMIN)"}
+	case cfg.Freeze == FreezeReadOnly && !f.sourceReadOnly:
+		return []string{"the source stays read-only"}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/verify"
@@ -24,10 +25,11 @@ func (e *PreflightError) Error() string {
 
 // facts is what the preflight learned; the later steps act on it.
 type facts struct {
-	stream                         position.State
-	sourceMariaDB, targetMariaDB   bool
+	stream position.State
+	// source and target are the servers' versions and flavors, read once
+	// here.
+	source, target                 dsn.Server
 	sourceReadOnly, targetReadOnly bool
-	sourceVersion, targetVersion   string
 	// seesTrx: the source account can list open transactions (PROCESS).
 	seesTrx bool
 	objects []object // the source's triggers and events to move
@@ -36,8 +38,7 @@ type facts struct {
 
 // server is what the preflight reads of a server.
 type server struct {
-	version  string
-	mariaDB  bool
+	dsn.Server
 	readOnly bool
 	serverID uint32
 	logBin   bool
@@ -48,9 +49,10 @@ type server struct {
 
 func readServer(ctx context.Context, db *sql.DB) (server, error) {
 	var s server
+	var version string
 	err := db.QueryRowContext(ctx, "SELECT VERSION(), @@global.read_only, @@global.server_id, @@global.log_bin, "+
-		"@@global.log_bin_trust_function_creators").Scan(&s.version, &s.readOnly, &s.serverID, &s.logBin, &s.trustCreators)
-	s.mariaDB = strings.Contains(strings.ToLower(s.version), "mariadb")
+		"@@global.log_bin_trust_function_creators").Scan(&version, &s.readOnly, &s.serverID, &s.logBin, &s.trustCreators)
+	s.Server = dsn.ServerOf(version)
 	return s, err
 }
 
@@ -68,80 +70,122 @@ func triggerDDL(s server, acc *account, role, what string, problem func(string, 
 // process reports every 5 s.
 const maxReportAge = 30 * time.Second
 
-// preflight checks everything the later steps need, changing nothing, and
-// reports every problem at once.
-func (c *cut) preflight(ctx context.Context) (*facts, error) {
-	f := &facts{}
-	var problems []string
-	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+// checks is what the preflight read that the steps' privilege checks
+// need, and the problems they found.
+type checks struct {
+	f              *facts
+	src, tgt       server
+	srcAcc, tgtAcc *account
+	problems       []string
+}
 
-	src, err := readServer(ctx, c.src)
-	if err != nil {
+func (k *checks) problem(format string, args ...any) {
+	k.problems = append(k.problems, fmt.Sprintf(format, args...))
+}
+
+// preflight checks everything the later steps need, changing nothing, and
+// reports every problem at once: first what all steps need (the servers,
+// the stream, the accounts), then each step's privileges.
+func (c *cut) preflight(ctx context.Context) (*facts, error) {
+	k := &checks{f: &facts{}}
+	f := k.f
+	var err error
+	if k.src, err = readServer(ctx, c.src); err != nil {
 		return nil, fmt.Errorf("source %s: %w", c.cfg.Source, err)
 	}
-	tgt, err := readServer(ctx, c.tgt)
-	if err != nil {
+	if k.tgt, err = readServer(ctx, c.tgt); err != nil {
 		return nil, fmt.Errorf("target %s: %w", c.cfg.Target, err)
 	}
-	f.sourceMariaDB, f.targetMariaDB, f.sourceReadOnly, f.targetReadOnly = src.mariaDB, tgt.mariaDB, src.readOnly, tgt.readOnly
-	f.sourceVersion, f.targetVersion = src.version, tgt.version
-	if err := c.checkStream(ctx, f, problem); err != nil {
+	f.source, f.target, f.sourceReadOnly, f.targetReadOnly = k.src.Server, k.tgt.Server, k.src.readOnly, k.tgt.readOnly
+	if err := c.checkStream(ctx, f, k.problem); err != nil {
 		return nil, err
 	}
-	srcAcc, err := readAccount(ctx, c.src)
-	if err != nil {
+	if k.srcAcc, err = readAccount(ctx, c.src); err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
-	tgtAcc, err := readAccount(ctx, c.tgt)
-	if err != nil {
+	if k.tgtAcc, err = readAccount(ctx, c.tgt); err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
 	if f.seesTrx, err = seesTransactions(ctx, c.src); err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
+	for _, s := range cutSteps {
+		if err := s.privileges(ctx, c, k); err != nil {
+			return nil, err
+		}
+	}
+	if len(k.problems) > 0 {
+		return f, &PreflightError{Problems: k.problems}
+	}
+	return f, nil
+}
+
+// freezePrivileges: the source account can freeze the source the configured
+// way (set read_only, see the transactions in flight).
+func freezePrivileges(ctx context.Context, c *cut, k *checks) error {
 	switch c.cfg.Freeze {
 	case FreezeReadOnly:
 		ok, err := canSetReadOnly(ctx, c.src)
 		if err != nil {
-			return nil, fmt.Errorf("source: %w", err)
+			return fmt.Errorf("source: %w", err)
 		}
 		if !ok {
-			problem("--freeze read-only: the source account (%s) cannot set read_only: it needs %s", srcAcc.user, readOnlyPrivilege(src.mariaDB))
+			k.problem("--freeze read-only: the source account (%s) cannot set read_only: it needs %s", k.srcAcc.user,
+				readOnlyPrivilege(k.src.MariaDB()))
 		}
-		if !f.seesTrx {
-			problem("--freeze read-only: the source account (%s) cannot see the transactions in flight, which the freeze waits for: "+
-				"it needs PROCESS", srcAcc.user)
+		if !k.f.seesTrx {
+			k.problem("--freeze read-only: the source account (%s) cannot see the transactions in flight, which the freeze waits for: "+
+				"it needs PROCESS", k.srcAcc.user)
 		}
 	case FreezeNone:
-		if !f.seesTrx {
-			f.notes = append(f.notes, "the source account cannot see open transactions (PROCESS): the freeze watches the position only")
+		if !k.f.seesTrx {
+			k.f.notes = append(k.f.notes, "the source account cannot see open transactions (PROCESS): the freeze watches the position only")
 		}
 	}
-	if f.targetReadOnly {
-		ok, err := canSetReadOnly(ctx, c.tgt)
-		if err != nil {
-			return nil, fmt.Errorf("target: %w", err)
-		}
-		if !ok {
-			problem("the target is read-only, and its account (%s) cannot make it writable at the hand-over: it needs %s",
-				tgtAcc.user, readOnlyPrivilege(tgt.mariaDB))
-		}
+	return nil
+}
+
+// verifyPrivileges: both accounts can read every definition the verify at P
+// compares; servers of different versions are a note.
+func verifyPrivileges(ctx context.Context, c *cut, k *checks) error {
+	if err := c.checkDefinitions(ctx, k.f, k.problem); err != nil {
+		return err
 	}
-	c.checkObjects(ctx, f, tgt, srcAcc, tgtAcc, problem)
-	if err := c.checkDefinitions(ctx, f, problem); err != nil {
-		return nil, err
+	if !c.cfg.NoVerify && k.src.Version != k.tgt.Version {
+		k.f.notes = append(k.f.notes, fmt.Sprintf("the servers' versions differ (%s, %s): verify compares FLOAT, DOUBLE, JSON and geometry "+
+			"values by each server's text of them", k.src.Version, k.tgt.Version))
 	}
+	return nil
+}
+
+// objectPrivileges: see cut.checkObjects.
+func objectPrivileges(ctx context.Context, c *cut, k *checks) error {
+	c.checkObjects(ctx, k.f, k.tgt, k.srcAcc, k.tgtAcc, k.problem)
+	return nil
+}
+
+// targetWritablePrivileges: a read-only target's account can make it writable.
+func targetWritablePrivileges(ctx context.Context, c *cut, k *checks) error {
+	if !k.f.targetReadOnly {
+		return nil
+	}
+	ok, err := canSetReadOnly(ctx, c.tgt)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	if !ok {
+		k.problem("the target is read-only, and its account (%s) cannot make it writable at the hand-over: it needs %s",
+			k.tgtAcc.user, readOnlyPrivilege(k.tgt.MariaDB()))
+	}
+	return nil
+}
+
+// reversePrivileges: see cut.checkReverse (Reverse only).
+func reversePrivileges(ctx context.Context, c *cut, k *checks) error {
 	if c.cfg.Reverse {
-		c.checkReverse(ctx, f, src, tgt, srcAcc, tgtAcc, problem)
+		c.checkReverse(ctx, k.f, k.src, k.tgt, k.srcAcc, k.tgtAcc, k.problem)
 	}
-	if !c.cfg.NoVerify && src.version != tgt.version {
-		f.notes = append(f.notes, fmt.Sprintf("the servers' versions differ (%s, %s): verify compares FLOAT, DOUBLE, JSON and geometry "+
-			"values by each server's text of them", src.version, tgt.version))
-	}
-	if len(problems) > 0 {
-		return f, &PreflightError{Problems: problems}
-	}
-	return f, nil
+	return nil
 }
 
 // checkStream: the stream runs, is not copying, holds for nobody, and lags
@@ -282,7 +326,7 @@ func (c *cut) checkReverse(ctx context.Context, f *facts, src, tgt server, srcAc
 		problem("--reverse: the target, as the reverse stream's source: %v", c.cfg.Target.AnnotateTLS(err))
 	}
 	monitor := "BINLOG MONITOR"
-	if !tgt.mariaDB {
+	if !tgt.MariaDB() {
 		monitor = "REPLICATION CLIENT"
 	}
 	if miss := tgtAcc.missing("", "REPLICATION SLAVE", monitor); len(miss) > 0 {
@@ -300,7 +344,7 @@ func (c *cut) checkReverse(ctx context.Context, f *facts, src, tgt server, srcAc
 		problem("--reverse: the source account (%s) keeps the reverse stream's state on the source: it needs ALL PRIVILEGES on `%s`.* "+
 			"(missing %s)", srcAcc.user, position.Schema, strings.Join(miss, ", "))
 	}
-	if c.cfg.Freeze == FreezeReadOnly && !src.mariaDB && !srcAcc.has("CONNECTION_ADMIN", "") && !srcAcc.has("SUPER", "") {
+	if c.cfg.Freeze == FreezeReadOnly && !src.MariaDB() && !srcAcc.has("CONNECTION_ADMIN", "") && !srcAcc.has("SUPER", "") {
 		problem("--reverse: the source stays read-only, and the source account (%s) must write into it: it needs CONNECTION_ADMIN", srcAcc.user)
 	}
 	if f.count(kindTrigger) > 0 {

@@ -11,8 +11,16 @@
 // may also come from an environment variable, a file or an option file,
 // so they never have to appear in a process listing.
 //
+// It also owns the session of each role's connections (session.go: apply,
+// verify, copy read, cut-over, throttle), set up as the driver's
+// parameters on every connection of a role's own pool (OpenSession) or by
+// statements on a connection borrowed from a shared one (Session.Set), and
+// what binlane reads of a server once and hands on (Server: its version
+// and flavor).
+//
 // The package must never connect by itself (it only builds what callers
-// connect with), never put a password in an error or a String, and never
+// connect with, and reads a server only over a connection they hand it),
+// never put a password in an error or a String, and never
 // pass a parameter it does not understand to the server as a session
 // variable unless it can be one.
 package dsn

@@ -126,12 +126,15 @@ func (p *Pairer) pairOnce(ctx context.Context, src, tgt *sql.Conn) (pos gtid.Set
 	if _, err := tgt.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
 		return pos, fmt.Errorf("target: start a consistent snapshot: %w", err)
 	}
-	var text string
-	if err := tgt.QueryRowContext(ctx, "SELECT COALESCE(gtid_pos, '') FROM "+position.Table+" WHERE name = ?", p.Stream).Scan(&text); err != nil {
-		return pos, fmt.Errorf("target: read stream %q in the snapshot: %w", p.Stream, err)
+	st, ok, err := position.Load(ctx, tgt, p.Stream)
+	switch {
+	case err != nil:
+		return pos, fmt.Errorf("target, in the snapshot: %w", err)
+	case !ok:
+		return pos, fmt.Errorf("target: read stream %q in the snapshot: the target has no such stream", p.Stream)
 	}
-	if at, err := gtid.ParseSet(text); err != nil || !at.Equal(pos) {
-		return pos, fmt.Errorf("target snapshot sees stream %q at %q, not %s: was it started by another process?", p.Stream, text, pos)
+	if at, err := gtid.ParseSet(st.GTID); err != nil || !at.Equal(pos) {
+		return pos, fmt.Errorf("target snapshot sees stream %q at %q, not %s: was it started by another process?", p.Stream, st.GTID, pos)
 	}
 	return pos, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -130,25 +131,61 @@ func ClaimCutover(ctx context.Context, db *sql.DB, stream, token string) error {
 	return nil
 }
 
+// CutoverColumn is a column of the journal (CutoverDDL). The cut-over's
+// steps name the columns they write and act on by these constants, and
+// UpdateCutover refuses any other: a misspelled name fails, instead of
+// being skipped and leaving a step unjournaled.
+type CutoverColumn string
+
+// The journal's columns a cut-over step writes or acts on.
+const (
+	CutoverFrozeSource    CutoverColumn = "froze_source"
+	CutoverSourceGTID     CutoverColumn = "source_gtid"
+	CutoverTargetGTID     CutoverColumn = "target_gtid"
+	CutoverTargetReadOnly CutoverColumn = "target_read_only"
+	CutoverReverseStream  CutoverColumn = "reverse_stream"
+	CutoverVerified       CutoverColumn = "verified"
+	CutoverMessage        CutoverColumn = "message"
+	CutoverState          CutoverColumn = "state"
+)
+
+// CutoverColumns are all of them, in CutoverDDL's order.
+func CutoverColumns() []CutoverColumn {
+	return []CutoverColumn{CutoverState, CutoverFrozeSource, CutoverSourceGTID, CutoverTargetGTID, CutoverTargetReadOnly,
+		CutoverReverseStream, CutoverVerified, CutoverMessage}
+}
+
+// updatableCutover are the columns UpdateCutover writes, in the order it
+// writes them; the others are written with the states they belong to
+// (BeginCutover, HandOver).
+var updatableCutover = []CutoverColumn{CutoverFrozeSource, CutoverSourceGTID, CutoverVerified, CutoverMessage, CutoverState}
+
 // UpdateCutover records a step of the cut-over held by token: the columns
-// of set ("froze_source", "source_gtid", "verified", "message", "state").
-func UpdateCutover(ctx context.Context, db *sql.DB, stream, token string, set map[string]any) error {
+// of set (froze_source, source_gtid, verified, message, state). Any other
+// column is an error, and nothing is written.
+func UpdateCutover(ctx context.Context, db *sql.DB, stream, token string, set map[CutoverColumn]any) error {
 	q := "UPDATE " + CutoverTableName + " SET "
 	var args []any
-	first := true
-	for _, col := range []string{"froze_source", "source_gtid", "verified", "message", "state"} {
+	for _, col := range updatableCutover {
 		v, ok := set[col]
 		if !ok {
 			continue
 		}
-		if !first {
+		if len(args) > 0 {
 			q += ", "
 		}
-		q += col + " = ?"
+		q += string(col) + " = ?"
 		args = append(args, v)
-		first = false
 	}
-	if first {
+	if len(args) != len(set) {
+		for col := range set {
+			if !slices.Contains(updatableCutover, col) {
+				return fmt.Errorf("record the cut-over of stream %q: %q is not a journal column UpdateCutover writes (want one of %v)",
+					stream, col, updatableCutover)
+			}
+		}
+	}
+	if len(args) == 0 {
 		return nil
 	}
 	res, err := db.ExecContext(ctx, q+" WHERE stream = ? AND token = ?", append(args, stream, token)...)

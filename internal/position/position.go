@@ -251,7 +251,10 @@ func unix(f float64) time.Time {
 
 // Load reads one stream; ok is false when it does not exist (or the table
 // does not exist yet).
-func Load(ctx context.Context, db *sql.DB, name string) (s State, ok bool, err error) {
+//
+// db may be a connection in a transaction: an online verify reads the
+// stream in its target snapshot (package pause).
+func Load(ctx context.Context, db rowQuerier, name string) (s State, ok bool, err error) {
 	s, err = scan(db.QueryRowContext(ctx, "SELECT "+columns+" FROM "+Table+" WHERE name = ?", name))
 	if errors.Is(err, sql.ErrNoRows) || isNoTable(err) {
 		return State{}, false, nil
@@ -297,6 +300,11 @@ func List(ctx context.Context, db *sql.DB) ([]State, error) {
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// rowQuerier is a pool, a connection or a transaction.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 func isNoTable(err error) bool { return sqlerr.Is(err, sqlerr.NoSuchTable, sqlerr.UnknownDB) }

@@ -206,10 +206,18 @@ func TestCutoverJournal(t *testing.T) {
 	if err := BeginCutover(ctx, db, "s", "t2", ""); err == nil {
 		t.Fatal("a second cut-over began beside an unfinished one")
 	}
-	if err := UpdateCutover(ctx, db, "s", "t2", map[string]any{"froze_source": "read-only"}); err == nil {
+	if err := UpdateCutover(ctx, db, "s", "t2", map[CutoverColumn]any{CutoverFrozeSource: "read-only"}); err == nil {
 		t.Fatal("a process that does not hold the journal wrote it")
 	}
-	if err := UpdateCutover(ctx, db, "s", "t1", map[string]any{"froze_source": "read-only", "source_gtid": "0-1-5"}); err != nil {
+	// A misspelled column fails, and writes nothing (not even the good one).
+	if err := UpdateCutover(ctx, db, "s", "t1", map[CutoverColumn]any{CutoverFrozeSource: "read-only", "froze_sorce": "x"}); err == nil ||
+		!strings.Contains(err.Error(), "froze_sorce") {
+		t.Fatalf("a misspelled journal column: %v", err)
+	}
+	if c, _, err := LoadCutover(ctx, db, "s"); err != nil || c.FrozeSource != "" {
+		t.Fatalf("a refused update wrote froze_source %q (%v)", c.FrozeSource, err)
+	}
+	if err := UpdateCutover(ctx, db, "s", "t1", map[CutoverColumn]any{CutoverFrozeSource: "read-only", CutoverSourceGTID: "0-1-5"}); err != nil {
 		t.Fatal(err)
 	}
 	same := func(saved string) bool { return saved == "0-1-5" }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/schema"
@@ -27,15 +28,11 @@ type target struct {
 // what the source's triggers already did).
 func inspectTarget(ctx context.Context, meta *sql.DB, cfg *Config) (*target, error) {
 	t := &target{}
-	var version string
-	if err := meta.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+	srv, err := dsn.ReadServer(ctx, meta)
+	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", cfg.Target, err)
 	}
-	t.flavor = sqlerr.MySQL
-	if strings.Contains(strings.ToLower(version), "mariadb") {
-		t.flavor = sqlerr.MariaDB
-	}
-	var err error
+	t.flavor = srv.Flavor
 	if t.collations, err = schema.LoadCollations(ctx, meta); err != nil {
 		return nil, err
 	}

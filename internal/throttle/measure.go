@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/sqlerr"
 )
 
@@ -81,11 +82,11 @@ func (p *lagProbe) read(ctx context.Context) (time.Duration, error) {
 		return heartbeatLag(ctx, p.replica.DB, p.heartbeat)
 	}
 	if p.queries == nil {
-		var version string
-		if err := p.replica.DB.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		srv, err := dsn.ReadServer(ctx, p.replica.DB)
+		if err != nil {
 			return 0, err
 		}
-		p.queries = statusQueries(version)
+		p.queries = statusQueries(srv)
 	}
 	lag, err := statusLag(ctx, p.replica.DB, p.queries[0])
 	for sqlerr.Is(err, sqlerr.ParseError) && len(p.queries) > 1 {
@@ -96,9 +97,9 @@ func (p *lagProbe) read(ctx context.Context) (time.Duration, error) {
 }
 
 // statusQueries are the statements that show a replica's replication, by
-// server version, first the one to try.
-func statusQueries(version string) []string {
-	if strings.Contains(strings.ToLower(version), "mariadb") {
+// server, first the one to try.
+func statusQueries(s dsn.Server) []string {
+	if s.MariaDB() {
 		// Every replication connection of a multi-source replica.
 		return []string{"SHOW ALL SLAVES STATUS"}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/binlane/binlane/internal/dsn"
 )
 
 func TestDecide(t *testing.T) {
@@ -69,10 +71,10 @@ func TestLagOfRows(t *testing.T) {
 }
 
 func TestStatusQueries(t *testing.T) {
-	if q := statusQueries("10.11.6-MariaDB-0+deb12u1-log"); q[0] != "SHOW ALL SLAVES STATUS" {
+	if q := statusQueries(dsn.ServerOf("10.11.6-MariaDB-0+deb12u1-log")); q[0] != "SHOW ALL SLAVES STATUS" {
 		t.Errorf("MariaDB: %v", q)
 	}
-	if q := statusQueries("8.0.36"); q[0] != "SHOW REPLICA STATUS" || q[1] != "SHOW SLAVE STATUS" {
+	if q := statusQueries(dsn.ServerOf("8.0.36")); q[0] != "SHOW REPLICA STATUS" || q[1] != "SHOW SLAVE STATUS" {
 		t.Errorf("MySQL: %v", q)
 	}
 	if q, err := heartbeatQuery("percona.heartbeat"); err != nil || !strings.Contains(q, "FROM `percona`.`heartbeat`") {

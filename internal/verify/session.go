@@ -6,25 +6,16 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"sync"
+
+	"github.com/binlane/binlane/internal/dsn"
 )
 
-// sessionSetup makes both servers render values the same way:
-//   - time_zone UTC: TIMESTAMP values print in UTC, where no two instants
-//     share a text (a local zone repeats an hour when DST ends);
-//   - utf8mb4: key values come back, and go back as bounds, without loss;
-//   - an empty sql_mode: no PAD_CHAR_TO_FULL_LENGTH (which changes CHAR
-//     values), no ANSI_QUOTES, no Oracle-mode CONCAT;
-//   - a read-only transaction mode: the server refuses any write, a second
-//     guard behind the fact that verify only sends SELECTs.
-var sessionSetup = []string{
-	"SET SESSION time_zone = '+00:00', SESSION sql_mode = '', NAMES utf8mb4",
-	"SET SESSION TRANSACTION READ ONLY",
-}
-
-// side hands out connections to one server, each set up with sessionSetup.
-// They are taken from the caller's pool and, when the run ends, closed
-// rather than returned to it, so the caller's pool never sees our session
-// settings.
+// side hands out connections to one server, each in the verify session
+// (dsn.VerifySession: both servers render values the same way, and refuse
+// writes). They are taken from the caller's pool, which other roles share
+// (the cut-over's), so the session is set by statements, not by the pool's
+// parameters; when the run ends they are closed rather than returned to
+// it, so the caller's pool never sees the session.
 type side struct {
 	name string // "source" or "target", for errors
 	db   *sql.DB
@@ -53,11 +44,9 @@ func (s *side) get(ctx context.Context) (*sql.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: connect: %w", s.name, err)
 	}
-	for _, q := range sessionSetup {
-		if _, err := c.ExecContext(ctx, q); err != nil {
-			discard(c)
-			return nil, fmt.Errorf("%s: %s: %w", s.name, q, err)
-		}
+	if err := dsn.VerifySession().Set(ctx, c); err != nil {
+		discard(c)
+		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
 	s.mu.Lock()
 	s.busy[c] = true
