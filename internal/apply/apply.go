@@ -252,9 +252,9 @@ func (b *batch) describe() string {
 		return describeChunk(b.works[0].chunk)
 	}
 	if len(b.works) == 1 {
-		return "transaction " + rowsql.DescribeTxn(b.works[0].t)
+		return "transaction " + b.works[0].t.Describe()
 	}
-	return fmt.Sprintf("transactions %s .. %s", rowsql.DescribeTxn(b.works[0].t), rowsql.DescribeTxn(b.works[len(b.works)-1].t))
+	return fmt.Sprintf("transactions %s .. %s", b.works[0].t.Describe(), b.works[len(b.works)-1].t.Describe())
 }
 
 // tables returns the plans the batch's transactions use.

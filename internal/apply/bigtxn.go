@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
@@ -47,7 +46,7 @@ func (c *coordinator) extendSet(ctx context.Context, w *work, body *txn.Body) er
 		}
 		p, err := c.a.plans.Get(ctx, it.Rows.Table)
 		if err != nil {
-			return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(w.t), err)
+			return fmt.Errorf("transaction %s: %w", w.t.Describe(), err)
 		}
 		for j := it.First; j < it.Last; j++ {
 			c.ws.AddChange(&w.set, p, &body.Changes[j])

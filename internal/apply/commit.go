@@ -29,14 +29,10 @@ type commitOpts struct {
 	// clearDDL ends the statement mark.
 	clearDDL bool
 	// deferred statements are recorded in binlane.deferred with the commit.
-	deferred []deferredStmt
+	deferred []position.Deferred
 	// xaPrepared records, xaFinished forgets, an XA transaction the stream
 	// prepared on the target (see runXA).
 	xaPrepared, xaFinished string
-}
-
-type deferredStmt struct {
-	gtid, schema, reason, query string
 }
 
 // waitTurn blocks until what b must follow committed (b.rule; every
@@ -153,38 +149,13 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		c.done(w, b, o.rows)
 		return nil
 	}
-	for _, d := range o.deferred {
-		err := w.sql.Append(func(buf []byte) []byte {
-			return position.AppendDeferred(buf, c.stream, d.gtid, d.schema, d.reason, d.query)
-		}, rowsql.Stmt{Expect: 1, What: "record deferred statement"})
-		if err != nil {
-			return err
-		}
-	}
-	if id := o.xaPrepared; id != "" {
-		gtid := b.works[0].t.GTID.String()
-		err := w.sql.Append(func(buf []byte) []byte { return position.AppendXAPrepared(buf, c.stream, id, gtid) },
-			rowsql.Stmt{Expect: -1, What: "record the prepared XA transaction"})
-		if err != nil {
-			return err
-		}
-	}
-	if id := o.xaFinished; id != "" {
-		err := w.sql.Append(func(buf []byte) []byte { return position.AppendXAFinished(buf, c.stream, id) },
-			rowsql.Stmt{Expect: 1, What: "forget the finished XA transaction"})
-		if err != nil {
-			return err
-		}
-	}
-	for _, cp := range checkpoints {
-		err := w.sql.Append(func(buf []byte) []byte { return position.AppendCopyProgress(buf, c.stream, cp) },
-			rowsql.Stmt{Expect: 1, What: "record the copy's progress"})
-		if err != nil {
-			return err
-		}
+	tail := &position.Tail{Stream: c.stream, Owner: c.owner, Save: save, Deferred: o.deferred, Copy: checkpoints,
+		XAPrepared: o.xaPrepared, XAFinished: o.xaFinished}
+	if tail.XAPrepared != "" {
+		tail.XAPreparedGTID = b.works[0].t.GTID.String()
 	}
 	start := time.Now()
-	if err := w.sql.Commit(c.stream, c.owner, save); err != nil {
+	if err := w.sql.Commit(tail); err != nil {
 		if sqlerr.Code(err) == 0 && !errors.Is(err, rowsql.ErrRowCount) {
 			// No answer from the server: the COMMIT may have happened. A
 			// later batch writing the position without this one's GTIDs

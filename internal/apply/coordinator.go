@@ -384,7 +384,7 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 		}
 		p, err := c.a.plans.Get(ctx, it.Rows.Table)
 		if err != nil {
-			return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(t), err)
+			return fmt.Errorf("transaction %s: %w", t.Describe(), err)
 		}
 		w.plans[i] = p
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
-	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/session"
 	"github.com/binlane/binlane/internal/sqlerr"
@@ -41,7 +40,7 @@ func (w *worker) runAlone(ctx context.Context, b *batch) error {
 	// built commit with the transaction.)
 	for _, build := range wk.builds {
 		if err := w.build(ctx, build); err != nil {
-			return fmt.Errorf("transaction %s: before its statement: %w", rowsql.DescribeTxn(t), err)
+			return fmt.Errorf("transaction %s: before its statement: %w", t.Describe(), err)
 		}
 	}
 	w.sql.Collapse, w.sql.OneByOne, w.sql.Runs = false, false, false
@@ -64,7 +63,7 @@ func (w *worker) runAlone(ctx context.Context, b *batch) error {
 		if p.Last && (t.Savepoints || t.RolledBack) {
 			return fmt.Errorf("transaction %s is larger than --max-txn-bytes and rolls back to a savepoint (or ends in ROLLBACK) "+
 				"over changes to non-transactional tables: such a transaction must be held whole to be resolved; raise --max-txn-bytes",
-				rowsql.DescribeTxn(t))
+				t.Describe())
 		}
 		body = p.Body
 		if p.Last {
@@ -90,7 +89,7 @@ type aloneState struct {
 	inTxn     bool // a target transaction is open for its rows
 	statement bool // a statement ran (or was found applied)
 	rows      int
-	deferred  []deferredStmt
+	deferred  []position.Deferred
 }
 
 // nextPart waits for the next part of a transaction sent in parts.
@@ -124,7 +123,7 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 			s.statement = true
 		case txn.ItemDeferred:
 			st := it.Statement
-			s.deferred = append(s.deferred, deferredStmt{gtid: t.GTID.String(), schema: st.Schema, reason: st.Deferred, query: st.Query})
+			s.deferred = append(s.deferred, position.Deferred{GTID: t.GTID.String(), Schema: st.Schema, Reason: st.Deferred, Statement: st.Query})
 		case txn.ItemRows:
 			if !s.inTxn {
 				if err := w.sql.Begin(); err != nil {
@@ -134,7 +133,7 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 			}
 			p, err := w.plans.Get(ctx, it.Rows.Table)
 			if err != nil {
-				return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(t), err)
+				return fmt.Errorf("transaction %s: %w", t.Describe(), err)
 			}
 			changes := body.Changes[it.First:it.Last]
 			if w.copy != nil && w.copy.Copying() {
@@ -199,7 +198,7 @@ func (w *worker) statement(ctx context.Context, t *txn.Txn, st *txn.Statement) e
 }
 
 func (w *worker) statementError(t *txn.Txn, st *txn.Statement, err error) error {
-	return fmt.Errorf("transaction %s: statement %q: %w", rowsql.DescribeTxn(t), abbreviate(redact.Statement(st.Query), 300), err)
+	return fmt.Errorf("transaction %s: statement %q: %w", t.Describe(), abbreviate(redact.Statement(st.Query), 300), err)
 }
 
 // execStatement runs a statement in the session context the source ran it

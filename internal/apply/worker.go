@@ -278,26 +278,23 @@ func (w *worker) abortBatch(b *batch) bool {
 	return true
 }
 
-// Send runs one round trip (the rowsql.Sink of the worker's writer) and
-// checks every statement's row count.
-func (w *worker) Send(sqlText []byte, stmts []rowsql.Stmt) error {
+// Send runs one round trip (the rowsql.Sink of the worker's writer), which
+// checks the row counts.
+func (w *worker) Send(sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
 	select {
 	case <-w.abortAll:
-		return errStopping
+		return nil, errStopping
 	default:
 	}
 	if b := w.batch; b != nil {
 		select {
 		case <-b.abort:
-			return errAborted
+			return nil, errAborted
 		default:
 		}
 	}
 	w.execStart.Store(time.Now().UnixNano())
 	counts, err := w.conn.exec(w.ctx, sqlText, stmts)
 	w.execStart.Store(0)
-	if err != nil {
-		return rowsql.Blame(stmts, err)
-	}
-	return rowsql.Check(stmts, counts)
+	return counts, err
 }

@@ -228,7 +228,7 @@ func (w *worker) xaPreparedOnTarget(ctx context.Context, id string) (bool, error
 }
 
 func (w *worker) xaError(t *txn.Txn, err error) error {
-	return fmt.Errorf("transaction %s (%s %s): %w", rowsql.DescribeTxn(t), t.XA.Phase, t.XA.ID, err)
+	return fmt.Errorf("transaction %s (%s %s): %w", t.Describe(), t.XA.Phase, t.XA.ID, err)
 }
 
 // xid is an XA transaction id.

@@ -141,3 +141,18 @@ func appendQuoted(buf []byte, s string) []byte {
 	buf = hex.AppendEncode(buf, []byte(s))
 	return append(buf, '\'')
 }
+
+// Tail is what a target transaction records in binlane's tables before it
+// commits, in the same transaction as its rows: the statements it keeps
+// instead of running, the XA transaction it prepared or finished, the
+// copy's progress, and last the stream's position, guarded by its owner.
+// rowsql.Writer.Commit renders it, in this order.
+type Tail struct {
+	Stream, Owner string
+	Save          Save
+	Deferred      []Deferred // RecordedAt is the server's
+	// XAPrepared records, XAFinished forgets, an XA transaction the
+	// stream prepared on the target ("": none).
+	XAPrepared, XAPreparedGTID, XAFinished string
+	Copy                                   []CopyProgress
+}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/binlane/binlane/internal/txn"
 )
 
 // ErrRowCount is matched (errors.Is) by a RowCountError.
@@ -38,11 +36,11 @@ func (e *StmtError) Error() string {
 }
 func (e *StmtError) Unwrap() error { return e.Err }
 
-// Check compares the rows each statement of a round trip affected with
+// check compares the rows each statement of a round trip affected with
 // what it should have. A statement without a count fails the check: most
 // row statements have no guard on the server (see guardedRows), so this
 // check is all that stands between a missing row and a COMMIT.
-func Check(stmts []Stmt, counts []int64) error {
+func check(stmts []Stmt, counts []int64) error {
 	for i, st := range stmts {
 		switch {
 		case st.Expect < 0:
@@ -55,10 +53,10 @@ func Check(stmts []Stmt, counts []int64) error {
 	return nil
 }
 
-// Blame names the statement a failed round trip failed in, when that is
+// blame names the statement a failed round trip failed in, when that is
 // certain: a round trip holding one row statement (and its row-count check),
 // as diagnosis sends them.
-func Blame(stmts []Stmt, err error) error {
+func blame(stmts []Stmt, err error) error {
 	n := len(stmts)
 	if n > 0 && stmts[0].Txn != nil && !stmts[0].Block && (n == 1 || n == 2 && stmts[1].What == RowCountCheck) {
 		return &StmtError{Stmt: stmts[0], Err: err}
@@ -74,7 +72,7 @@ func Describe(st Stmt) string {
 	var b strings.Builder
 	if st.Txn != nil {
 		b.WriteString("transaction ")
-		b.WriteString(DescribeTxn(st.Txn))
+		b.WriteString(st.Txn.Describe())
 	}
 	if st.Table != nil {
 		fmt.Fprintf(&b, ", table %s", st.Table.Name)
@@ -98,15 +96,6 @@ func Describe(st Stmt) string {
 		b.WriteString(")")
 	}
 	return b.String()
-}
-
-// DescribeTxn names a transaction by its GTID and where it ends in the
-// source's binlog.
-func DescribeTxn(t *txn.Txn) string {
-	if t.GTID.Flavor != 0 {
-		return fmt.Sprintf("%s (source %s:%d)", t.GTID, t.File, t.EndPos)
-	}
-	return fmt.Sprintf("at source %s:%d", t.File, t.EndPos)
 }
 
 func abbreviate(s string, n int) string {

@@ -236,7 +236,13 @@ func TestRunsBounded(t *testing.T) {
 
 type nullSink struct{}
 
-func (nullSink) Send([]byte, []Stmt) error { return nil }
+func (nullSink) Send(_ []byte, stmts []Stmt) ([]int64, error) {
+	counts := make([]int64, len(stmts))
+	for i, st := range stmts {
+		counts[i] = max(st.Expect, 0)
+	}
+	return counts, nil
+}
 
 // BenchmarkRuns: binlane's own cost of writing an order-entry-like merged
 // commit (126 transactions of 5 stock updates and 5 order lines) with and

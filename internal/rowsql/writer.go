@@ -44,9 +44,12 @@ type Stmt struct {
 	Exact bool
 }
 
-// Sink receives round trips. sql and stmts are only valid during the call.
+// Sink runs round trips: it returns the rows each statement affected, in
+// order (the writer checks them against what each should have: a statement
+// without a count fails the check), or the round trip's error. sql and
+// stmts are only valid during the call.
 type Sink interface {
-	Send(sql []byte, stmts []Stmt) error
+	Send(sql []byte, stmts []Stmt) (counts []int64, err error)
 }
 
 // Writer accumulates the statements of one target transaction and hands
@@ -254,17 +257,47 @@ func (w *Writer) Finish() error {
 	return w.session(0)
 }
 
-// Commit writes the stream's position update (which fails unless the
-// stream still belongs to owner and every row statement did what it
-// should) and COMMIT, and sends everything.
-func (w *Writer) Commit(stream, owner string, save position.Save) error {
+// Commit records the tail (position.Tail) after what has been written,
+// commits, and sends the last round trip. Each record is checked: the
+// position update must match the stream's row and owner, a deferred
+// statement and a copy checkpoint must each insert their row, a finished
+// XA transaction must have been recorded.
+func (w *Writer) Commit(t *position.Tail) error {
 	if w.unchecked > 0 {
 		if err := w.Flush(); err != nil {
 			return err
 		}
 	}
+	for _, d := range t.Deferred {
+		w.begin()
+		w.buf = position.AppendDeferred(w.buf, t.Stream, d.GTID, d.Schema, d.Reason, d.Statement)
+		if err := w.end(Stmt{Expect: 1, What: "record deferred statement"}); err != nil {
+			return err
+		}
+	}
+	if t.XAPrepared != "" {
+		w.begin()
+		w.buf = position.AppendXAPrepared(w.buf, t.Stream, t.XAPrepared, t.XAPreparedGTID)
+		if err := w.end(Stmt{Expect: -1, What: "record the prepared XA transaction"}); err != nil {
+			return err
+		}
+	}
+	if t.XAFinished != "" {
+		w.begin()
+		w.buf = position.AppendXAFinished(w.buf, t.Stream, t.XAFinished)
+		if err := w.end(Stmt{Expect: 1, What: "forget the finished XA transaction"}); err != nil {
+			return err
+		}
+	}
+	for _, cp := range t.Copy {
+		w.begin()
+		w.buf = position.AppendCopyProgress(w.buf, t.Stream, cp)
+		if err := w.end(Stmt{Expect: 1, What: "record the copy's progress"}); err != nil {
+			return err
+		}
+	}
 	w.begin()
-	w.buf = position.AppendUpdate(w.buf, stream, save, owner, guardVar)
+	w.buf = position.AppendUpdate(w.buf, t.Stream, t.Save, t.Owner, guardVar)
 	if err := w.end(Stmt{Expect: 1, What: "position update"}); err != nil {
 		return err
 	}
@@ -281,14 +314,6 @@ func (w *Writer) Raw(s string) error {
 	return w.end(Stmt{Expect: -1, What: "session"})
 }
 
-// Append adds a statement rendered by the caller (appendTo appends it to
-// the buffer), described by st.
-func (w *Writer) Append(appendTo func([]byte) []byte, st Stmt) error {
-	w.begin()
-	w.buf = appendTo(w.buf)
-	return w.end(st)
-}
-
 // Flush sends what has been written, the open statement ended first (a
 // statement that commits implicitly may follow: nothing written may wait).
 func (w *Writer) Flush() error {
@@ -299,7 +324,12 @@ func (w *Writer) Flush() error {
 		return nil
 	}
 	w.closeBlock()
-	err := w.sink.Send(w.buf, w.stmts)
+	counts, err := w.sink.Send(w.buf, w.stmts)
+	if err != nil {
+		err = blame(w.stmts, err)
+	} else {
+		err = check(w.stmts, counts)
+	}
 	clear(w.stmts) // see reset
 	w.buf, w.stmts, w.file = w.buf[:0], w.stmts[:0], w.file[:0]
 	w.unchecked = 0

@@ -19,7 +19,8 @@ type sink struct {
 	stmts [][]Stmt
 }
 
-func (s *sink) Send(sql []byte, stmts []Stmt) error {
+// Send answers every statement with the count it expects.
+func (s *sink) Send(sql []byte, stmts []Stmt) ([]int64, error) {
 	var trip []string
 	for _, q := range strings.Split(strings.TrimSuffix(string(sql), ";\n"), ";\n") {
 		trip = append(trip, q)
@@ -30,7 +31,11 @@ func (s *sink) Send(sql []byte, stmts []Stmt) error {
 		kept[i].File = append([]byte(nil), kept[i].File...) // the writer reuses its buffer
 	}
 	s.stmts = append(s.stmts, kept)
-	return nil
+	counts := make([]int64, len(stmts))
+	for i, st := range stmts {
+		counts[i] = max(st.Expect, 0)
+	}
+	return counts, nil
 }
 
 func (s *sink) all() []string {
@@ -259,7 +264,7 @@ func TestRoundTripsAndSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Finish()
-	if err := w.Commit("s", "owner", position.Save{GTID: "0-1-5", Applied: 1}); err != nil {
+	if err := w.Commit(&position.Tail{Stream: "s", Owner: "owner", Save: position.Save{GTID: "0-1-5", Applied: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	all := strings.Join(s.all(), "\n")
@@ -284,10 +289,10 @@ func TestRoundTripsAndSession(t *testing.T) {
 func TestCheck(t *testing.T) {
 	kv := table("kv", 1, false, "k", "v")
 	stmts := []Stmt{{Expect: -1, What: "session"}, {Expect: 1, Txn: &txn.Txn{}, Table: kv, What: "delete", Row: row(i64(42), null), Key: []int{0}}}
-	if err := Check(stmts, []int64{0, 1}); err != nil {
+	if err := check(stmts, []int64{0, 1}); err != nil {
 		t.Fatal(err)
 	}
-	err := Check(stmts, []int64{0, 0})
+	err := check(stmts, []int64{0, 0})
 	var rc *RowCountError
 	if !errors.As(err, &rc) || !errors.Is(err, ErrRowCount) || !strings.Contains(err.Error(), "`d`.`kv`, row (k=42)") ||
 		!strings.Contains(err.Error(), "delete affected 0 rows on the target, expected 1") {
@@ -338,16 +343,13 @@ type countingSink struct {
 	miss int
 }
 
-func (s *countingSink) Send(sql []byte, stmts []Stmt) error {
-	counts := make([]int64, len(stmts))
-	for i, st := range stmts {
-		counts[i] = max(st.Expect, 0)
-	}
-	if len(s.trips) == 0 && s.miss < len(counts) {
+func (s *countingSink) Send(sql []byte, stmts []Stmt) ([]int64, error) {
+	first := len(s.trips) == 0
+	counts, _ := s.sink.Send(sql, stmts)
+	if first && s.miss < len(counts) {
 		counts[s.miss] = 0
 	}
-	s.sink.Send(sql, stmts)
-	return Check(stmts, counts)
+	return counts, nil
 }
 
 // TestGuardedRows: the first guardedRows row statements of a transaction
@@ -385,7 +387,7 @@ func TestGuardedRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Finish()
-			err := w.Commit("s", "owner", position.Save{GTID: "0-1-5", Applied: 1})
+			err := w.Commit(&position.Tail{Stream: "s", Owner: "owner", Save: position.Save{GTID: "0-1-5", Applied: 1}})
 			if (err != nil) != tc.err || tc.err && !errors.Is(err, ErrRowCount) {
 				t.Fatalf("Commit: %v", err)
 			}
@@ -412,7 +414,7 @@ func TestGuardedRows(t *testing.T) {
 func TestCheckWithoutCounts(t *testing.T) {
 	kv := table("kv", 1, false, "k", "v")
 	stmts := []Stmt{{Expect: -1, What: "session"}, {Expect: 1, Txn: &txn.Txn{}, Table: kv, What: "update", Row: row(i64(7), null), Key: []int{0}}}
-	if err := Check(stmts, []int64{0}); !errors.Is(err, ErrRowCount) || !strings.Contains(err.Error(), "no row count") {
+	if err := check(stmts, []int64{0}); !errors.Is(err, ErrRowCount) || !strings.Contains(err.Error(), "no row count") {
 		t.Fatalf("check without counts: %v", err)
 	}
 }
@@ -434,7 +436,7 @@ func TestBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Finish()
-	if err := w.Commit("s", "owner", position.Save{GTID: "0-1-5", Applied: 1}); err != nil {
+	if err := w.Commit(&position.Tail{Stream: "s", Owner: "owner", Save: position.Save{GTID: "0-1-5", Applied: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.trips) != 1 {
@@ -473,7 +475,7 @@ func TestBlocks(t *testing.T) {
 	if !slices.Equal(kinds, wantKinds) {
 		t.Fatalf("statements %q, want %q", kinds, wantKinds)
 	}
-	if err := Blame(s.stmts[0][2:3], errors.New("x")); errors.As(err, new(*StmtError)) {
+	if err := blame(s.stmts[0][2:3], errors.New("x")); errors.As(err, new(*StmtError)) {
 		t.Errorf("a failed block was blamed on its first row: %v", err)
 	}
 }
@@ -557,5 +559,53 @@ func TestLongStatementOutsideBlocks(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("statements:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCommitTail: the records of a commit go in one order, each checked
+// as it should be, the position update and COMMIT last.
+func TestCommitTail(t *testing.T) {
+	tail := &position.Tail{Stream: "s", Owner: "o", Save: position.Save{GTID: "0-1-9", Applied: 2},
+		Deferred:   []position.Deferred{{GTID: "0-1-8", Schema: "shop", Reason: "trigger", Statement: "CREATE TRIGGER x"}},
+		XAPrepared: "xid1", XAPreparedGTID: "0-1-9", XAFinished: "xid0",
+		Copy: []position.CopyProgress{{Schema: "shop", Table: "t"}}}
+	cases := []struct {
+		miss int // a statement answering 0 rows (-1: none)
+		want string
+	}{
+		{-1, ""},
+		{0, "record deferred statement affected 0 rows"},
+		{2, "forget the finished XA transaction affected 0 rows"},
+		{3, "record the copy's progress affected 0 rows"},
+		{4, "position update affected 0 rows"},
+	}
+	for _, c := range cases {
+		s := &countingSink{miss: c.miss}
+		if c.miss < 0 {
+			s.miss = 1 << 30
+		}
+		w := NewWriter(s)
+		err := w.Commit(tail)
+		if c.want == "" {
+			if err != nil {
+				t.Fatal(err)
+			}
+			var whats []string
+			for _, st := range s.stmts[0] {
+				whats = append(whats, st.What)
+			}
+			want := "record deferred statement|record the prepared XA transaction|forget the finished XA transaction|" +
+				"record the copy's progress|position update|session"
+			if got := strings.Join(whats, "|"); got != want {
+				t.Errorf("commit tail:\n%s\nwant\n%s", got, want)
+			}
+			if q := s.all(); q[len(q)-1] != "COMMIT" {
+				t.Errorf("last statement %q, want COMMIT", q[len(q)-1])
+			}
+			continue
+		}
+		if err == nil || !errors.Is(err, ErrRowCount) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("statement %d answering 0 rows: %v, want %q", c.miss, err, c.want)
+		}
 	}
 }

@@ -16,6 +16,7 @@
 package txn
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -61,6 +62,15 @@ type Txn struct {
 	// XA is set for the two groups of an XA transaction the source
 	// prepared: the prepare (its rows) and the later commit or rollback.
 	XA *XA
+}
+
+// Describe names a transaction by its GTID and where it ends in the
+// source's binlog, as errors and logs name it.
+func (t *Txn) Describe() string {
+	if t.GTID.Flavor != 0 {
+		return fmt.Sprintf("%s (source %s:%d)", t.GTID, t.File, t.EndPos)
+	}
+	return fmt.Sprintf("at source %s:%d", t.File, t.EndPos)
 }
 
 // XA says which step of a prepared XA transaction a group is.
