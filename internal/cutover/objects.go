@@ -11,6 +11,7 @@ import (
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // Triggers and events live on the primary only: a replica must not run
@@ -46,7 +47,7 @@ type object struct {
 func (o object) key() string { return string(o.kind) + " " + o.qualified() }
 
 func (o object) qualified() string {
-	return schema.QuoteName(o.schema) + "." + schema.QuoteName(o.name)
+	return sqlquote.Qualified(o.schema, o.name)
 }
 
 func (f *facts) count(k objectKind) int {
@@ -135,7 +136,7 @@ func define(ctx context.Context, db *sql.DB, o *object) error {
 		return fmt.Errorf("read %s %s: it is gone", strings.ToLower(string(o.kind)), o.qualified())
 	case sh.Create == "":
 		return fmt.Errorf("read %s %s: no definition (does the account have the %s privilege on %s?)", strings.ToLower(string(o.kind)),
-			o.qualified(), o.kind, schema.QuoteName(o.schema))
+			o.qualified(), o.kind, sqlquote.Name(o.schema))
 	}
 	o.create, o.sqlMode, o.charset, o.collation, o.timeZone = sh.Create, sh.SQLMode, sh.Charset, sh.Collation, sh.TimeZone
 	return nil
@@ -145,7 +146,7 @@ func define(ctx context.Context, db *sql.DB, o *object) error {
 // definition as the source did. The settings come from the source, so
 // each is a string literal, never SQL of its own.
 func (o object) session() []string {
-	out := []string{"USE " + schema.QuoteName(o.schema),
+	out := []string{"USE " + sqlquote.Name(o.schema),
 		fmt.Sprintf("SET SESSION sql_mode = %s, character_set_client = %s, collation_connection = %s", sqlString(o.sqlMode),
 			sqlString(o.charset), sqlString(o.collation))}
 	if o.timeZone != "" {

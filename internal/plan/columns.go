@@ -6,6 +6,7 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // mapColumns pairs source columns with target columns by name and checks
@@ -18,7 +19,7 @@ func (b *Builder) mapColumns(p *Table) error {
 		ti, ok := t.Column(sc.Name)
 		if !ok && longUniqueHash(sc.Name, t) {
 			// Written by the target itself; never in the target's column list.
-			p.Cols[i] = Col{Name: sc.Name, Quoted: schema.QuoteName(sc.Name), Target: -1, Generated: true}
+			p.Cols[i] = Col{Name: sc.Name, Quoted: sqlquote.Name(sc.Name), Target: -1, Generated: true}
 			continue
 		}
 		if !ok {
@@ -28,7 +29,7 @@ func (b *Builder) mapColumns(p *Table) error {
 		if err := compatible(sc, tc); err != nil {
 			return fmt.Errorf("table %s column `%s`: %w", p.Name, sc.Name, err)
 		}
-		c := Col{Name: tc.Name, Quoted: schema.QuoteName(tc.Name), Target: ti, Generated: tc.Generated, OnUpdate: tc.OnUpdate}
+		c := Col{Name: tc.Name, Quoted: sqlquote.Name(tc.Name), Target: ti, Generated: tc.Generated, OnUpdate: tc.OnUpdate}
 		if sc.IsCharacter(binlog.FlavorMariaDB) || sc.Type == binlog.TypeEnum || sc.Type == binlog.TypeSet {
 			if coll, ok := b.collations.Lookup(sc.Collation); ok && coll.Charset != "binary" {
 				c.Introducer = coll.Charset

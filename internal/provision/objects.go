@@ -14,6 +14,7 @@ import (
 
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // The objects other than tables (views, sequences, stored routines,
@@ -255,8 +256,8 @@ func definerExists(ctx context.Context, dst *sql.DB, definer string) (bool, erro
 	}
 	defer conn.Close()
 	probe := "`binlane`.`definer_probe`"
-	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE DEFINER="+schema.QuoteName(definer[:at])+"@"+
-		schema.QuoteName(definer[at+1:])+" SQL SECURITY INVOKER VIEW "+probe+" AS SELECT 1 AS probe"); err != nil {
+	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE DEFINER="+sqlquote.Name(definer[:at])+"@"+
+		sqlquote.Name(definer[at+1:])+" SQL SECURITY INVOKER VIEW "+probe+" AS SELECT 1 AS probe"); err != nil {
 		return false, err
 	}
 	exists := true
@@ -300,7 +301,7 @@ func ObjectSession(o *schema.ObjectDef) ([]string, error) {
 		}
 		sets[i] = name + " = '" + v + "'"
 	}
-	return []string{"USE " + schema.QuoteName(o.Schema), "SET SESSION " + strings.Join(sets, ", ")}, nil
+	return []string{"USE " + sqlquote.Name(o.Schema), "SET SESSION " + strings.Join(sets, ", ")}, nil
 }
 
 func orDefault(s, def string) string {

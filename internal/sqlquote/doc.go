@@ -17,7 +17,7 @@
 // verify session starts with the server's global one, which may hold
 // NO_BACKSLASH_ESCAPES or ANSI_QUOTES), so a literal must read the same
 // whatever the mode:
-//   - a single quote doubled ('') ends no literal in any mode, and
+//   - a single quote written twice ends no literal in any mode, and
 //     ANSI_QUOTES concerns double quotes only;
 //   - a backslash cannot be written so: the default mode needs it
 //     doubled, NO_BACKSLASH_ESCAPES reads a doubled one as two;

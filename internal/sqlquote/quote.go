@@ -113,8 +113,8 @@ func plain[T text](s T) bool {
 
 // AppendHex appends b as a hexadecimal literal with charset's introducer
 // (_charset X'..'; none when charset is ""): no escapes, so the same in
-// every sql_mode, for any bytes. An empty b is _charset'' (X'' is not
-// accepted everywhere).
+// every sql_mode, for any bytes. An empty b is an empty quoted string
+// after the introducer (an empty X literal is not accepted everywhere).
 func AppendHex[T text](dst []byte, charset string, b T) []byte {
 	if charset != "" {
 		dst = append(dst, '_')
