@@ -130,4 +130,3 @@ func ListDeferred(ctx context.Context, db *sql.DB, stream string) ([]Deferred, e
 	}
 	return out, rows.Err()
 }
-

@@ -214,4 +214,3 @@ func onOff(on bool) string {
 	}
 	return "0"
 }
-

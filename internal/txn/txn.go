@@ -16,7 +16,6 @@
 package txn
 
 import (
-
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/keyrange"
