@@ -23,18 +23,18 @@ func (b *Builder) mapColumns(p *Table) error {
 			continue
 		}
 		if !ok {
-			return fmt.Errorf("table %s: column `%s` is missing on the target", p.Name, sc.Name)
+			return fmt.Errorf("table %s: column %s is missing on the target", p.Name, sqlquote.Name(sc.Name))
 		}
 		tc := &t.Columns[ti]
 		if err := compatible(sc, tc); err != nil {
-			return fmt.Errorf("table %s column `%s`: %w", p.Name, sc.Name, err)
+			return fmt.Errorf("table %s column %s: %w", p.Name, sqlquote.Name(sc.Name), err)
 		}
 		c := Col{Name: tc.Name, Quoted: sqlquote.Name(tc.Name), Target: ti, Generated: tc.Generated, OnUpdate: tc.OnUpdate}
 		if sc.IsCharacter(binlog.FlavorMariaDB) || sc.Type == binlog.TypeEnum || sc.Type == binlog.TypeSet {
 			if coll, ok := b.collations.Lookup(sc.Collation); ok && coll.Charset != "binary" {
 				c.Introducer = coll.Charset
 			} else if !ok && sc.Collation != 0 {
-				return fmt.Errorf("table %s column `%s`: unknown collation id %d", p.Name, sc.Name, sc.Collation)
+				return fmt.Errorf("table %s column %s: unknown collation id %d", p.Name, sqlquote.Name(sc.Name), sc.Collation)
 			}
 		}
 		c.Coll = sourceBytes(b.targetColl(tc.Collation, tc.Charset), c.Introducer)

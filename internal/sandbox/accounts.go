@@ -108,7 +108,7 @@ func (s *Server) GrantCutover(ctx context.Context, dbs ...string) (string, error
 	acct := account(CutoverUser)
 	grants := append(SourceGrants(acct, dbs...), TargetGrants(acct, dbs...)...)
 	grants = append(grants, CutoverGrants(acct, dbs...)...)
-	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY '%s'", acct, AccountPassword)
+	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY %s", acct, sqlquote.String(AccountPassword))
 	if err := s.Exec(ctx, append([]string{"SET SESSION sql_log_bin = 0", create}, grants...)...); err != nil {
 		return "", err
 	}
@@ -131,7 +131,7 @@ func (s *Server) GrantBinlane(ctx context.Context, optional bool, dbs ...string)
 			grants = append(grants, TargetOptionalGrants(account(user))...)
 		}
 	}
-	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY '%s'", account(user), AccountPassword)
+	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY %s", account(user), sqlquote.String(AccountPassword))
 	// Test set-up, not data: kept out of the binlog, so streams and their
 	// expected transaction counts do not see it.
 	if err := s.Exec(ctx, append([]string{"SET SESSION sql_log_bin = 0", create}, grants...)...); err != nil {

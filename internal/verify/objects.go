@@ -187,7 +187,7 @@ func normalizeDefinition(d objectDef) string {
 		})
 	}
 	if start, end, user, host, ok := schema.DefinerAt(s); ok {
-		s = s[:start] + "DEFINER=" + sqlquote.Name(user) + "@" + sqlquote.Name(strings.ToLower(host)) + s[end:]
+		s = s[:start] + "DEFINER=" + sqlquote.Account(user, strings.ToLower(host)) + s[end:]
 	}
 	return s
 }
