@@ -3,8 +3,8 @@ package sandbox
 import (
 	"context"
 	"database/sql"
-	"strings"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
