@@ -109,8 +109,26 @@ var craftedTriggers = `SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_STATEMENT
 // backslash, % and _, ;, spaces and non-ASCII: each must come out as one
 // name, never as SQL, and the target must end equal to the source, row by
 // row and object by object.
+//
+// It runs twice: with the servers' default sql_mode, and with a global
+// sql_mode of NO_BACKSLASH_ESCAPES and ANSI_QUOTES, which every session
+// that does not set its own starts with.
 func TestCraftedNames(t *testing.T) {
+	for _, mode := range []string{"", "NO_BACKSLASH_ESCAPES,ANSI_QUOTES,STRICT_TRANS_TABLES"} {
+		t.Run("sql_mode="+mode, func(t *testing.T) { craftedNames(t, mode) })
+	}
+}
+
+func craftedNames(t *testing.T, mode string) {
 	a, b := cutoverServers(t)
+	if mode != "" {
+		lit, err := sqlquote.Setting(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.ExecT(t, "SET GLOBAL sql_mode = "+lit)
+		b.ExecT(t, "SET GLOBAL sql_mode = "+lit)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c := newCraftedSchema()
