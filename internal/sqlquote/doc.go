@@ -27,8 +27,9 @@
 //
 // String therefore writes '...' with quotes doubled when every byte is
 // printable ASCII other than the backslash or part of valid UTF-8 (the
-// statement stays readable in errors and logs), and _utf8mb4 X'..'
-// otherwise. The plain form assumes a utf8mb4 (or ASCII-compatible)
+// statement stays readable in errors and logs), _utf8mb4 X'..' for other
+// UTF-8 text, and X'..' (a binary string: the bytes as they are) for
+// bytes that are not UTF-8. The plain form assumes a utf8mb4 (or ASCII-compatible)
 // character_set_client, which every binlane session has.
 //
 // # Row values: the compact form, in binlane's own sessions only

@@ -72,7 +72,10 @@ func String(s string) string { return string(AppendString(nil, s)) }
 
 // AppendString appends String(s) to dst.
 func AppendString[T text](dst []byte, s T) []byte {
-	if !plain(s) {
+	switch plain(s) {
+	case notText:
+		return AppendHex(dst, "", s)
+	case escaped:
 		return AppendHex(dst, "utf8mb4", s)
 	}
 	dst = slices.Grow(dst, len(s)+2)
@@ -88,27 +91,38 @@ func AppendString[T text](dst []byte, s T) []byte {
 	return append(dst, '\'')
 }
 
-// plain reports whether s can go between single quotes as it is (bar
-// doubled quotes) in every sql_mode: printable ASCII but the backslash,
-// and valid UTF-8 beyond ASCII.
-func plain[T text](s T) bool {
-	ascii := true
+// The forms String writes a value in.
+const (
+	quoted  = iota // '...': printable ASCII but the backslash, and valid UTF-8
+	escaped        // _utf8mb4 X'..': UTF-8 text with a backslash or a control byte
+	notText        // X'..': not UTF-8, so bytes (a binary string, stored as they are)
+)
+
+// plain says in which form s goes into a statement.
+func plain[T text](s T) int {
+	form, ascii := quoted, true
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c >= 0x80:
 			ascii = false
 		case c < 0x20 || c == 0x7f || c == '\\':
-			return false
+			form = escaped
 		}
 	}
 	if ascii {
-		return true
+		return form
 	}
+	valid := false
 	if b, ok := any(s).([]byte); ok {
-		return utf8.Valid(b)
+		valid = utf8.Valid(b)
+	} else {
+		valid = utf8.ValidString(string(s))
 	}
-	return utf8.ValidString(string(s))
+	if !valid {
+		return notText
+	}
+	return form
 }
 
 // AppendHex appends b as a hexadecimal literal with charset's introducer

@@ -62,7 +62,8 @@ func TestString(t *testing.T) {
 		{`a\b`, "_utf8mb4 X'615c62'"},
 		{"a\x00b", "_utf8mb4 X'610062'"},
 		{"line\n", "_utf8mb4 X'6c696e650a'"},
-		{"\xff", "_utf8mb4 X'ff'"},
+		{"\xff", "X'ff'"},
+		{"caf\xe9\\", "X'636166e95c'"},
 		{"\x7f", "_utf8mb4 X'7f'"},
 	} {
 		if got := String(tc.in); got != tc.want {
