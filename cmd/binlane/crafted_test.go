@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlane/binlane/internal/gtid"
-	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/sqlquote"
 )
@@ -139,17 +137,7 @@ func craftedNames(t *testing.T, mode string) {
 	// The grants' database pattern q% covers the crafted database (whose
 	// own name, % and _ in it, would be a pattern too).
 	srcURL, dstURL := binlaneURL(t, a, "q%"), binlaneTargetURL(t, b, "q%")
-	aCut, err := a.GrantCutover(ctx, "q%")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bCut, err := b.GrantCutover(ctx, "q%")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("BINLANE_SOURCE_PASSWORD", sandbox.AccountPassword)
-	t.Setenv("BINLANE_TARGET_PASSWORD", sandbox.AccountPassword)
-	noPassword := func(u string) string { return strings.Replace(u, ":"+sandbox.AccountPassword+"@", "@", 1) }
+	aCut, bCut := cutoverURLs(t, a, b, "q%")
 
 	_, done, stop := startReplicate(t, ctx, "--source", srcURL, "--target", dstURL, "--stream", "crafted", "--databases", "q*",
 		"--heartbeat", "500ms")
@@ -162,21 +150,11 @@ func craftedNames(t *testing.T, mode string) {
 		"CREATE OR REPLACE DEFINER = "+sqlquote.Account(c.user, "%")+" VIEW "+c.q(c.view)+" AS SELECT "+n(c.id)+" AS "+
 			n(crafted("x"))+" FROM "+c.q(c.tbl))
 	c.write(t, a, 3)
-	end, _ := gtid.ParseSet(sourcePos(t, aDB))
-	waitFor(t, time.Minute, "the stream to catch up", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("the stream ended: %v", err)
-		default:
-		}
-		st, _, _ := position.Load(ctx, bDB, "crafted")
-		at, _ := gtid.ParseSet(st.GTID)
-		return at.ContainsSet(end)
-	})
+	waitCaughtUp(t, aDB, bDB, "crafted", done)
 	verifyEqual(t, aDB, bDB, "q*")
 	sameLines(t, aDB, bDB, craftedObjects...)
 
-	out, code := runCutoverCmd(t, ctx, "--source", noPassword(aCut), "--target", noPassword(bCut), "--stream", "crafted",
+	out, code := runCutoverCmd(t, ctx, "--source", aCut, "--target", bCut, "--stream", "crafted",
 		"--databases", "q*", "--json", "--timeout", "30s")
 	if code != 0 {
 		t.Fatalf("cutover exited %d: %s", code, out)

@@ -16,18 +16,21 @@ type text interface{ ~string | ~[]byte }
 func Name(s string) string { return string(AppendName(nil, s)) }
 
 // AppendName appends Name(s) to dst.
-func AppendName[T text](dst []byte, s T) []byte {
+func AppendName[T text](dst []byte, s T) []byte { return appendDoubled(dst, '`', s) }
+
+// appendDoubled appends s between quotes q, a q in s written twice.
+func appendDoubled[T text](dst []byte, q byte, s T) []byte {
 	dst = slices.Grow(dst, len(s)+2)
-	dst = append(dst, '`')
+	dst = append(dst, q)
 	from := 0
 	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
+		if s[i] == q {
 			dst = append(dst, s[from:i+1]...)
-			from = i // the backtick goes out twice
+			from = i // the quote goes out twice
 		}
 	}
 	dst = append(dst, s[from:]...)
-	return append(dst, '`')
+	return append(dst, q)
 }
 
 // Qualified quotes a schema-qualified name: `schema`.`name`, or `schema`
@@ -78,17 +81,7 @@ func AppendString[T text](dst []byte, s T) []byte {
 	case escaped:
 		return AppendHex(dst, "utf8mb4", s)
 	}
-	dst = slices.Grow(dst, len(s)+2)
-	dst = append(dst, '\'')
-	from := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\'' {
-			dst = append(dst, s[from:i+1]...)
-			from = i // the quote goes out twice
-		}
-	}
-	dst = append(dst, s[from:]...)
-	return append(dst, '\'')
+	return appendDoubled(dst, '\'', s)
 }
 
 // The forms String writes a value in.
