@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -124,32 +125,32 @@ func TestCopyObjects(t *testing.T) {
 	}
 	src, dst := e.src.OpenT(t, ""), e.dst.OpenT(t, "")
 	for _, q := range objectQueries {
-		s, d := sandbox.QueryLinesT(t, src, q), sandbox.QueryLinesT(t, dst, q)
+		s, d := queryLines(t, src, q), queryLines(t, dst, q)
 		s = without(s, "v_hidden")
 		if strings.Join(s, "\n") != strings.Join(d, "\n") {
 			t.Errorf("%s\nsource:\n%s\ntarget:\n%s", q, strings.Join(s, "\n"), strings.Join(d, "\n"))
 		}
 	}
-	if got := sandbox.QueryLinesT(t, dst, "SELECT STATUS FROM information_schema.EVENTS WHERE EVENT_SCHEMA = 'objs'"); strings.Join(got, ",") != "SLAVESIDE_DISABLED" {
+	if got := queryLines(t, dst, "SELECT STATUS FROM information_schema.EVENTS WHERE EVENT_SCHEMA = 'objs'"); strings.Join(got, ",") != "SLAVESIDE_DISABLED" {
 		t.Errorf("the target's event: status %v, want SLAVESIDE_DISABLED", got)
 	}
-	if got := sandbox.QueryLinesT(t, dst, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'objs' AND TABLE_NAME = 'v_hidden'"); len(got) > 0 {
+	if got := queryLines(t, dst, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'objs' AND TABLE_NAME = 'v_hidden'"); len(got) > 0 {
 		t.Errorf("the view over a database the stream does not copy is on the target")
 	}
 	for _, db := range []string{"objs", "other"} {
-		if s, d := sandbox.QueryLinesT(t, src, "SHOW CREATE DATABASE "+db), sandbox.QueryLinesT(t, dst, "SHOW CREATE DATABASE "+db); s[0] != d[0] {
+		if s, d := queryLines(t, src, "SHOW CREATE DATABASE "+db), queryLines(t, dst, "SHOW CREATE DATABASE "+db); s[0] != d[0] {
 			t.Errorf("database %s: source %s, target %s", db, s, d)
 		}
 	}
 	for _, tbl := range []string{"objs.z", "objs.orders", "objs.sq", "objs.nc"} {
-		if s, d := sandbox.QueryLinesT(t, src, "SHOW CREATE TABLE "+tbl), sandbox.QueryLinesT(t, dst, "SHOW CREATE TABLE "+tbl); s[0] != d[0] {
+		if s, d := queryLines(t, src, "SHOW CREATE TABLE "+tbl), queryLines(t, dst, "SHOW CREATE TABLE "+tbl); s[0] != d[0] {
 			t.Errorf("%s: source\n%s\ntarget\n%s", tbl, s, d)
 		}
 	}
 	// The sequences' rows are the source's; without a cache, the target's
 	// next value is the one the source would have given.
 	for _, sq := range []string{"objs.sq", "objs.nc"} {
-		if s, d := sandbox.QueryLinesT(t, src, "SELECT * FROM "+sq), sandbox.QueryLinesT(t, dst, "SELECT * FROM "+sq); s[0] != d[0] {
+		if s, d := queryLines(t, src, "SELECT * FROM "+sq), queryLines(t, dst, "SELECT * FROM "+sq); s[0] != d[0] {
 			t.Errorf("%s: source state %s, target %s", sq, s, d)
 		}
 	}
@@ -183,6 +184,10 @@ var objectQueries = []string{
 		FROM information_schema.EVENTS WHERE EVENT_SCHEMA IN ('objs', 'other') ORDER BY 1, 2`,
 	`SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ('objs', 'other') ORDER BY 1, 2`,
 }
+
+// queryLines is sandbox.QueryLinesT, by the name this package's tests call
+// it.
+func queryLines(t *testing.T, db *sql.DB, q string) []string { return sandbox.QueryLinesT(t, db, q) }
 
 func without(lines []string, name string) []string {
 	var out []string
@@ -247,7 +252,7 @@ func TestCopyMissingDefiner(t *testing.T) {
 	dst := e.dst.OpenT(t, "")
 	for _, q := range []string{"SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'objs'",
 		"SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'objs'"} {
-		if got := sandbox.QueryLinesT(t, dst, q); len(got) != 1 || got[0] != sandbox.TargetUser+"@%" {
+		if got := queryLines(t, dst, q); len(got) != 1 || got[0] != sandbox.TargetUser+"@%" {
 			t.Errorf("%s: %v, want %s@%%", q, got, sandbox.TargetUser)
 		}
 	}
