@@ -252,6 +252,12 @@ func (l *Lexer) stringEnd(i int) int { return quotedEnd(l.s, i, l.mode&NoBacksla
 // unterminated quote runs to the end of the text (a truncated statement
 // hides its tail).
 func quotedEnd(s string, i int, escapes bool) int {
+	end, _ := quotedClose(s, i, escapes)
+	return end
+}
+
+// quotedClose is quotedEnd, and whether the quote closes.
+func quotedClose(s string, i int, escapes bool) (int, bool) {
 	q := s[i]
 	for j := i + 1; j < len(s); j++ {
 		switch s[j] {
@@ -264,10 +270,32 @@ func quotedEnd(s string, i int, escapes bool) int {
 				j++
 				continue
 			}
-			return j + 1
+			return j + 1, true
 		}
 	}
-	return len(s)
+	return len(s), false
+}
+
+// Closed reports whether every string and quoted identifier of s closes
+// when s is read in sql_mode m: a statement a server accepted does, in
+// the mode it was written in.
+func Closed(s string, m Mode) bool {
+	l := New(s, 0).In(m)
+	for t := l.Next(); t.Kind != EOF; t = l.Next() {
+		if t.Kind != String && t.Kind != Ident && t.Kind != Hex {
+			continue
+		}
+		q := strings.IndexAny(s[t.Start:t.End], "'\"`")
+		if q < 0 {
+			continue // 0x41
+		}
+		i := t.Start + q
+		escapes := s[i] != '`' && !(s[i] == '"' && m&ANSIQuotes != 0) && m&NoBackslashEscapes == 0
+		if _, ok := quotedClose(s, i, escapes); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -68,3 +68,28 @@ func TestItemsModes(t *testing.T) {
 		}
 	}
 }
+
+// TestClosed: whether a text's quotes all close depends on the mode.
+func TestClosed(t *testing.T) {
+	cases := []struct {
+		in       string
+		mode     Mode
+		want     bool
+		whyWhich string
+	}{
+		{`SELECT 'a', "b", ` + "`c`", 0, true, "plain"},
+		{`SELECT 'a\'`, 0, false, "escaped quote"},
+		{`SELECT 'a\'`, NoBackslashEscapes, true, "backslash is a byte"},
+		{`SELECT 'a\\' 'b\'`, NoBackslashEscapes, true, "each backslash a byte"},
+		{`SELECT 'a\\' 'b\'`, 0, false, "the second string's quote escaped"},
+		{`SELECT "a\"`, ANSIQuotes, true, "a name has no escapes"},
+		{`SELECT _utf8mb4'x\' y'`, 0, true, "introducer"},
+		{`SELECT X'41`, 0, false, "hex"},
+		{`SELECT 0x41 -- it's`, 0, true, "comment"},
+	}
+	for _, c := range cases {
+		if got := Closed(c.in, c.mode); got != c.want {
+			t.Errorf("%s: Closed(%q, %d) = %v", c.whyWhich, c.in, c.mode, got)
+		}
+	}
+}
