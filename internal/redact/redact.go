@@ -9,6 +9,11 @@
 // change anything but the secrets, so that a redacted statement still reads
 // as the statement it was. Text without any of its keywords costs one scan
 // and no allocation, so it can run on every statement that is printed.
+//
+// A text does not say the sql_mode it was written in, and under
+// NO_BACKSLASH_ESCAPES a backslash ends no string: a text with a backslash
+// is read in each mode it can be in, and what any reading calls a secret
+// is hidden (a message quoting a statement may then show less of it).
 package redact
 
 import (
