@@ -13,10 +13,10 @@
 //
 // # String literals: one convention for every sql_mode
 //
-// binlane does not always own the session's sql_mode (a cut-over or a
-// verify session starts with the server's global one, which may hold
-// NO_BACKSLASH_ESCAPES or ANSI_QUOTES), so a literal must read the same
-// whatever the mode:
+// binlane does not always own the session's sql_mode (the cut-over's and
+// the replication connection's sessions start with the server's global
+// one, which may hold NO_BACKSLASH_ESCAPES or ANSI_QUOTES), so a literal
+// must read the same whatever the mode:
 //   - a single quote written twice ends no literal in any mode, and
 //     ANSI_QUOTES concerns double quotes only;
 //   - a backslash cannot be written so: the default mode needs it
@@ -29,8 +29,12 @@
 // printable ASCII other than the backslash or part of valid UTF-8 (the
 // statement stays readable in errors and logs), _utf8mb4 X'..' for other
 // UTF-8 text, and X'..' (a binary string: the bytes as they are) for
-// bytes that are not UTF-8. The plain form assumes a utf8mb4 (or ASCII-compatible)
-// character_set_client, which every binlane session has.
+// bytes that are not UTF-8. The plain form assumes a utf8mb4 (or
+// ASCII-compatible) character_set_client, which every binlane session
+// has. Where the grammar takes a quoted string only (an account, LOAD
+// DATA's file name) a hex literal is a syntax error: an account goes in
+// identifier quotes (Account), and a file name into a session binlane set
+// up (AppendEscaped).
 //
 // # Row values: the compact form, in binlane's own sessions only
 //

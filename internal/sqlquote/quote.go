@@ -75,7 +75,7 @@ func String(s string) string { return string(AppendString(nil, s)) }
 
 // AppendString appends String(s) to dst.
 func AppendString[T text](dst []byte, s T) []byte {
-	switch plain(s) {
+	switch formOf(s) {
 	case notText:
 		return AppendHex(dst, "", s)
 	case escaped:
@@ -91,8 +91,8 @@ const (
 	notText        // X'..': not UTF-8, so bytes (a binary string, stored as they are)
 )
 
-// plain says in which form s goes into a statement.
-func plain[T text](s T) int {
+// formOf says in which form String writes s.
+func formOf[T text](s T) int {
 	form, ascii := quoted, true
 	for i := 0; i < len(s); i++ {
 		c := s[i]
