@@ -16,6 +16,7 @@ import (
 	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // runLoadData is the target's ceiling: it creates the tables and loads the
@@ -81,7 +82,7 @@ func runLoadData(ctx context.Context, cs *copySource, dst *sandbox.Server, threa
 		mysql.RegisterLocalFile(path)
 		mu.Unlock()
 		g.Go(func() error {
-			if _, err := ddb.ExecContext(gctx, fmt.Sprintf("LOAD DATA LOCAL INFILE '%s' INTO TABLE sbtest.`%s`", path, t)); err != nil {
+			if _, err := ddb.ExecContext(gctx, "LOAD DATA LOCAL INFILE "+sqlquote.String(path)+" INTO TABLE "+sqlquote.Qualified("sbtest", t)); err != nil {
 				return fmt.Errorf("LOAD DATA: %w", err)
 			}
 			mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -319,9 +320,9 @@ func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string
 	db.SetMaxOpenConns(1)
 	setup := []string{
 		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='root', MASTER_USE_GTID=slave_pos", b.src.Port),
-		fmt.Sprintf("SET GLOBAL gtid_slave_pos='%s'", b.start),
+		"SET GLOBAL gtid_slave_pos = " + sqlquote.String(b.start),
 		fmt.Sprintf("SET GLOBAL slave_parallel_threads=%d", threads),
-		fmt.Sprintf("SET GLOBAL slave_parallel_mode='%s'", mode),
+		"SET GLOBAL slave_parallel_mode = " + sqlquote.String(mode),
 		"START SLAVE IO_THREAD",
 	}
 	for _, q := range setup {

@@ -81,6 +81,41 @@ func cutoverServers(t *testing.T) (a, b *sandbox.Server) {
 		sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "b", Extra: trust})
 }
 
+// waitCaughtUp waits until stream's saved position on dst holds src's
+// current one; the stream ending (done) fails the test.
+func waitCaughtUp(t *testing.T, src, dst *sql.DB, stream string, done <-chan error) {
+	t.Helper()
+	end, _ := gtid.ParseSet(sourcePos(t, src))
+	waitFor(t, time.Minute, "stream "+stream+" to catch up", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("stream %s ended: %v", stream, err)
+		default:
+		}
+		st, _, _ := position.Load(context.Background(), dst, stream)
+		at, _ := gtid.ParseSet(st.GTID)
+		return at.ContainsSet(end)
+	})
+}
+
+// cutoverURLs creates the cut-over's account on a and b with the grants
+// on dbs and returns their addresses without the password, which the
+// environment gives (BINLANE_SOURCE_PASSWORD, BINLANE_TARGET_PASSWORD).
+func cutoverURLs(t *testing.T, a, b *sandbox.Server, dbs ...string) (aCut, bCut string) {
+	t.Helper()
+	var urls []string
+	for _, s := range []*sandbox.Server{a, b} {
+		u, err := s.GrantCutover(context.Background(), dbs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, strings.Replace(u, ":"+sandbox.AccountPassword+"@", "@", 1))
+	}
+	t.Setenv("BINLANE_SOURCE_PASSWORD", sandbox.AccountPassword)
+	t.Setenv("BINLANE_TARGET_PASSWORD", sandbox.AccountPassword)
+	return urls[0], urls[1]
+}
+
 // appAccount creates the application's account on s: it writes the
 // workload's tables and nothing else, so read_only stops it (root would
 // bypass it).
@@ -191,17 +226,7 @@ func TestCutoverAndBack(t *testing.T) {
 	b.ExecT(t, "CREATE DATABASE wl")
 	aApp, bApp := appAccount(t, a), appAccount(t, b)
 	srcURL, dstURL := binlaneURL(t, a, "wl"), binlaneURL(t, b, "wl")
-	aCut, err := a.GrantCutover(ctx, "wl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bCut, err := b.GrantCutover(ctx, "wl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("BINLANE_SOURCE_PASSWORD", sandbox.AccountPassword)
-	t.Setenv("BINLANE_TARGET_PASSWORD", sandbox.AccountPassword)
-	noPassword := func(u string) string { return strings.Replace(u, ":"+sandbox.AccountPassword+"@", "@", 1) }
+	aCut, bCut := cutoverURLs(t, a, b, "wl")
 
 	// Forward: A -> B, copied while the application writes to A.
 	loadA := startLoad(ctx, aApp, 1)
@@ -210,7 +235,7 @@ func TestCutoverAndBack(t *testing.T) {
 	defer stopFwd()
 	waitStreamReady(t, bDB, "move", fwdDone)
 
-	out, code := runCutoverCmd(t, ctx, "--source", noPassword(aCut), "--target", noPassword(bCut), "--stream", "move",
+	out, code := runCutoverCmd(t, ctx, "--source", aCut, "--target", bCut, "--stream", "move",
 		"--databases", "wl", "--reverse", "--json", "--timeout", "30s")
 	if code != 0 {
 		t.Fatalf("cutover exited %d", code)
@@ -273,7 +298,7 @@ func TestCutoverAndBack(t *testing.T) {
 
 	// Back: the reverse stream's cut-over returns the traffic to A while
 	// the application still writes to B.
-	out, code = runCutoverCmd(t, ctx, "--source", noPassword(bCut), "--target", noPassword(aCut), "--stream", "move-reverse",
+	out, code = runCutoverCmd(t, ctx, "--source", bCut, "--target", aCut, "--stream", "move-reverse",
 		"--databases", "wl", "--reverse", "--json", "--timeout", "30s")
 	if code != 0 {
 		t.Fatalf("cutover back exited %d", code)
@@ -303,17 +328,7 @@ func TestCutoverAndBack(t *testing.T) {
 	defer stopAgain()
 	time.Sleep(2 * time.Second)
 	loadA.end(t)
-	end, _ := gtid.ParseSet(sourcePos(t, aDB))
-	waitFor(t, time.Minute, "the forward stream to catch up again", func() bool {
-		select {
-		case err := <-againDone:
-			t.Fatalf("the forward stream ended: %v", err)
-		default:
-		}
-		st, _, _ := position.Load(ctx, bDB, "move")
-		at, _ := gtid.ParseSet(st.GTID)
-		return at.ContainsSet(end)
-	})
+	waitCaughtUp(t, aDB, bDB, "move", againDone)
 	verifyEqual(t, aDB, bDB, "wl")
 }
 

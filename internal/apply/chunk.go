@@ -12,6 +12,7 @@ import (
 	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
 )
@@ -210,10 +211,10 @@ func (w *worker) runChunk(ctx context.Context, b *batch) error {
 			return err
 		}
 		if p.Abort != nil {
-			return fmt.Errorf("copy of %s.%s: %w", schema.QuoteName(c.Schema), schema.QuoteName(c.Table), p.Abort)
+			return fmt.Errorf("copy of %s.%s: %w", sqlquote.Name(c.Schema), sqlquote.Name(c.Table), p.Abort)
 		}
 		if p.Chunk == nil {
-			return fmt.Errorf("copy of %s.%s: a part that is not copied rows", schema.QuoteName(c.Schema), schema.QuoteName(c.Table))
+			return fmt.Errorf("copy of %s.%s: a part that is not copied rows", sqlquote.Name(c.Schema), sqlquote.Name(c.Table))
 		}
 		c, last = p.Chunk, p.Last
 	}
@@ -262,5 +263,5 @@ func (e *builtError) Unwrap() error { return e.err }
 
 // describeChunk names a chunk in errors.
 func describeChunk(c *txn.Chunk) string {
-	return fmt.Sprintf("copied rows of %s.%s (snapshot at %s)", schema.QuoteName(c.Schema), schema.QuoteName(c.Table), c.Pos)
+	return fmt.Sprintf("copied rows of %s.%s (snapshot at %s)", sqlquote.Name(c.Schema), sqlquote.Name(c.Table), c.Pos)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/session"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -216,7 +217,7 @@ func (w *worker) execStatement(ctx context.Context, t *txn.Txn, st *txn.Statemen
 	// The default database first: USE sets collation_database to the
 	// database's, which the source's context may then override.
 	if st.Schema != "" {
-		if _, err := c.ExecContext(ctx, "USE "+schema.QuoteName(st.Schema)); err != nil && !sqlerr.Is(err, sqlerr.UnknownDB) {
+		if _, err := c.ExecContext(ctx, "USE "+sqlquote.Name(st.Schema)); err != nil && !sqlerr.Is(err, sqlerr.UnknownDB) {
 			return err
 		}
 	}

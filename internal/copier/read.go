@@ -13,6 +13,7 @@ import (
 	"github.com/binlane/binlane/internal/keyrange"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/snapshot"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -60,7 +61,7 @@ func newChunkColumns(t *Table, all []schema.Column) (*chunkColumns, error) {
 		}
 		kind := renderKind(c.DataType, c.Charset)
 		if kind == "" {
-			return nil, fmt.Errorf("copy %s: column %s has type %s, which binlane cannot copy yet", t.Quoted(), schema.QuoteName(c.Name), c.DataType)
+			return nil, fmt.Errorf("copy %s: column %s has type %s, which binlane cannot copy yet", t.Quoted(), sqlquote.Name(c.Name), c.DataType)
 		}
 		cc.cols = append(cc.cols, txn.ChunkColumn{Name: c.Name, Kind: kind, Charset: c.Charset})
 		list = append(list, selectExpr(c))
@@ -77,7 +78,7 @@ func newChunkColumns(t *Table, all []schema.Column) (*chunkColumns, error) {
 			}
 		}
 		if pos < 0 {
-			return nil, fmt.Errorf("copy %s: the chunking key's column %s is not among the table's columns", t.Quoted(), schema.QuoteName(k.Name))
+			return nil, fmt.Errorf("copy %s: the chunking key's column %s is not among the table's columns", t.Quoted(), sqlquote.Name(k.Name))
 		}
 		cc.key = append(cc.key, pos)
 	}
@@ -98,7 +99,7 @@ func (cc *chunkColumns) same(now *chunkColumns) bool {
 // columns take as that form — also from a LOAD DATA file read in CHARACTER
 // SET binary, where their text would not parse.
 func selectExpr(c schema.Column) string {
-	q := schema.QuoteName(c.Name)
+	q := sqlquote.Name(c.Name)
 	switch c.DataType {
 	case "float":
 		return "CAST(" + q + " AS DOUBLE)"
@@ -151,7 +152,7 @@ func rowsQuery(t *Table, cc *chunkColumns, r keyrange.Range, limit int) string {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = append(b, schema.QuoteName(k.Name)...)
+		b = append(b, sqlquote.Name(k.Name)...)
 	}
 	if limit > 0 {
 		b = fmt.Appendf(b, " LIMIT %d", limit)
@@ -169,7 +170,7 @@ func appendCompare(b []byte, key []keyrange.Column, k keyrange.Key, op string) [
 		}
 		b = append(b, '(')
 		for j := 0; j < i; j++ {
-			b = append(b, schema.QuoteName(key[j].Name)...)
+			b = append(b, sqlquote.Name(key[j].Name)...)
 			b = append(b, " = "...)
 			b = keyrange.AppendLiteral(b, key[j], k[j])
 			b = append(b, " AND "...)
@@ -178,7 +179,7 @@ func appendCompare(b []byte, key []keyrange.Column, k keyrange.Key, op string) [
 		if i == len(key)-1 {
 			last = op
 		}
-		b = append(b, schema.QuoteName(key[i].Name)...)
+		b = append(b, sqlquote.Name(key[i].Name)...)
 		b = append(b, ' ')
 		b = append(b, last...)
 		b = append(b, ' ')

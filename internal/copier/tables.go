@@ -10,6 +10,7 @@ import (
 	"github.com/binlane/binlane/internal/keyrange"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -47,7 +48,7 @@ type Table struct {
 func (t *Table) ID() string { return t.Schema + "." + t.Name }
 
 // Quoted is `schema`.`table`.
-func (t *Table) Quoted() string { return schema.QuoteName(t.Schema) + "." + schema.QuoteName(t.Name) }
+func (t *Table) Quoted() string { return sqlquote.Qualified(t.Schema, t.Name) }
 
 // ListTables reads the selected base tables of the source (from package
 // schema's catalog) with what the copy needs to know of each; with

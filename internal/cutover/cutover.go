@@ -390,7 +390,11 @@ func (c *cut) writeDeferred(ctx context.Context, p gtid.Set) error {
 	}
 	header := fmt.Sprintf("binlane cutover of stream %s at %s: the source's triggers and events on the replicated databases,\n"+
 		"to run on the target (mysql --database=... < this file).", c.cfg.Stream, p)
-	if err := os.WriteFile(c.cfg.DeferredOut, []byte(script(header, objs, kept)), 0o600); err != nil {
+	text, err := script(header, objs, kept)
+	if err != nil {
+		return fmt.Errorf("--deferred-out: %w", err)
+	}
+	if err := os.WriteFile(c.cfg.DeferredOut, []byte(text), 0o600); err != nil {
 		return fmt.Errorf("--deferred-out: %w", err)
 	}
 	c.res.Deferred = c.cfg.DeferredOut

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // account is what the account binlane connects as may do on a server, as
@@ -29,7 +30,7 @@ func readAccount(ctx context.Context, db *sql.DB) (*account, error) {
 	if err := db.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&a.user); err != nil {
 		return nil, fmt.Errorf("read the account's privileges: %w", err)
 	}
-	grantee := quoteAccount(a.user)
+	grantee := sqlquote.Grantee(sqlquote.SplitAccount(a.user))
 	rows, err := db.QueryContext(ctx, "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ?", grantee)
 	if err != nil {
 		return nil, fmt.Errorf("read the account's privileges: %w", err)
@@ -64,15 +65,6 @@ func readAccount(ctx context.Context, db *sql.DB) (*account, error) {
 		byPattern[sc][strings.ToUpper(p)] = true
 	}
 	return a, rows.Err()
-}
-
-// quoteAccount turns CURRENT_USER()'s user@host into a GRANTEE value.
-func quoteAccount(user string) string {
-	i := strings.LastIndexByte(user, '@')
-	if i < 0 {
-		return "'" + user + "'@'%'"
-	}
-	return "'" + user[:i] + "'@'" + user[i+1:] + "'"
 }
 
 // has reports whether the account holds priv globally or on schema.

@@ -11,6 +11,7 @@ import (
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // Triggers and events live on the primary only: a replica must not run
@@ -46,7 +47,7 @@ type object struct {
 func (o object) key() string { return string(o.kind) + " " + o.qualified() }
 
 func (o object) qualified() string {
-	return schema.QuoteName(o.schema) + "." + schema.QuoteName(o.name)
+	return sqlquote.Qualified(o.schema, o.name)
 }
 
 func (f *facts) count(k objectKind) int {
@@ -135,30 +136,30 @@ func define(ctx context.Context, db *sql.DB, o *object) error {
 		return fmt.Errorf("read %s %s: it is gone", strings.ToLower(string(o.kind)), o.qualified())
 	case sh.Create == "":
 		return fmt.Errorf("read %s %s: no definition (does the account have the %s privilege on %s?)", strings.ToLower(string(o.kind)),
-			o.qualified(), o.kind, schema.QuoteName(o.schema))
+			o.qualified(), o.kind, sqlquote.Name(o.schema))
 	}
 	o.create, o.sqlMode, o.charset, o.collation, o.timeZone = sh.Create, sh.SQLMode, sh.Charset, sh.Collation, sh.TimeZone
 	return nil
 }
 
 // session is the statements that set up a connection to run o's
-// definition as the source did. The settings come from the source, so
-// each is a string literal, never SQL of its own.
-func (o object) session() []string {
-	out := []string{"USE " + schema.QuoteName(o.schema),
-		fmt.Sprintf("SET SESSION sql_mode = %s, character_set_client = %s, collation_connection = %s", sqlString(o.sqlMode),
-			sqlString(o.charset), sqlString(o.collation))}
-	if o.timeZone != "" {
-		out = append(out, "SET SESSION time_zone = "+sqlString(o.timeZone))
+// definition as the source did. The settings come from the source: each
+// must be a plain name (sqlquote.Setting), or o is not created.
+func (o object) session() ([]string, error) {
+	settings := []struct{ name, v string }{{"sql_mode", o.sqlMode}, {"character_set_client", o.charset},
+		{"collation_connection", o.collation}, {"time_zone", o.timeZone}}
+	var set []string
+	for _, st := range settings {
+		if st.v == "" && st.name == "time_zone" {
+			continue
+		}
+		lit, err := sqlquote.Setting(st.v)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s was created with %s %w", strings.ToLower(string(o.kind)), o.qualified(), st.name, err)
+		}
+		set = append(set, st.name+" = "+lit)
 	}
-	return out
-}
-
-// sqlString quotes s as a string literal. Quotes are doubled, which ends
-// no literal with or without NO_BACKSLASH_ESCAPES; backslashes are doubled
-// too, so that without it they stay what they were.
-func sqlString(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
+	return []string{"USE " + sqlquote.Name(o.schema), "SET SESSION " + strings.Join(set, ", ")}, nil
 }
 
 // createObject runs o's definition on db, in a session of its own (thrown
@@ -170,7 +171,11 @@ func createObject(ctx context.Context, db *sql.DB, o object) error {
 	}
 	defer conn.Close()
 	defer conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // drops the connection
-	for _, q := range append(o.session(), o.create) {
+	stmts, err := o.session()
+	if err != nil {
+		return err
+	}
+	for _, q := range append(stmts, o.create) {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create %s %s on the target: %w", strings.ToLower(string(o.kind)), o.qualified(), err)
 		}
@@ -257,7 +262,7 @@ func oneLine(s string) string {
 
 // script is the objects' definitions as a file for the mysql client, and
 // the statements the stream kept (binlane.deferred) for reference.
-func script(header string, objs []object, kept []position.Deferred) string {
+func script(header string, objs []object, kept []position.Deferred) (string, error) {
 	var b strings.Builder
 	for _, l := range strings.Split(header, "\n") {
 		b.WriteString("-- " + l + "\n")
@@ -265,7 +270,10 @@ func script(header string, objs []object, kept []position.Deferred) string {
 	b.WriteString("DELIMITER ;;\n")
 	for _, o := range objs {
 		fmt.Fprintf(&b, "\n-- %s\n", oneLine(fmt.Sprintf("%s %s (definer %s)", strings.ToLower(string(o.kind)), o.qualified(), o.definer)))
-		stmts := o.session()
+		stmts, err := o.session()
+		if err != nil {
+			return "", err
+		}
 		if o.kind == kindEvent {
 			// The copy creates the events on the target (DISABLE ON
 			// SLAVE): the source's definition replaces them.
@@ -284,5 +292,5 @@ func script(header string, objs []object, kept []position.Deferred) string {
 				strings.ReplaceAll(redact.Statement(d.Statement), "\n", "\n--   "))
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }

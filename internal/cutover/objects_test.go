@@ -3,6 +3,7 @@ package cutover
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,29 +11,41 @@ import (
 
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
-// TestObjectSession: the settings read from the source are string
-// literals, whatever they hold.
+// TestObjectSession: the settings read from the source are plain names
+// in string literals; anything else is refused, naming the object and
+// the setting.
 func TestObjectSession(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		o    object
 		want []string
+		err  string
 	}{
 		{"plain", object{schema: "shop", sqlMode: "STRICT_TRANS_TABLES", charset: "utf8mb4", collation: "utf8mb4_general_ci", timeZone: "SYSTEM"},
 			[]string{"USE `shop`", "SET SESSION sql_mode = 'STRICT_TRANS_TABLES', character_set_client = 'utf8mb4', " +
-				"collation_connection = 'utf8mb4_general_ci'", "SET SESSION time_zone = 'SYSTEM'"}},
+				"collation_connection = 'utf8mb4_general_ci', time_zone = 'SYSTEM'"}, ""},
 		{"no time zone", object{schema: "a`b", charset: "latin1", collation: "latin1_swedish_ci"},
-			[]string{"USE `a``b`", "SET SESSION sql_mode = '', character_set_client = 'latin1', collation_connection = 'latin1_swedish_ci'"}},
-		{"crafted", object{schema: "s", sqlMode: `x', @@global.read_only = 0, sql_mode = '`, charset: `\'; DROP TABLE t; --`,
-			collation: "c", timeZone: `+00:00'; DROP`},
-			[]string{"USE `s`", `SET SESSION sql_mode = 'x'', @@global.read_only = 0, sql_mode = ''', character_set_client = '\\''; DROP TABLE t; --', ` +
-				`collation_connection = 'c'`, `SET SESSION time_zone = '+00:00''; DROP'`}},
+			[]string{"USE `a``b`", "SET SESSION sql_mode = '', character_set_client = 'latin1', collation_connection = 'latin1_swedish_ci'"}, ""},
+		{"crafted mode", object{kind: kindTrigger, schema: "s", name: "t", sqlMode: `x', @@global.read_only = 0, sql_mode = '`,
+			charset: "utf8mb4", collation: "c"}, nil, "trigger `s`.`t` was created with sql_mode"},
+		{"crafted charset", object{kind: kindEvent, schema: "s", name: "e", charset: `\'; DROP TABLE t; --`, collation: "c"},
+			nil, "event `s`.`e` was created with character_set_client"},
+		{"crafted time zone", object{kind: kindEvent, schema: "s", name: "e", charset: "utf8mb4", collation: "c", timeZone: `+00:00'; DROP`},
+			nil, "event `s`.`e` was created with time_zone"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := c.o.session(); !reflect.DeepEqual(got, c.want) {
-				t.Errorf("got  %q\nwant %q", got, c.want)
+			got, err := c.o.session()
+			if c.err != "" {
+				if !errors.Is(err, sqlquote.ErrNotPlain) || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("got %q, %v; want an error with %q", got, err, c.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got  %q, %v\nwant %q", got, err, c.want)
 			}
 		})
 	}
@@ -100,7 +113,10 @@ func TestScriptCrafted(t *testing.T) {
 			create: "CREATE DEFINER=`root`@`localhost` EVENT `e` ON SCHEDULE EVERY 1 DAY DO DELETE FROM t"},
 	}
 	kept := []position.Deferred{{GTID: "0-1-5", Reason: "trigger", Schema: "shop\nDROP DATABASE shop;;", Statement: "CREATE TRIGGER x"}}
-	got := script("header", objs, kept)
+	got, err := script("header", objs, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, l := range strings.Split(got, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "DROP DATABASE") {
 			t.Errorf("a crafted name became a statement:\n%s", got)

@@ -12,6 +12,7 @@ import (
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/replica"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -251,8 +252,8 @@ func (c *cut) checkObjects(ctx context.Context, f *facts, tgt server, srcAcc, tg
 	}
 	for _, sc := range sortedKeys(schemas) {
 		if miss := srcAcc.missing(sc, "TRIGGER", "EVENT"); len(miss) > 0 {
-			problem("the source account (%s) needs %s on `%s`: without it the server hides the triggers and events the target must get",
-				srcAcc.user, strings.Join(miss, " and "), sc)
+			problem("the source account (%s) needs %s on %s: without it the server hides the triggers and events the target must get",
+				srcAcc.user, strings.Join(miss, " and "), sqlquote.Name(sc))
 		}
 	}
 	if f.objects, err = listObjects(ctx, c.src, c.cfg.Rules); err != nil {
@@ -271,8 +272,8 @@ func (c *cut) checkObjects(ctx context.Context, f *facts, tgt server, srcAcc, tg
 		definers = definers || !sameAccount(o.definer, tgtAcc.user)
 	}
 	for _, sc := range sortedKeys(need) {
-		problem("the target account (%s) needs %s on `%s` to create the source's triggers and events there (or use --deferred-out)",
-			tgtAcc.user, strings.Join(need[sc], " and "), sc)
+		problem("the target account (%s) needs %s on %s to create the source's triggers and events there (or use --deferred-out)",
+			tgtAcc.user, strings.Join(need[sc], " and "), sqlquote.Name(sc))
 	}
 	if f.count(kindTrigger) > 0 {
 		triggerDDL(tgt, tgtAcc, "target", "create triggers", problem)
@@ -336,13 +337,13 @@ func (c *cut) checkReverse(ctx context.Context, f *facts, src, tgt server, srcAc
 	schemas, _ := selectedSchemas(ctx, c.src, c.cfg.Rules)
 	for _, sc := range sortedKeys(schemas) {
 		if miss := srcAcc.missing(sc, streamTargetPrivileges...); len(miss) > 0 {
-			problem("--reverse: the source account (%s) writes the reverse stream into `%s`: it needs %s there", srcAcc.user, sc,
+			problem("--reverse: the source account (%s) writes the reverse stream into %s: it needs %s there", srcAcc.user, sqlquote.Name(sc),
 				strings.Join(miss, ", "))
 		}
 	}
 	if miss := srcAcc.missing(position.Schema, "SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "ALTER"); len(miss) > 0 {
-		problem("--reverse: the source account (%s) keeps the reverse stream's state on the source: it needs ALL PRIVILEGES on `%s`.* "+
-			"(missing %s)", srcAcc.user, position.Schema, strings.Join(miss, ", "))
+		problem("--reverse: the source account (%s) keeps the reverse stream's state on the source: it needs ALL PRIVILEGES on %s.* "+
+			"(missing %s)", srcAcc.user, sqlquote.Name(position.Schema), strings.Join(miss, ", "))
 	}
 	if c.cfg.Freeze == FreezeReadOnly && !src.MariaDB() && !srcAcc.has("CONNECTION_ADMIN", "") && !srcAcc.has("SUPER", "") {
 		problem("--reverse: the source stays read-only, and the source account (%s) must write into it: it needs CONNECTION_ADMIN", srcAcc.user)

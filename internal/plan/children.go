@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // Action is what a foreign key does to its child rows when their parent
@@ -70,7 +71,7 @@ func (b *Builder) mapChildren(ctx context.Context, p *Table) error {
 	t := p.Target
 	for _, fk := range t.ReferencedBy {
 		c := Child{Table: TableSeed(b.cache.Ident(fk.ChildSchema, fk.ChildTable)),
-			Name: schema.QuoteName(fk.ChildSchema) + "." + schema.QuoteName(fk.ChildTable)}
+			Name: sqlquote.Qualified(fk.ChildSchema, fk.ChildTable)}
 		c.OnDelete, c.OnUpdate = actions(fk)
 		if c.OnDelete == NoAction && c.OnUpdate == NoAction {
 			continue // nothing hidden: the parent change changes no child row

@@ -6,6 +6,7 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // mapColumns pairs source columns with target columns by name and checks
@@ -18,22 +19,22 @@ func (b *Builder) mapColumns(p *Table) error {
 		ti, ok := t.Column(sc.Name)
 		if !ok && longUniqueHash(sc.Name, t) {
 			// Written by the target itself; never in the target's column list.
-			p.Cols[i] = Col{Name: sc.Name, Quoted: schema.QuoteName(sc.Name), Target: -1, Generated: true}
+			p.Cols[i] = Col{Name: sc.Name, Quoted: sqlquote.Name(sc.Name), Target: -1, Generated: true}
 			continue
 		}
 		if !ok {
-			return fmt.Errorf("table %s: column `%s` is missing on the target", p.Name, sc.Name)
+			return fmt.Errorf("table %s: column %s is missing on the target", p.Name, sqlquote.Name(sc.Name))
 		}
 		tc := &t.Columns[ti]
 		if err := compatible(sc, tc); err != nil {
-			return fmt.Errorf("table %s column `%s`: %w", p.Name, sc.Name, err)
+			return fmt.Errorf("table %s column %s: %w", p.Name, sqlquote.Name(sc.Name), err)
 		}
-		c := Col{Name: tc.Name, Quoted: schema.QuoteName(tc.Name), Target: ti, Generated: tc.Generated, OnUpdate: tc.OnUpdate}
+		c := Col{Name: tc.Name, Quoted: sqlquote.Name(tc.Name), Target: ti, Generated: tc.Generated, OnUpdate: tc.OnUpdate}
 		if sc.IsCharacter(binlog.FlavorMariaDB) || sc.Type == binlog.TypeEnum || sc.Type == binlog.TypeSet {
 			if coll, ok := b.collations.Lookup(sc.Collation); ok && coll.Charset != "binary" {
 				c.Introducer = coll.Charset
 			} else if !ok && sc.Collation != 0 {
-				return fmt.Errorf("table %s column `%s`: unknown collation id %d", p.Name, sc.Name, sc.Collation)
+				return fmt.Errorf("table %s column %s: unknown collation id %d", p.Name, sqlquote.Name(sc.Name), sc.Collation)
 			}
 		}
 		c.Coll = sourceBytes(b.targetColl(tc.Collation, tc.Charset), c.Introducer)

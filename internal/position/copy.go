@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // CopyTable is in binlane.copy: a table of a stream's copy, with the key
@@ -128,20 +130,20 @@ func AppendCopyProgress(buf []byte, stream string, p CopyProgress) []byte {
 		state = CopyIndexing
 	}
 	buf = append(buf, "UPDATE "+CopyTableName+" SET coverage="...)
-	buf = appendQuoted(buf, p.Coverage)
+	buf = sqlquote.AppendString(buf, p.Coverage)
 	buf = append(buf, ",state="...)
-	buf = appendQuoted(buf, state)
+	buf = sqlquote.AppendString(buf, state)
 	if p.Built {
 		buf = append(buf, ",deferred=''"...)
 	}
 	buf = append(buf, ",rows_copied=rows_copied+"...)
 	buf = strconv.AppendInt(buf, int64(p.Rows), 10)
 	buf = append(buf, " WHERE stream="...)
-	buf = appendQuoted(buf, stream)
+	buf = sqlquote.AppendString(buf, stream)
 	buf = append(buf, " AND schema_name="...)
-	buf = appendQuoted(buf, p.Schema)
+	buf = sqlquote.AppendString(buf, p.Schema)
 	buf = append(buf, " AND table_name="...)
-	return appendQuoted(buf, p.Table)
+	return sqlquote.AppendString(buf, p.Table)
 }
 
 // CopyBuilt records that a table's deferred indexes are built: its copy is

@@ -9,31 +9,17 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
-
-// TestAppendQuoted: every value reaches the server as a hex literal,
-// which reads the same under any sql_mode and needs no escaping.
-func TestAppendQuoted(t *testing.T) {
-	for in, want := range map[string]string{
-		"":      "''",
-		"a":     "_utf8mb4 X'61'",
-		"it's":  "_utf8mb4 X'69742773'",
-		"0-1-5": "_utf8mb4 X'302d312d35'",
-	} {
-		if got := string(appendQuoted(nil, in)); got != want {
-			t.Errorf("%q: %s, want %s", in, got, want)
-		}
-	}
-}
 
 func TestAppendUpdate(t *testing.T) {
 	temps := `[{"server":1}]`
 	got := string(AppendUpdate(nil, "s", Save{GTID: "0-1-5", File: "b.1", Pos: 42, LastGTID: "0-1-5", SourceTS: 7, Applied: 3,
 		ClearDDL: true, TempTables: &temps}, "tok", "@g"))
-	for _, part := range []string{"gtid_pos=IF(owner=" + string(appendQuoted(nil, "tok")) + " AND @g=0,",
-		"temp_tables=" + string(appendQuoted(nil, temps)),
+	for _, part := range []string{"gtid_pos=IF(owner=" + string(sqlquote.AppendString(nil, "tok")) + " AND @g=0,",
+		"temp_tables=" + string(sqlquote.AppendString(nil, temps)),
 		",NULL)", "binlog_pos=42", "source_ts=FROM_UNIXTIME(7)", "ddl_gtid=''", "applied_trx=applied_trx+3",
-		"WHERE name=" + string(appendQuoted(nil, "s"))} {
+		"WHERE name=" + string(sqlquote.AppendString(nil, "s"))} {
 		if !strings.Contains(got, part) {
 			t.Errorf("missing %q in %s", part, got)
 		}

@@ -3,13 +3,13 @@ package position
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // Save is the position written with a transaction.
@@ -37,19 +37,19 @@ type Save struct {
 // statement that did not do what it should have.
 func AppendUpdate(buf []byte, name string, s Save, owner, guard string) []byte {
 	buf = append(buf, "UPDATE "+Table+" SET gtid_pos=IF(owner="...)
-	buf = appendQuoted(buf, owner)
+	buf = sqlquote.AppendString(buf, owner)
 	if guard != "" {
 		buf = append(buf, " AND "+guard+"=0"...)
 	}
 	buf = append(buf, ',')
-	buf = appendQuoted(buf, s.GTID)
+	buf = sqlquote.AppendString(buf, s.GTID)
 	buf = append(buf, ",NULL)"...)
 	buf = append(buf, ",binlog_file="...)
-	buf = appendQuoted(buf, s.File)
+	buf = sqlquote.AppendString(buf, s.File)
 	buf = append(buf, ",binlog_pos="...)
 	buf = strconv.AppendUint(buf, s.Pos, 10)
 	buf = append(buf, ",last_gtid="...)
-	buf = appendQuoted(buf, s.LastGTID)
+	buf = sqlquote.AppendString(buf, s.LastGTID)
 	if s.SourceTS != 0 {
 		buf = append(buf, ",source_ts=FROM_UNIXTIME("...)
 		buf = strconv.AppendUint(buf, uint64(s.SourceTS), 10)
@@ -60,12 +60,12 @@ func AppendUpdate(buf []byte, name string, s Save, owner, guard string) []byte {
 	}
 	if s.TempTables != nil {
 		buf = append(buf, ",temp_tables="...)
-		buf = appendQuoted(buf, *s.TempTables)
+		buf = sqlquote.AppendString(buf, *s.TempTables)
 	}
 	buf = append(buf, ",applied_trx=applied_trx+"...)
 	buf = strconv.AppendInt(buf, int64(s.Applied), 10)
 	buf = append(buf, " WHERE name="...)
-	return appendQuoted(buf, name)
+	return sqlquote.AppendString(buf, name)
 }
 
 // SaveIdle writes a position on its own (transactions that changed nothing
@@ -96,7 +96,7 @@ func AppendDeferred(buf []byte, stream, gtid, schemaName, reason, statement stri
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendQuoted(buf, v)
+		buf = sqlquote.AppendString(buf, v)
 	}
 	return append(buf, ')')
 }
@@ -129,17 +129,6 @@ func ListDeferred(ctx context.Context, db *sql.DB, stream string) ([]Deferred, e
 		out = append(out, d)
 	}
 	return out, rows.Err()
-}
-
-// appendQuoted writes a string literal as hex, which reads the same under
-// every sql_mode (NO_BACKSLASH_ESCAPES included) and needs no escaping.
-func appendQuoted(buf []byte, s string) []byte {
-	if s == "" {
-		return append(buf, "''"...)
-	}
-	buf = append(buf, "_utf8mb4 X'"...)
-	buf = hex.AppendEncode(buf, []byte(s))
-	return append(buf, '\'')
 }
 
 // Tail is what a target transaction records in binlane's tables before it

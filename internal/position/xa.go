@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // XATable records the XA transactions of the source a stream prepared on
@@ -28,20 +30,20 @@ const XADDL = `CREATE TABLE IF NOT EXISTS ` + XATable + ` (
 // transaction, for the transaction that saves the position after it.
 func AppendXAPrepared(buf []byte, stream, xid, gtid string) []byte {
 	buf = append(buf, "REPLACE INTO "+XATable+" (stream, xid, gtid) VALUES ("...)
-	buf = appendQuoted(buf, stream)
+	buf = sqlquote.AppendString(buf, stream)
 	buf = append(buf, ',')
-	buf = appendQuoted(buf, xid)
+	buf = sqlquote.AppendString(buf, xid)
 	buf = append(buf, ',')
-	buf = appendQuoted(buf, gtid)
+	buf = sqlquote.AppendString(buf, gtid)
 	return append(buf, ')')
 }
 
 // AppendXAFinished appends the statement that forgets a finished one.
 func AppendXAFinished(buf []byte, stream, xid string) []byte {
 	buf = append(buf, "DELETE FROM "+XATable+" WHERE stream="...)
-	buf = appendQuoted(buf, stream)
+	buf = sqlquote.AppendString(buf, stream)
 	buf = append(buf, " AND xid="...)
-	return appendQuoted(buf, xid)
+	return sqlquote.AppendString(buf, xid)
 }
 
 // XAPrepared reports whether the stream prepared xid on the target and did

@@ -14,6 +14,7 @@ import (
 
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // The objects other than tables (views, sequences, stored routines,
@@ -245,8 +246,7 @@ func CheckDefiners(ctx context.Context, dst *sql.DB, objs []*schema.ObjectDef, o
 // definerExists tries the account user@host (information_schema's
 // spelling: the host follows the last @) as a view's DEFINER.
 func definerExists(ctx context.Context, dst *sql.DB, definer string) (bool, error) {
-	at := strings.LastIndex(definer, "@")
-	if at < 0 {
+	if !strings.Contains(definer, "@") {
 		return false, fmt.Errorf("not an account: %q", definer)
 	}
 	conn, err := dst.Conn(ctx)
@@ -255,8 +255,8 @@ func definerExists(ctx context.Context, dst *sql.DB, definer string) (bool, erro
 	}
 	defer conn.Close()
 	probe := "`binlane`.`definer_probe`"
-	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE DEFINER="+schema.QuoteName(definer[:at])+"@"+
-		schema.QuoteName(definer[at+1:])+" SQL SECURITY INVOKER VIEW "+probe+" AS SELECT 1 AS probe"); err != nil {
+	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE DEFINER="+sqlquote.Account(sqlquote.SplitAccount(definer))+
+		" SQL SECURITY INVOKER VIEW "+probe+" AS SELECT 1 AS probe"); err != nil {
 		return false, err
 	}
 	exists := true
@@ -295,12 +295,13 @@ func ObjectSession(o *schema.ObjectDef) ([]string, error) {
 	}
 	for i, s := range sets {
 		name, v, _ := strings.Cut(s, " = ")
-		if !plainValue.MatchString(v) {
-			return nil, fmt.Errorf("create %s on the target: its %s %q is not one binlane can set", o, name, v)
+		lit, err := sqlquote.Setting(v)
+		if err != nil {
+			return nil, fmt.Errorf("create %s on the target: its %s %w", o, name, err)
 		}
-		sets[i] = name + " = '" + v + "'"
+		sets[i] = name + " = " + lit
 	}
-	return []string{"USE " + schema.QuoteName(o.Schema), "SET SESSION " + strings.Join(sets, ", ")}, nil
+	return []string{"USE " + sqlquote.Name(o.Schema), "SET SESSION " + strings.Join(sets, ", ")}, nil
 }
 
 func orDefault(s, def string) string {
@@ -309,10 +310,6 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
-
-// plainValue is a session value binlane quotes as it is: no quote, no
-// backslash, whatever the session's sql_mode.
-var plainValue = regexp.MustCompile(`^[A-Za-z0-9_,+:/ -]*$`)
 
 // createHead is CREATE and the attributes before the object's kind.
 var createHead = regexp.MustCompile(`(?is)^\s*CREATE\s+(OR\s+REPLACE\s+)?`)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -44,8 +45,8 @@ func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexe
 	for i, src := range tables {
 		t := src.Def
 		if !created[t.Schema] {
-			if _, err := dst.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+schema.QuoteName(t.Schema)); err != nil {
-				return nil, nil, fmt.Errorf("create database %s on the target: %w", schema.QuoteName(t.Schema), err)
+			if _, err := dst.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+sqlquote.Name(t.Schema)); err != nil {
+				return nil, nil, fmt.Errorf("create database %s on the target: %w", sqlquote.Name(t.Schema), err)
 			}
 			created[t.Schema] = true
 		}
@@ -83,7 +84,7 @@ func createTable(ctx context.Context, dst *sql.DB, t *schema.Table, create strin
 	}
 	defer conn.Close()
 	defer conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // drops the connection
-	for _, q := range []string{"USE " + schema.QuoteName(t.Schema),
+	for _, q := range []string{"USE " + sqlquote.Name(t.Schema),
 		"SET SESSION foreign_key_checks = 0, sql_mode = '" + schema.DefinitionMode + "'", create} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create %s on the target: %w", t.QualifiedName(), err)
@@ -115,7 +116,7 @@ func Statement(b *txn.IndexBuild) string { return statement(b, nil) }
 // writable.
 func statement(b *txn.IndexBuild, only map[string]bool) string {
 	var s strings.Builder
-	s.WriteString("ALTER TABLE " + schema.QuoteName(b.Schema) + "." + schema.QuoteName(b.Table))
+	s.WriteString("ALTER TABLE " + sqlquote.Qualified(b.Schema, b.Table))
 	n := 0
 	for i, def := range b.Definitions {
 		if only != nil && !only[b.Keys[i]] {
@@ -146,7 +147,7 @@ func Build(ctx context.Context, conn *sql.Conn, b *txn.IndexBuild, log *slog.Log
 			full).Scan(&n)
 		if err != nil {
 			return fmt.Errorf("build the indexes of %s.%s: look for a build still running: %w",
-				schema.QuoteName(b.Schema), schema.QuoteName(b.Table), err)
+				sqlquote.Name(b.Schema), sqlquote.Name(b.Table), err)
 		}
 		if n == 0 {
 			break
@@ -185,10 +186,10 @@ func Build(ctx context.Context, conn *sql.Conn, b *txn.IndexBuild, log *slog.Log
 		if sqlerr.Is(err, sqlerr.DupEntry) {
 			return fmt.Errorf("build the indexes the copy deferred on %s.%s: %w: the copied rows hold a value twice under a "+
 				"unique key of the source, so the target's rows are not the source's; the table is not copied "+
-				"(start its copy again)", schema.QuoteName(b.Schema), schema.QuoteName(b.Table), err)
+				"(start its copy again)", sqlquote.Name(b.Schema), sqlquote.Name(b.Table), err)
 		}
-		return fmt.Errorf("build the indexes the copy deferred on %s.%s (%s): %w", schema.QuoteName(b.Schema),
-			schema.QuoteName(b.Table), strings.Join(b.Keys, ", "), err)
+		return fmt.Errorf("build the indexes the copy deferred on %s.%s (%s): %w", sqlquote.Name(b.Schema),
+			sqlquote.Name(b.Table), strings.Join(b.Keys, ", "), err)
 	}
 	log.Info("built the indexes the copy deferred", "table", b.Schema+"."+b.Table, "indexes", strings.Join(b.Keys, ","),
 		"took", time.Since(start).Round(time.Millisecond))

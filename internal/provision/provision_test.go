@@ -10,6 +10,7 @@ import (
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // TestDeferredIndexesEndAsTheSource creates tables of many index layouts
@@ -98,7 +99,7 @@ func TestDeferredIndexesEndAsTheSource(t *testing.T) {
 	}
 	for _, src := range sources {
 		srv.ExecT(t, "SET SESSION foreign_key_checks = 0",
-			"INSERT INTO dst."+schema.QuoteName(src.Def.Name)+" SELECT * FROM src."+schema.QuoteName(src.Def.Name))
+			"INSERT INTO dst."+sqlquote.Name(src.Def.Name)+" SELECT * FROM src."+sqlquote.Name(src.Def.Name))
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {

@@ -9,9 +9,16 @@
 // change anything but the secrets, so that a redacted statement still reads
 // as the statement it was. Text without any of its keywords costs one scan
 // and no allocation, so it can run on every statement that is printed.
+//
+// A text does not say the sql_mode it was written in, and under
+// NO_BACKSLASH_ESCAPES a backslash ends no string: a text with a backslash
+// is read in each mode it can be in, and what any reading calls a secret
+// is hidden (a message quoting a statement may then show less of it).
 package redact
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/binlane/binlane/internal/sqllex"
@@ -43,13 +50,42 @@ func accountSecrets(q string) string {
 		return q
 	}
 	r := rewriter{s: q}
-	l := sqllex.New(q, 0)
-	for t := l.Next(); t.Kind != sqllex.EOF; t = l.Next() {
-		if t.Kind == sqllex.Word {
-			r.clause(&l, t)
+	ms, n := modes(q, true)
+	for _, m := range ms[:n] {
+		l := sqllex.New(q, 0).In(m)
+		for t := l.Next(); t.Kind != sqllex.EOF; t = l.Next() {
+			if t.Kind == sqllex.Word {
+				r.clause(&l, t)
+			}
 		}
 	}
 	return r.result()
+}
+
+// modes are the lexical modes s is read in (the first n of ms). A
+// statement the source logged under NO_BACKSLASH_ESCAPES ends a string at
+// a backslash that the default rules read as an escape, which would make
+// the literal after it (the password of CREATE USER 'u\'@'%' IDENTIFIED BY
+// 'x') look like SQL. The text does not say its mode, so a text with a
+// backslash is read both ways and what either reading finds is hidden;
+// but a whole statement (whole) whose quotes all close in one mode and not
+// in the other is read in that one only: the server accepted it so.
+func modes(s string, whole bool) (ms [2]sqllex.Mode, n int) {
+	if strings.IndexByte(s, '\\') < 0 {
+		return ms, 1
+	}
+	ms[1] = sqllex.NoBackslashEscapes
+	if !whole {
+		return ms, 2
+	}
+	switch def, nbe := sqllex.Closed(s, 0), sqllex.Closed(s, sqllex.NoBackslashEscapes); {
+	case def && !nbe:
+		return ms, 1
+	case nbe && !def:
+		ms[0] = sqllex.NoBackslashEscapes
+		return ms, 1
+	}
+	return ms, 2
 }
 
 // Text hides secrets in a message that may quote statements or server
@@ -85,47 +121,63 @@ func statementsIn(s string) string {
 		if p := prevWord(s, start); p >= 0 && strings.EqualFold(s[p:start-spaceBefore(s, start)], "SET") {
 			start = p
 		}
-		l := sqllex.New(s, start)
-		r.clause(&l, l.Next())
-		from = max(from, l.Pos())
+		read := len(s)
+		ms, n := modes(s, false) // a message may quote part of a statement
+		for _, m := range ms[:n] {
+			l := sqllex.New(s, start).In(m)
+			r.clause(&l, l.Next())
+			read = min(read, l.Pos())
+		}
+		from = max(from, read)
 	}
 	return r.result()
 }
 
-// rewriter copies s with secret tokens replaced, allocating only when the
-// first secret is found.
+// rewriter copies s with secret tokens replaced. It collects the secrets'
+// spans first (a text read in two modes finds them in any order, and may
+// find overlapping ones) and allocates only when it found one.
 type rewriter struct {
 	s     string
-	b     strings.Builder
-	last  int // s[:last] is in b
-	dirty bool
+	spans []span
+}
+
+// span is a secret: s[start:end], shown as marker.
+type span struct {
+	start, end int
+	marker     string
 }
 
 func (r *rewriter) hide(t sqllex.Token, marker string) {
-	if t.Start < r.last {
-		return // already hidden
-	}
-	if !r.dirty {
-		r.b.Grow(len(r.s) + len(marker))
-		r.dirty = true
-	}
-	r.b.WriteString(r.s[r.last:t.Start])
-	r.b.WriteString(marker)
-	if marker == Marker && t.End < len(r.s) && isQuote(r.s[t.End]) {
-		// A quote right after a literal that did not end with one (0x41'x')
-		// would continue the marker's string: redacting again would hide
-		// more. A space keeps them apart.
-		r.b.WriteByte(' ')
-	}
-	r.last = t.End
+	r.spans = append(r.spans, span{t.Start, t.End, marker})
 }
 
+// result is s with each secret, or each run of overlapping ones, replaced
+// by a marker.
 func (r *rewriter) result() string {
-	if !r.dirty {
+	if len(r.spans) == 0 {
 		return r.s
 	}
-	r.b.WriteString(r.s[r.last:])
-	return r.b.String()
+	slices.SortFunc(r.spans, func(a, b span) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end)) })
+	var b strings.Builder
+	b.Grow(len(r.s) + len(Marker))
+	last := 0
+	for i := 0; i < len(r.spans); {
+		sp := r.spans[i]
+		for i++; i < len(r.spans) && r.spans[i].start < sp.end; i++ {
+			sp.end = max(sp.end, r.spans[i].end)
+		}
+		b.WriteString(r.s[last:sp.start])
+		b.WriteString(sp.marker)
+		if sp.marker == Marker && sp.end < len(r.s) && isQuote(r.s[sp.end]) {
+			// A quote right after a literal that did not end with one
+			// (0x41'x') would continue the marker's string: redacting again
+			// would hide more. A space keeps them apart.
+			b.WriteByte(' ')
+		}
+		last = sp.end
+	}
+	b.WriteString(r.s[last:])
+	return b.String()
 }
 
 // clause hides the secrets of the clause that word t starts, if it starts

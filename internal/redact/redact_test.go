@@ -67,7 +67,7 @@ var statementCases = []struct {
 	// Quoting, escapes, comments.
 	{"doubled quote", `CREATE USER u IDENTIFIED BY 'it''s' COMMENT 'c'`, `CREATE USER u IDENTIFIED BY ` + R + ` COMMENT 'c'`},
 	{"backslash quote", `CREATE USER u IDENTIFIED BY 'a\'b\\' COMMENT 'c'`, `CREATE USER u IDENTIFIED BY ` + R + ` COMMENT 'c'`},
-	{"double quoted", `CREATE USER "u"@"h" IDENTIFIED BY "p""w\"" COMMENT 'c'`, `CREATE USER "u"@"h" IDENTIFIED BY ` + R + ` COMMENT 'c'`},
+	{"double quoted (Text hides more)", `CREATE USER "u"@"h" IDENTIFIED BY "p""w\"" COMMENT 'c'`, `CREATE USER "u"@"h" IDENTIFIED BY ` + R + ` COMMENT 'c'`},
 	{"introducer", `CREATE USER u IDENTIFIED BY _utf8mb4'x' COLLATE utf8mb4_bin`, `CREATE USER u IDENTIFIED BY ` + R + ` COLLATE utf8mb4_bin`},
 	{"hex literal", `CHANGE MASTER TO MASTER_PASSWORD = X'41', MASTER_USER = 0x42`, `CHANGE MASTER TO MASTER_PASSWORD = ` + R + `, MASTER_USER = 0x42`},
 	{"comments between", "CREATE USER /* it's */ u IDENTIFIED -- it's\n BY # it's\n 'x'", "CREATE USER /* it's */ u IDENTIFIED -- it's\n BY # it's\n " + R},
@@ -86,6 +86,14 @@ var statementCases = []struct {
 		`CREATE TABLE t (password VARCHAR(10) DEFAULT 'x', PRIMARY KEY (password))`},
 	{"password options", `ALTER USER u PASSWORD EXPIRE NEVER PASSWORD HISTORY 5 ACCOUNT LOCK`, `ALTER USER u PASSWORD EXPIRE NEVER PASSWORD HISTORY 5 ACCOUNT LOCK`},
 	{"no keyword", `INSERT INTO t VALUES (1, 'a\'b')`, `INSERT INTO t VALUES (1, 'a\'b')`},
+	// Logged under NO_BACKSLASH_ESCAPES: a backslash ends no string, and
+	// the password after it is hidden all the same.
+	{"no backslash escapes: host", `CREATE USER a@'h\' IDENTIFIED BY 'secret3'`, `CREATE USER a@'h\' IDENTIFIED BY ` + R},
+	{"no backslash escapes: set password", `SET PASSWORD FOR 'u\'@'%' = PASSWORD('secret4')`,
+		`SET PASSWORD FOR 'u\'@'%' = PASSWORD(` + R + `)`},
+	{"no backslash escapes: two users (Text hides more)", `CREATE USER a IDENTIFIED BY 'x\', b IDENTIFIED BY 'secret2'`,
+		`CREATE USER a IDENTIFIED BY ` + R + `, b IDENTIFIED BY ` + R},
+
 	{"empty", ``, ``},
 }
 
@@ -97,8 +105,11 @@ func TestStatement(t *testing.T) {
 			}
 			// Text finds the same secrets in a message quoting the statement.
 			msg := "apply " + c.in + ": failed"
-			if got, want := Text(msg), "apply "+c.want+": failed"; got != want && !strings.Contains(c.name, "unterminated") &&
-				!strings.Contains(c.name, "keyword in") {
+			// A message does not say it quotes a whole statement: with a
+			// backslash, Text reads it in both modes and may hide more.
+			got, want := Text(msg), "apply "+c.want+": failed"
+			// (TestText has those cases.)
+			if got != want && !strings.Contains(c.name, "Text hides more") && !strings.Contains(c.name, "unterminated") && !strings.Contains(c.name, "keyword in") {
 				t.Errorf("Text(%s)\n got %s\nwant %s", msg, got, want)
 			}
 		})
@@ -127,6 +138,14 @@ func TestText(t *testing.T) {
 		{"e-mail", `mail admin@example.com: dial tcp 127.0.0.1:3306: connection refused`, `mail admin@example.com: dial tcp 127.0.0.1:3306: connection refused`},
 		{"statement and address", `mysql://u:pw@h/: CREATE USER x IDENTIFIED BY 'y'`, `mysql://u:***@h/: CREATE USER x IDENTIFIED BY ` + R},
 		{"plain", `stream stopped at 0-1-100`, `stream stopped at 0-1-100`},
+		// A message may quote a statement cut short: with a backslash it is
+		// read in both modes, NO_BACKSLASH_ESCAPES's too.
+		{"no backslash escapes, cut short", `near 'CREATE USER a@'\' IDENTIFIED BY 'p1', b@'h' IDENTIFIED BY 'p2' at line 1`,
+			`near 'CREATE USER a@'\' IDENTIFIED BY ` + R + `, b@'h' IDENTIFIED BY ` + R + ` at line 1`},
+		{"double quoted, both modes", `apply CREATE USER "u"@"h" IDENTIFIED BY "p""w\"" COMMENT 'c': failed`,
+			`apply CREATE USER "u"@"h" IDENTIFIED BY ` + R},
+		{"two users, both modes", `apply CREATE USER a IDENTIFIED BY 'x\', b IDENTIFIED BY 'secret2': failed`,
+			`apply CREATE USER a IDENTIFIED BY ` + R + `: failed`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/wire"
 )
 
@@ -117,7 +118,7 @@ func oldestGTIDPosition(ctx context.Context, c *wire.Conn) (gtid.Set, error) {
 		return gtid.Set{}, errNoBinlog
 	}
 	oldest := *res.Rows[0][0]
-	res, err = c.Query(ctx, "SELECT BINLOG_GTID_POS("+quote(oldest)+", 4)")
+	res, err = c.Query(ctx, "SELECT BINLOG_GTID_POS("+sqlquote.String(oldest)+", 4)")
 	if err != nil {
 		return gtid.Set{}, fmt.Errorf("GTID position of the oldest binlog %s: %w", oldest, err)
 	}
@@ -129,10 +130,4 @@ func oldestGTIDPosition(ctx context.Context, c *wire.Conn) (gtid.Set, error) {
 		return gtid.Set{}, fmt.Errorf("GTID position of the oldest binlog %s: %w", oldest, err)
 	}
 	return set, nil
-}
-
-// quote makes a single-quoted SQL string literal.
-func quote(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\x00", `\0`)
-	return "'" + r.Replace(s) + "'"
 }

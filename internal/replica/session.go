@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/wire"
 )
 
@@ -99,7 +100,7 @@ func sessionStatements(cfg *Config, flavor gtid.Flavor, pos Position, replicaUUI
 		return []string{
 			fmt.Sprintf("SET @source_binlog_checksum = 'NONE', @master_binlog_checksum = 'NONE', "+
 				"@source_heartbeat_period = %d, @master_heartbeat_period = %d, @replica_uuid = %s, @slave_uuid = %s",
-				hb, hb, quote(replicaUUID), quote(replicaUUID)),
+				hb, hb, sqlquote.String(replicaUUID), sqlquote.String(replicaUUID)),
 			timeout,
 		}
 	}
@@ -111,7 +112,7 @@ func sessionStatements(cfg *Config, flavor gtid.Flavor, pos Position, replicaUUI
 		"@slave_gtid_ignore_duplicates = 0",
 	}
 	if pos.GTIDMode {
-		vars = append(vars, "@slave_connect_state = "+quote(pos.GTIDs.String()))
+		vars = append(vars, "@slave_connect_state = "+sqlquote.String(pos.GTIDs.String()))
 	}
 	return []string{"SET " + strings.Join(vars, ", "), timeout}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // OverlapError refuses a stream that would write a table another stream
@@ -34,8 +35,8 @@ func (e *OverlapError) Error() string {
 	}
 	return fmt.Sprintf("stream %q would write table %s%s, which stream %q writes (%s): two streams must not write one table "+
 		"(each would overwrite the other's rows); narrow --databases, --tables or --exclude of stream %q, or, if stream %q will "+
-		"never run again, delete its row on the target: DELETE FROM binlane.streams WHERE name = '%s'",
-		e.Stream, e.Tables[0], more, e.Other, e.OtherSelection, e.Stream, e.Other, strings.ReplaceAll(e.Other, "'", "''"))
+		"never run again, delete its row on the target: DELETE FROM binlane.streams WHERE name = %s",
+		e.Stream, e.Tables[0], more, e.Other, e.OtherSelection, e.Stream, e.Other, sqlquote.String(e.Other))
 }
 
 // selection is a stream's filter options as recorded in its row.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -186,36 +185,9 @@ var objectQueries = []string{
 	`SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ('objs', 'other') ORDER BY 1, 2`,
 }
 
-// queryLines runs q and returns each row as one line.
-func queryLines(t *testing.T, db *sql.DB, q string) []string {
-	t.Helper()
-	rows, err := db.Query(q)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	var out []string
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			parts[i] = fmt.Sprintf("%v", v.String)
-		}
-		out = append(out, strings.Join(parts, " | "))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// queryLines is sandbox.QueryLinesT, by the name this package's tests call
+// it.
+func queryLines(t *testing.T, db *sql.DB, q string) []string { return sandbox.QueryLinesT(t, db, q) }
 
 func without(lines []string, name string) []string {
 	var out []string

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/binlane/binlane/internal/binlog"
-	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -29,7 +29,7 @@ func (w *Writer) Chunk(t *txn.Txn, c *txn.Chunk) error {
 	if err := w.session(binlog.RowsFlagNoForeignKeyChecks); err != nil {
 		return err
 	}
-	subject := fmt.Sprintf("copied rows of %s.%s (snapshot at %s)", schema.QuoteName(c.Schema), schema.QuoteName(c.Table), c.Pos)
+	subject := fmt.Sprintf("copied rows of %s.%s (snapshot at %s)", sqlquote.Name(c.Schema), sqlquote.Name(c.Table), c.Pos)
 	if w.InfilePrefix != "" {
 		return w.loadChunk(t, c, subject)
 	}
@@ -101,32 +101,19 @@ func (w *Writer) loadChunk(t *txn.Txn, c *txn.Chunk, subject string) error {
 // format option is spelled out: the server's defaults are these today,
 // but the file's format must not depend on them.
 func appendLoadHead(dst []byte, c *txn.Chunk, file string) []byte {
-	dst = append(dst, "LOAD DATA LOCAL INFILE '"...)
-	dst = appendQuotedName(dst, file)
-	dst = append(dst, "' INTO TABLE "...)
-	dst = append(dst, schema.QuoteName(c.Schema)+"."+schema.QuoteName(c.Table)...)
+	dst = append(dst, "LOAD DATA LOCAL INFILE "...)
+	dst = sqlquote.AppendEscaped(dst, "", file) // LOAD DATA takes no hex literal
+	dst = append(dst, " INTO TABLE "...)
+	dst = append(dst, sqlquote.Qualified(c.Schema, c.Table)...)
 	dst = append(dst, ` CHARACTER SET binary FIELDS TERMINATED BY '\t' ENCLOSED BY '' ESCAPED BY '\\'`+
 		` LINES STARTING BY '' TERMINATED BY '\n' (`...)
 	for i, col := range c.Columns {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, schema.QuoteName(col.Name)...)
+		dst = append(dst, sqlquote.Name(col.Name)...)
 	}
 	return append(dst, ')')
-}
-
-// appendQuotedName writes a file name for a '...' literal (the sink picks
-// names of letters, digits and punctuation; quote and backslash escaped
-// all the same).
-func appendQuotedName(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\'' || s[i] == '\\' {
-			dst = append(dst, '\\')
-		}
-		dst = append(dst, s[i])
-	}
-	return dst
 }
 
 // appendLoadRow writes one line of a chunk's file: values separated by
@@ -185,12 +172,12 @@ func appendLoadField(dst, v []byte) []byte {
 
 // chunkHead is "INSERT INTO `s`.`t` (`a`,`b`) VALUES ".
 func chunkHead(c *txn.Chunk) []byte {
-	b := []byte("INSERT INTO " + schema.QuoteName(c.Schema) + "." + schema.QuoteName(c.Table) + " (")
+	b := []byte("INSERT INTO " + sqlquote.Qualified(c.Schema, c.Table) + " (")
 	for i, col := range c.Columns {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, schema.QuoteName(col.Name)...)
+		b = append(b, sqlquote.Name(col.Name)...)
 	}
 	return append(b, ") VALUES "...)
 }
@@ -216,11 +203,11 @@ func appendChunkRow(dst []byte, cols []txn.ChunkColumn, row [][]byte) ([]byte, e
 				return dst, err
 			}
 		case txn.KindQuoted:
-			dst = appendQuoted(dst, v)
+			dst = sqlquote.AppendEscaped(dst, "", v)
 		case txn.KindText:
-			dst = AppendString(dst, v, cols[i].Charset)
+			dst = appendString(dst, v, cols[i].Charset)
 		case txn.KindBinary:
-			dst = AppendString(dst, v, "")
+			dst = appendString(dst, v, "")
 		case txn.KindBits:
 			dst = append(dst, "0x"...)
 			if len(v) == 0 {
@@ -238,13 +225,13 @@ func appendChunkRow(dst []byte, cols []txn.ChunkColumn, row [][]byte) ([]byte, e
 // anything else would be SQL (or break a LOAD DATA line).
 func appendNumber(dst []byte, col *txn.ChunkColumn, v []byte) ([]byte, error) {
 	if !isNumber(v) {
-		return dst, fmt.Errorf("column %s: %q is not a number", schema.QuoteName(col.Name), abbreviate(string(v), 40))
+		return dst, fmt.Errorf("column %s: %q is not a number", sqlquote.Name(col.Name), abbreviate(string(v), 40))
 	}
 	return append(dst, v...), nil
 }
 
 func badKind(col *txn.ChunkColumn) error {
-	return fmt.Errorf("column %s: no way to write a value of kind %q", schema.QuoteName(col.Name), col.Kind)
+	return fmt.Errorf("column %s: no way to write a value of kind %q", sqlquote.Name(col.Name), col.Kind)
 }
 
 // isNumber accepts what the server prints for numeric columns: digits, a

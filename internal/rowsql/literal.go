@@ -3,11 +3,11 @@ package rowsql
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // literal renders row values as SQL literals that reproduce the stored
@@ -18,9 +18,9 @@ import (
 //     column back to the same float32);
 //   - temporals as text (TIMESTAMP in UTC: sessions run with time_zone
 //     '+00:00');
-//   - strings as escaped literals with the source charset's introducer
-//     (_binary for binary data), so no connection-charset conversion
-//     happens and the column's own collation applies in comparisons (the
+//   - strings as escaped literals (sqlquote.AppendEscaped) with the
+//     source charset's introducer (_binary for binary data), so no
+//     connection-charset conversion happens and the column's own collation applies in comparisons (the
 //     index stays usable). Escaping grows a value by a few percent at most
 //     where hex would double it, so a value that fits the target's
 //     max_allowed_packet on the source fits in our statement too;
@@ -62,16 +62,16 @@ func (l *literal) append(dst []byte, v *binlog.Value, src *binlog.Column, col *p
 			}
 			b = text
 		}
-		return AppendString(dst, b, col.Introducer), nil
+		return appendString(dst, b, col.Introducer), nil
 	case binlog.KindGeometry:
-		return AppendString(dst, v.B, ""), nil
+		return appendString(dst, v.B, ""), nil
 	case binlog.KindEnum:
 		if v.N == 0 {
 			l.lax = true
 			return append(dst, '0'), nil
 		}
 		if src != nil && int(v.N) <= len(src.EnumValues) {
-			return AppendString(dst, src.EnumValues[v.N-1], col.Introducer), nil
+			return appendString(dst, src.EnumValues[v.N-1], col.Introducer), nil
 		}
 		return strconv.AppendInt(dst, v.N, 10), nil
 	case binlog.KindSet:
@@ -85,42 +85,16 @@ func (l *literal) append(dst []byte, v *binlog.Value, src *binlog.Column, col *p
 	return dst, fmt.Errorf("cannot render a %s value", v.Kind)
 }
 
-// AppendString writes _charset'...' (_binary'...' for binary data, charset
-// ""), escaping the bytes that end or alter a quoted string: quote,
-// backslash and NUL, plus CR, LF and Ctrl-Z so that statements stay
-// printable. This is safe for any bytes under binlane's sessions: their
-// sql_mode never has NO_BACKSLASH_ESCAPES, and the lexer reads the literal
-// in character_set_client utf8mb4, whose multi-byte sequences contain no
-// ASCII byte, so an escape can never be swallowed by a preceding byte.
-func AppendString(dst, b []byte, charset string) []byte {
-	dst = append(dst, '_')
+// appendString writes b as a string literal with the introducer of its
+// character set (_binary for binary data, charset ""), in sqlquote's
+// compact escaped form: rows are written in apply's sessions, whose
+// sql_mode binlane sets without NO_BACKSLASH_ESCAPES.
+func appendString(dst, b []byte, charset string) []byte {
 	if charset == "" {
 		charset = "binary"
 	}
-	dst = append(dst, charset...)
-	return appendQuoted(dst, b)
+	return sqlquote.AppendEscaped(dst, charset, b)
 }
-
-// appendQuoted writes '...' with the escapes of AppendString.
-func appendQuoted(dst, b []byte) []byte {
-	dst = append(dst, '\'')
-	dst = slices.Grow(dst, len(b)+len(b)/32+2)
-	from := 0
-	for i, c := range b {
-		esc := escapes[c]
-		if esc == 0 {
-			continue
-		}
-		dst = append(dst, b[from:i]...)
-		dst = append(dst, '\\', esc)
-		from = i + 1
-	}
-	dst = append(dst, b[from:]...)
-	return append(dst, '\'')
-}
-
-// escapes maps a byte to the letter of its backslash escape (0: none).
-var escapes = [256]byte{0: '0', '\n': 'n', '\r': 'r', 0x1a: 'Z', '\'': '\'', '\\': '\\'}
 
 func appendSetNames(dst []byte, bits uint64, names [][]byte, charset string) ([]byte, error) {
 	var joined []byte
@@ -136,5 +110,5 @@ func appendSetNames(dst []byte, bits uint64, names [][]byte, charset string) ([]
 	if len(names) < 64 && bits>>uint(len(names)) != 0 {
 		return dst, fmt.Errorf("SET value 0x%x has bits beyond its %d members", bits, len(names))
 	}
-	return AppendString(dst, joined, charset), nil
+	return appendString(dst, joined, charset), nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
 )
@@ -524,7 +525,7 @@ func (w *Writer) appendMatch(p *plan.Table, row []binlog.Value) error {
 }
 
 func columnError(p *plan.Table, c int, err error) error {
-	return fmt.Errorf("table %s column `%s`: %w", p.Name, p.Cols[c].Name, err)
+	return fmt.Errorf("table %s column %s: %w", p.Name, sqlquote.Name(p.Cols[c].Name), err)
 }
 
 // SameValue reports whether two values are identical (bytes included).

@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // The accounts binlane runs as in tests and the demo: least privilege, with
@@ -34,7 +35,7 @@ const (
 func SourceGrants(user string, dbs ...string) []string {
 	out := []string{"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO " + user}
 	for _, db := range dbs {
-		out = append(out, "GRANT SELECT, SHOW VIEW, EVENT ON "+quoteDB(db)+".* TO "+user)
+		out = append(out, "GRANT SELECT, SHOW VIEW, EVENT ON "+sqlquote.Name(db)+".* TO "+user)
 	}
 	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user)
 }
@@ -52,7 +53,7 @@ func TargetGrants(user string, dbs ...string) []string {
 	var out []string
 	for _, db := range dbs {
 		out = append(out, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, REFERENCES, "+
-			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER ON "+quoteDB(db)+".* TO "+user)
+			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER ON "+sqlquote.Name(db)+".* TO "+user)
 	}
 	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user, "GRANT ALL PRIVILEGES ON `binlane`.* TO "+user)
 }
@@ -80,7 +81,7 @@ func TargetOptionalGrants(user string) []string {
 func CutoverGrants(user string, dbs ...string) []string {
 	out := []string{"GRANT READ_ONLY ADMIN, PROCESS, SET USER ON *.* TO " + user, "GRANT SELECT ON `mysql`.`proc` TO " + user}
 	for _, db := range dbs {
-		out = append(out, "GRANT EVENT ON "+quoteDB(db)+".* TO "+user)
+		out = append(out, "GRANT EVENT ON "+sqlquote.Name(db)+".* TO "+user)
 	}
 	return out
 }
@@ -95,7 +96,7 @@ func CutoverGrants(user string, dbs ...string) []string {
 func VerifyGrants(user string, dbs ...string) []string {
 	var out []string
 	for _, db := range dbs {
-		out = append(out, "GRANT SELECT, SHOW VIEW, TRIGGER, EVENT ON "+quoteDB(db)+".* TO "+user)
+		out = append(out, "GRANT SELECT, SHOW VIEW, TRIGGER, EVENT ON "+sqlquote.Name(db)+".* TO "+user)
 	}
 	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user)
 }
@@ -107,16 +108,14 @@ func (s *Server) GrantCutover(ctx context.Context, dbs ...string) (string, error
 	acct := account(CutoverUser)
 	grants := append(SourceGrants(acct, dbs...), TargetGrants(acct, dbs...)...)
 	grants = append(grants, CutoverGrants(acct, dbs...)...)
-	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY '%s'", acct, AccountPassword)
+	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY %s", acct, sqlquote.String(AccountPassword))
 	if err := s.Exec(ctx, append([]string{"SET SESSION sql_log_bin = 0", create}, grants...)...); err != nil {
 		return "", err
 	}
 	return s.UserURL(CutoverUser, AccountPassword), nil
 }
 
-func quoteDB(db string) string { return "`" + strings.ReplaceAll(db, "`", "``") + "`" }
-
-func account(user string) string { return "'" + user + "'@'%'" }
+func account(user string) string { return sqlquote.Account(user, "%") }
 
 // GrantBinlane creates the binlane account of the server's role (if it
 // does not exist yet) and grants it the documented privileges on dbs;
@@ -132,7 +131,7 @@ func (s *Server) GrantBinlane(ctx context.Context, optional bool, dbs ...string)
 			grants = append(grants, TargetOptionalGrants(account(user))...)
 		}
 	}
-	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY '%s'", account(user), AccountPassword)
+	create := fmt.Sprintf("CREATE USER IF NOT EXISTS %s IDENTIFIED BY %s", account(user), sqlquote.String(AccountPassword))
 	// Test set-up, not data: kept out of the binlog, so streams and their
 	// expected transaction counts do not see it.
 	if err := s.Exec(ctx, append([]string{"SET SESSION sql_log_bin = 0", create}, grants...)...); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,4 +57,39 @@ func (s *Server) ExecT(t testing.TB, stmts ...string) {
 func Installed() bool {
 	_, err := exec.LookPath("mariadbd")
 	return err == nil
+}
+
+// QueryLinesT runs q on db and returns each row as one line, its values
+// joined by " | " (NULL as ""): what two servers show, to compare.
+func QueryLinesT(t testing.TB, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var out []string
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = v.String
+		}
+		out = append(out, strings.Join(parts, " | "))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -13,8 +13,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // TLS makes a sandbox server offer TLS with certificates generated for it
@@ -156,14 +157,11 @@ const (
 // the privileges the README documents for binlane's account on a server of
 // this role, on the databases dbs.
 func (s *Server) CreateUser(ctx context.Context, user, password string, req Require, dbs ...string) error {
-	quote := func(v string) string {
-		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
-	}
-	acct := quote(user) + "@'%'"
+	acct := sqlquote.Account(user, "%")
 	grants := SourceGrants(acct, dbs...)
 	if s.opts.Role == Target {
 		grants = TargetGrants(acct, dbs...)
 	}
 	return s.Exec(ctx, append([]string{"SET SESSION sql_log_bin = 0",
-		fmt.Sprintf("CREATE USER %s IDENTIFIED BY %s REQUIRE %s", acct, quote(password), req)}, grants...)...)
+		fmt.Sprintf("CREATE USER %s IDENTIFIED BY %s REQUIRE %s", acct, sqlquote.String(password), req)}, grants...)...)
 }

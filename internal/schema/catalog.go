@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // ReadCatalog reads the definitions of the tables the rules select on a
@@ -56,7 +57,7 @@ func ReadCatalog(ctx context.Context, q Querier, rules filter.Rules, withTrigger
 func ReadTable(ctx context.Context, q Querier, schemaName, table string) (*Table, error) {
 	l, err := load(ctx, q, scope{schemas: []string{schemaName}, table: table, triggers: true})
 	if err != nil {
-		return nil, fmt.Errorf("read definition of %s.%s: %w", QuoteName(schemaName), QuoteName(table), err)
+		return nil, fmt.Errorf("read definition of %s.%s: %w", sqlquote.Name(schemaName), sqlquote.Name(table), err)
 	}
 	if len(l.order) == 0 || len(l.order[0].Columns) == 0 {
 		return nil, nil
@@ -150,9 +151,9 @@ func (t *Table) ColumnNames(ix *Index) []string {
 // insert and is not part of the definition).
 func ShowCreateTable(ctx context.Context, q Querier, schemaName, table string) (string, error) {
 	var name, create string
-	err := q.QueryRowContext(ctx, "SHOW CREATE TABLE "+QuoteName(schemaName)+"."+QuoteName(table)).Scan(&name, &create)
+	err := q.QueryRowContext(ctx, "SHOW CREATE TABLE "+sqlquote.Qualified(schemaName, table)).Scan(&name, &create)
 	if err != nil {
-		return "", fmt.Errorf("read the definition of %s.%s: %w", QuoteName(schemaName), QuoteName(table), err)
+		return "", fmt.Errorf("read the definition of %s.%s: %w", sqlquote.Name(schemaName), sqlquote.Name(table), err)
 	}
 	return autoIncrement.ReplaceAllString(create, ""), nil
 }
@@ -162,7 +163,7 @@ func ShowCreateTable(ctx context.Context, q Querier, schemaName, table string) (
 // COLUMNS: it names the table by identifiers, so it can run inside a batch
 // of statements without parameters).
 func ColumnsStatement(schemaName, table string) string {
-	return "SHOW FULL COLUMNS FROM " + QuoteName(schemaName) + "." + QuoteName(table)
+	return "SHOW FULL COLUMNS FROM " + sqlquote.Qualified(schemaName, table)
 }
 
 // ScanColumns reads ColumnsStatement's result: each column's name, data
@@ -224,7 +225,7 @@ func TriggeredTable(ctx context.Context, q Querier, rules filter.Rules) (string,
 			return "", err
 		}
 		if rules.Match(sc, t) {
-			return QuoteName(sc) + "." + QuoteName(t), nil
+			return sqlquote.Qualified(sc, t), nil
 		}
 	}
 	return "", rows.Err()

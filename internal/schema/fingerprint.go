@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // Querier is a pool or a connection.
@@ -42,9 +43,9 @@ func Fingerprint(ctx context.Context, q Querier, objects []Object, wholeSchema [
 		var s string
 		var err error
 		if o.Table == "" {
-			s, err = showCreate(ctx, q, "DATABASE "+QuoteName(o.Schema))
+			s, err = showCreate(ctx, q, "DATABASE "+sqlquote.Name(o.Schema))
 		} else {
-			s, err = showCreate(ctx, q, "TABLE "+QuoteName(o.Schema)+"."+QuoteName(o.Table))
+			s, err = showCreate(ctx, q, "TABLE "+sqlquote.Qualified(o.Schema, o.Table))
 		}
 		if err != nil {
 			return "", err
@@ -115,7 +116,7 @@ func schemaObjects(ctx context.Context, q Querier, schemaName string) (string, e
 	for _, qs := range queries {
 		rows, err := q.QueryContext(ctx, qs, schemaName)
 		if err != nil {
-			return "", fmt.Errorf("list objects of schema %s: %w", QuoteName(schemaName), err)
+			return "", fmt.Errorf("list objects of schema %s: %w", sqlquote.Name(schemaName), err)
 		}
 		for rows.Next() {
 			var line sql.NullString

@@ -9,6 +9,7 @@ import (
 
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // ObjectKind is a kind of schema object other than a table.
@@ -44,7 +45,7 @@ type ObjectDef struct {
 }
 
 // Qualified is `schema`.`name`.
-func (o *ObjectDef) Qualified() string { return QuoteName(o.Schema) + "." + QuoteName(o.Name) }
+func (o *ObjectDef) Qualified() string { return sqlquote.Qualified(o.Schema, o.Name) }
 
 // String is the kind and the name, as messages name an object.
 func (o *ObjectDef) String() string { return strings.ToLower(string(o.Kind)) + " " + o.Qualified() }
@@ -144,9 +145,9 @@ func checkVisible(ctx context.Context, q *sql.Conn, rules filter.Rules) error {
 		return err
 	}
 	for _, s := range schemas {
-		if _, err := q.ExecContext(ctx, "SHOW EVENTS FROM "+QuoteName(s)); err != nil {
+		if _, err := q.ExecContext(ctx, "SHOW EVENTS FROM "+sqlquote.Name(s)); err != nil {
 			return fmt.Errorf("the source hides the events of %s from binlane's account (%w): grant it EVENT ON %s.* "+
-				"(README: privileges)", QuoteName(s), err, QuoteName(s))
+				"(README: privileges)", sqlquote.Name(s), err, sqlquote.Name(s))
 		}
 	}
 	return nil
@@ -295,7 +296,7 @@ var numeric = regexp.MustCompile(`^-?[0-9]+$`)
 func SequenceInsert(o *ObjectDef) string {
 	cols := make([]string, len(o.Sequence.Columns))
 	for i, c := range o.Sequence.Columns {
-		cols[i] = QuoteName(c)
+		cols[i] = sqlquote.Name(c)
 	}
 	return "INSERT INTO " + o.Qualified() + " (" + strings.Join(cols, ", ") + ") VALUES (" +
 		strings.Join(o.Sequence.Values, ", ") + ")"
@@ -306,8 +307,8 @@ func SequenceInsert(o *ObjectDef) string {
 // routines created in it and tables created later without their own take.
 func ShowCreateDatabase(ctx context.Context, q Querier, name string) (string, error) {
 	var n, create string
-	if err := q.QueryRowContext(ctx, "SHOW CREATE DATABASE "+QuoteName(name)).Scan(&n, &create); err != nil {
-		return "", fmt.Errorf("read the definition of database %s: %w", QuoteName(name), err)
+	if err := q.QueryRowContext(ctx, "SHOW CREATE DATABASE "+sqlquote.Name(name)).Scan(&n, &create); err != nil {
+		return "", fmt.Errorf("read the definition of database %s: %w", sqlquote.Name(name), err)
 	}
 	if rest, ok := strings.CutPrefix(create, "CREATE DATABASE "); ok && !strings.HasPrefix(rest, "IF NOT EXISTS") {
 		create = "CREATE DATABASE IF NOT EXISTS " + rest

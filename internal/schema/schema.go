@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // Table is a target table's definition.
@@ -125,7 +127,7 @@ func isAction(rule string) bool {
 }
 
 // QualifiedName returns `schema`.`table`.
-func (t *Table) QualifiedName() string { return QuoteName(t.Schema) + "." + QuoteName(t.Name) }
+func (t *Table) QualifiedName() string { return sqlquote.Qualified(t.Schema, t.Name) }
 
 // Column returns the position of a column by name (case-insensitive, as
 // MariaDB compares column names).
@@ -156,9 +158,6 @@ func hasPrefix(ix Index) bool {
 	}
 	return false
 }
-
-// QuoteName quotes an identifier with backticks.
-func QuoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
 // Cache loads table definitions on first use and keeps them until
 // invalidated. It is safe for concurrent use.

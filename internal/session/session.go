@@ -26,6 +26,7 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -92,7 +93,11 @@ func Enter(st *txn.Statement, coll Collation) ([]string, error) {
 	// The time zone is written only when the statement used it; the
 	// replica's own is the server's default.
 	if s.TimeZone != "" {
-		add("time_zone=%s", quote(s.TimeZone))
+		tz, err := sqlquote.Setting(s.TimeZone)
+		if err != nil {
+			return nil, fmt.Errorf("the statement's time_zone %w", err)
+		}
+		add("time_zone=%s", tz)
 	} else {
 		add("time_zone=DEFAULT")
 	}
@@ -131,7 +136,7 @@ func userVars(vars []*binlog.UserVarEvent, coll Collation) (string, error) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("@" + quoteName(u.Name) + ":=")
+		b.WriteString("@" + sqlquote.Name(u.Name) + ":=")
 		if u.Null {
 			b.WriteString("NULL")
 			continue
@@ -158,7 +163,8 @@ func userVars(vars []*binlog.UserVarEvent, coll Collation) (string, error) {
 			if !ok || u.Collation > 0xffff {
 				return "", fmt.Errorf("user variable @%s: the target does not know collation %d", u.Name, u.Collation)
 			}
-			fmt.Fprintf(&b, "_%s X'%x' COLLATE %s", cs, u.Value, quoteName(name))
+			b.Write(sqlquote.AppendHex(nil, cs, u.Value))
+			b.WriteString(" COLLATE " + sqlquote.Name(name))
 		default:
 			return "", fmt.Errorf("user variable @%s of unknown type %d", u.Name, u.Type)
 		}
@@ -208,9 +214,3 @@ func onOff(on bool) string {
 	}
 	return "0"
 }
-
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
-}
-
-func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -97,6 +98,12 @@ func TestEnter(t *testing.T) {
 	_, err := Enter(&txn.Statement{Vars: txn.Vars{User: []*binlog.UserVarEvent{{Name: "s", Type: binlog.UserVarString, Collation: 999}}}}, names)
 	if err == nil {
 		t.Fatal("a user variable in an unknown collation was rendered")
+	}
+	// A time zone comes from the binlog: one that is not a plain name must
+	// not become SQL.
+	_, err = Enter(&txn.Statement{Status: binlog.QueryStatus{TimeZone: `+00:00', sql_log_bin=0, time_zone='\`}}, names)
+	if !errors.Is(err, sqlquote.ErrNotPlain) || !strings.Contains(err.Error(), "time_zone") {
+		t.Fatalf("a crafted time zone: %v", err)
 	}
 }
 

@@ -12,9 +12,11 @@
 // do I/O or keep state between calls. Its Lexer allocates nothing: tokens
 // are offsets into the text.
 //
-// Not handled, because no caller needs it: NO_BACKSLASH_ESCAPES (a
-// backslash always escapes inside a string) and ANSI_QUOTES (a "double
-// quoted" text is always a string).
+// Two sql_mode flags change the lexical rules, and a statement from the
+// binlog is read in the mode it was logged with (Mode, ModeOf):
+// ANSI_QUOTES makes "double quoted" text an identifier (the server writes
+// a view's statement so under it), and NO_BACKSLASH_ESCAPES makes a
+// backslash an ordinary byte inside a string.
 package sqllex
 
 import "strings"
@@ -33,6 +35,35 @@ const (
 	Punct       // any other single byte: = ( ) , ; @ . …
 )
 
+// Mode is the part of a session's sql_mode that changes how text lexes.
+type Mode uint8
+
+// The modes.
+const (
+	ANSIQuotes         Mode = 1 << iota // "x" is a quoted identifier, not a string
+	NoBackslashEscapes                  // a backslash is an ordinary byte in a string
+)
+
+// The sql_mode bits of ANSI_QUOTES and NO_BACKSLASH_ESCAPES in a query
+// event's sql_mode (the server's MODE_ANSI_QUOTES and
+// MODE_NO_BACKSLASH_ESCAPES; ANSI and ORACLE imply the first).
+const (
+	sqlModeANSIQuotes         = 1 << 2
+	sqlModeNoBackslashEscapes = 1 << 20
+)
+
+// ModeOf picks the lexical flags out of a binlogged sql_mode value.
+func ModeOf(sqlMode uint64) Mode {
+	var m Mode
+	if sqlMode&sqlModeANSIQuotes != 0 {
+		m |= ANSIQuotes
+	}
+	if sqlMode&sqlModeNoBackslashEscapes != 0 {
+		m |= NoBackslashEscapes
+	}
+	return m
+}
+
 // Token is a token of Lexer's text: Text()[Start:End].
 type Token struct {
 	Kind       Kind
@@ -49,7 +80,8 @@ type Lexer struct {
 	inExec bool
 	// ddl selects the rules binlane's statement classification has always
 	// read with (see NewDDL).
-	ddl bool
+	ddl  bool
+	mode Mode
 }
 
 // New returns a Lexer that reads s from offset pos with the servers'
@@ -67,6 +99,12 @@ func New(s string, pos int) Lexer { return Lexer{s: s, pos: pos} }
 // version is every digit that follows /*! or /*M!; and */ is skipped
 // wherever it appears.
 func NewDDL(s string) Lexer { return Lexer{s: s, ddl: true} }
+
+// In returns the Lexer reading in sql_mode m.
+func (l Lexer) In(m Mode) Lexer {
+	l.mode = m
+	return l
+}
 
 // Text returns the text the Lexer reads.
 func (l *Lexer) Text() string { return l.s }
@@ -90,10 +128,10 @@ func (l *Lexer) Next() Token {
 	}
 	c := s[i]
 	switch {
+	case c == '"' && l.mode&ANSIQuotes != 0, c == '`':
+		return l.emit(Ident, i, quotedEnd(s, i, false))
 	case c == '\'' || c == '"':
-		return l.emit(String, i, quotedEnd(s, i))
-	case c == '`':
-		return l.emit(Ident, i, quotedEnd(s, i))
+		return l.emit(String, i, l.stringEnd(i))
 	case isDigit(c):
 		j := i + 1
 		for j < len(s) && (IsWordByte(s[j]) || s[j] == '.') {
@@ -130,9 +168,9 @@ func (l *Lexer) word(i int) Token {
 		w := s[i:j]
 		switch {
 		case strings.EqualFold(w, "X") || strings.EqualFold(w, "B"):
-			return l.emit(Hex, i, quotedEnd(s, j))
+			return l.emit(Hex, i, quotedEnd(s, j, false))
 		case w[0] == '_' || strings.EqualFold(w, "N"):
-			return l.emit(String, i, quotedEnd(s, j))
+			return l.emit(String, i, l.stringEnd(j))
 		}
 	}
 	return l.emit(Word, i, j)
@@ -206,16 +244,25 @@ func lineEnd(s string, i int) int {
 	return len(s)
 }
 
+// stringEnd returns the end of the string literal whose quote is s[i].
+func (l *Lexer) stringEnd(i int) int { return quotedEnd(l.s, i, l.mode&NoBackslashEscapes == 0) }
+
 // quotedEnd returns the end of the quoted text starting at s[i]: doubled
-// quotes and (but in `identifiers`) backslash escapes stay inside. An
+// quotes and, with escapes, backslash escapes stay inside. An
 // unterminated quote runs to the end of the text (a truncated statement
 // hides its tail).
-func quotedEnd(s string, i int) int {
+func quotedEnd(s string, i int, escapes bool) int {
+	end, _ := quotedClose(s, i, escapes)
+	return end
+}
+
+// quotedClose is quotedEnd, and whether the quote closes.
+func quotedClose(s string, i int, escapes bool) (int, bool) {
 	q := s[i]
 	for j := i + 1; j < len(s); j++ {
 		switch s[j] {
 		case '\\':
-			if q != '`' {
+			if escapes {
 				j++
 			}
 		case q:
@@ -223,10 +270,32 @@ func quotedEnd(s string, i int) int {
 				j++
 				continue
 			}
-			return j + 1
+			return j + 1, true
 		}
 	}
-	return len(s)
+	return len(s), false
+}
+
+// Closed reports whether every string and quoted identifier of s closes
+// when s is read in sql_mode m: a statement a server accepted does, in
+// the mode it was written in.
+func Closed(s string, m Mode) bool {
+	l := New(s, 0).In(m)
+	for t := l.Next(); t.Kind != EOF; t = l.Next() {
+		if t.Kind != String && t.Kind != Ident && t.Kind != Hex {
+			continue
+		}
+		q := strings.IndexAny(s[t.Start:t.End], "'\"`")
+		if q < 0 {
+			continue // 0x41
+		}
+		i := t.Start + q
+		escapes := s[i] != '`' && !(s[i] == '"' && m&ANSIQuotes != 0) && m&NoBackslashEscapes == 0
+		if _, ok := quotedClose(s, i, escapes); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -108,6 +108,6 @@ func FuzzLexer(f *testing.F) {
 				last = tok.End
 			}
 		}
-		_ = Items(q, 0)
+		_ = Items(q, 0, 0)
 	})
 }

@@ -12,16 +12,16 @@ type Item struct {
 }
 
 // Items returns the first limit (0: all) tokens of a statement, read with
-// NewDDL's rules, as Items. Comments are dropped; the body of an
+// NewDDL's rules in sql_mode m, as Items. Comments are dropped; the body of an
 // executable comment is kept.
 //
 // Its tokens are the ones txn's statement classification was written
 // against: a literal's introducer is a Word of its own before the literal
 // (_utf8mb4'x' is _UTF8MB4 and '), and a digit-led token is split at its
 // dots (db1.2t is not one token, nor is 1.5).
-func Items(q string, limit int) []Item {
+func Items(q string, m Mode, limit int) []Item {
 	var out []Item
-	l := NewDDL(q)
+	l := NewDDL(q).In(m)
 	for limit <= 0 || len(out) < limit {
 		t := l.Next()
 		if t.Kind == EOF {
@@ -81,20 +81,22 @@ func appendDotted(out []Item, s string, k Kind) []Item {
 	return out
 }
 
-// unquote returns the name of a `quoted identifier` (doubled backticks
-// stand for one; an unterminated one runs to the end).
+// unquote returns the name of a `quoted identifier` or an ANSI_QUOTES
+// "quoted identifier" (a doubled quote stands for one; an unterminated one
+// runs to the end).
 func unquote(s string) string {
-	if !strings.Contains(s[1:], "``") {
+	q := s[:1]
+	if !strings.Contains(s[1:], q+q) {
 		s = s[1:]
-		if strings.HasSuffix(s, "`") {
+		if strings.HasSuffix(s, q) {
 			s = s[:len(s)-1]
 		}
 		return s
 	}
 	var b strings.Builder
 	for i := 1; i < len(s); i++ {
-		if s[i] == '`' {
-			if i+1 < len(s) && s[i+1] == '`' {
+		if s[i] == q[0] {
+			if i+1 < len(s) && s[i+1] == q[0] {
 				i++
 			} else {
 				break

@@ -35,8 +35,61 @@ func TestItems(t *testing.T) {
 		{"unterminated quote", "DROP TABLE `t", 0, "DROP|DROP TABLE|TABLE t|tQ"},
 	}
 	for _, c := range cases {
-		if got := showItems(Items(c.in, c.limit)); got != c.want {
+		if got := showItems(Items(c.in, 0, c.limit)); got != c.want {
 			t.Errorf("%s: Items(%q, %d) = %q, want %q", c.name, c.in, c.limit, got, c.want)
+		}
+	}
+}
+
+// TestItemsModes: a statement lexes in the sql_mode it was logged with.
+func TestItemsModes(t *testing.T) {
+	cases := []struct {
+		name, in string
+		mode     Mode
+		want     string
+	}{
+		{"double quotes are a string", `VIEW "d"."v" AS`, 0, "VIEW|VIEW '| .|. '| AS|AS"},
+		{"ANSI_QUOTES: double quotes are a name", `VIEW "d""q"."v" AS`, ANSIQuotes, `VIEW|VIEW d"q|d"qQ .|. v|vQ AS|AS`},
+		{"ANSI_QUOTES: no escape in a name", `"a\" x`, ANSIQuotes, `a\|a\Q X|x`},
+		{"backslash escapes the quote", `'a\' RENAME x'`, 0, "'|"},
+		{"NO_BACKSLASH_ESCAPES: a backslash ends nothing", `'a\' RENAME x'`, NoBackslashEscapes, "'| RENAME|RENAME X|x '|"},
+		{"NO_BACKSLASH_ESCAPES: introduced literal", `_utf8mb4'a\' b`, NoBackslashEscapes, "_UTF8MB4|_utf8mb4 '| B|b"},
+		{"both", `"n\" 'v\' w`, ANSIQuotes | NoBackslashEscapes, `n\|n\Q '| W|w`},
+	}
+	for _, c := range cases {
+		if got := showItems(Items(c.in, c.mode, 0)); got != c.want {
+			t.Errorf("%s: Items(%q) = %q, want %q", c.name, c.in, got, c.want)
+		}
+	}
+	for in, want := range map[uint64]Mode{0: 0, 1 << 2: ANSIQuotes, 1 << 20: NoBackslashEscapes, 1411383296: 0,
+		1<<2 | 1<<20 | 1<<21: ANSIQuotes | NoBackslashEscapes} {
+		if got := ModeOf(in); got != want {
+			t.Errorf("ModeOf(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// TestClosed: whether a text's quotes all close depends on the mode.
+func TestClosed(t *testing.T) {
+	cases := []struct {
+		in       string
+		mode     Mode
+		want     bool
+		whyWhich string
+	}{
+		{`SELECT 'a', "b", ` + "`c`", 0, true, "plain"},
+		{`SELECT 'a\'`, 0, false, "escaped quote"},
+		{`SELECT 'a\'`, NoBackslashEscapes, true, "backslash is a byte"},
+		{`SELECT 'a\\' 'b\'`, NoBackslashEscapes, true, "each backslash a byte"},
+		{`SELECT 'a\\' 'b\'`, 0, false, "the second string's quote escaped"},
+		{`SELECT "a\"`, ANSIQuotes, true, "a name has no escapes"},
+		{`SELECT _utf8mb4'x\' y'`, 0, true, "introducer"},
+		{`SELECT X'41`, 0, false, "hex"},
+		{`SELECT 0x41 -- it's`, 0, true, "comment"},
+	}
+	for _, c := range cases {
+		if got := Closed(c.in, c.mode); got != c.want {
+			t.Errorf("%s: Closed(%q, %d) = %v", c.whyWhich, c.in, c.mode, got)
 		}
 	}
 }

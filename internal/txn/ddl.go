@@ -28,8 +28,8 @@ var objectWords = map[string]stmtKind{
 // classify sorts a statement by its verb and, for CREATE, ALTER, DROP and
 // RENAME, by the kind of object, found past modifiers such as OR REPLACE,
 // DEFINER=..., ALGORITHM=..., SQL SECURITY, IF [NOT] EXISTS.
-func classify(query string) stmtKind {
-	toks := tokenize(query, 24)
+func classify(query string, m sqllex.Mode) stmtKind {
+	toks := tokenize(query, m, 24)
 	if len(toks) == 0 {
 		return stmtDDL
 	}
@@ -62,8 +62,8 @@ func classify(query string) stmtKind {
 // its form is a simple one: INSERT/REPLACE [INTO] t, UPDATE t, DELETE FROM
 // t, LOAD DATA ... INTO TABLE t. unknown is set otherwise (multi-table
 // forms, CALL, ...).
-func dmlTables(q, defSchema string, dec decoder) (names []TableName, unknown bool) {
-	p := &ddlParser{toks: tokenize(q, 0), def: defSchema, dec: dec}
+func dmlTables(q string, m sqllex.Mode, defSchema string, dec decoder) (names []TableName, unknown bool) {
+	p := &ddlParser{toks: tokenize(q, m, 0), def: defSchema, dec: dec}
 	defer func() {
 		if p.bad {
 			names, unknown = nil, true
@@ -102,8 +102,8 @@ func dmlTables(q, defSchema string, dec decoder) (names []TableName, unknown boo
 
 // parseSavepoint reads SAVEPOINT x, ROLLBACK [WORK] TO [SAVEPOINT] x and
 // RELEASE SAVEPOINT x.
-func parseSavepoint(q string) (ItemKind, string, error) {
-	toks := tokenize(q, 6)
+func parseSavepoint(q string, m sqllex.Mode) (ItemKind, string, error) {
+	toks := tokenize(q, m, 6)
 	name := func() (string, error) {
 		if len(toks) == 0 {
 			return "", fmt.Errorf("cannot parse %q", q)
@@ -138,13 +138,13 @@ type token = sqllex.Item
 // prefix of SET STATEMENT var=value[, ...] FOR <statement>: what such a
 // statement is and touches is <statement>'s (the usual way to bound an
 // ALTER's lock wait is SET STATEMENT lock_wait_timeout=10 FOR ALTER ...).
-func tokenize(q string, limit int) []token {
-	toks := sqllex.Items(q, limit)
+func tokenize(q string, m sqllex.Mode, limit int) []token {
+	toks := sqllex.Items(q, m, limit)
 	if len(toks) < 2 || toks[0].Quoted || toks[0].Text != "SET" || toks[1].Quoted || toks[1].Text != "STATEMENT" {
 		return toks
 	}
 	if limit > 0 {
-		toks = sqllex.Items(q, 0)
+		toks = sqllex.Items(q, m, 0)
 	}
 	depth := 0
 	for i := 2; i < len(toks); i++ {
@@ -167,8 +167,8 @@ func tokenize(q string, limit int) []token {
 }
 
 // keywords returns up to n leading tokens, upper-cased.
-func keywords(q string, n int) []string {
-	toks := tokenize(q, n)
+func keywords(q string, m sqllex.Mode, n int) []string {
+	toks := tokenize(q, m, n)
 	out := make([]string, len(toks))
 	for i, t := range toks {
 		out[i] = t.Text
@@ -179,8 +179,8 @@ func keywords(q string, n int) []string {
 // ddlTables names the tables a DDL statement touches ("" table for a
 // whole schema). unknown is set when the statement's form is not one we
 // parse; callers then decide by the default schema.
-func ddlTables(q, defSchema string, dec decoder) (names []TableName, unknown bool) {
-	p := &ddlParser{toks: tokenize(q, 0), def: defSchema, dec: dec}
+func ddlTables(q string, m sqllex.Mode, defSchema string, dec decoder) (names []TableName, unknown bool) {
+	p := &ddlParser{toks: tokenize(q, m, 0), def: defSchema, dec: dec}
 	defer func() {
 		if p.bad {
 			names, unknown = nil, true
@@ -429,11 +429,16 @@ func (p *ddlParser) alterTable() []TableName {
 	return out
 }
 
+// lexMode is how the statement's text lexes: in the sql_mode the source
+// logged it with (a view's statement under ANSI_QUOTES quotes its names
+// with ").
+func (s *Statement) lexMode() sqllex.Mode { return sqllex.ModeOf(s.Status.SQLMode) }
+
 // Renames reports whether a statement gives a table another name (RENAME
 // TABLE, ALTER TABLE ... RENAME [TO|AS]); renaming a column or an index
 // does not count.
 func (s *Statement) Renames() bool {
-	toks := tokenize(s.Query, 0)
+	toks := tokenize(s.Query, s.lexMode(), 0)
 	if len(toks) == 0 {
 		return false
 	}
@@ -461,7 +466,7 @@ func (s *Statement) Renames() bool {
 // with nothing they held before it: TRUNCATE, DROP TABLE, DROP DATABASE,
 // CREATE OR REPLACE TABLE.
 func (s *Statement) ReplacesContents() bool {
-	k := append(keywords(s.Query, 4), "", "", "", "")
+	k := append(keywords(s.Query, s.lexMode(), 4), "", "", "", "")
 	switch {
 	case k[0] == "TRUNCATE":
 		return true

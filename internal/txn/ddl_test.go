@@ -3,6 +3,8 @@ package txn
 import (
 	"reflect"
 	"testing"
+
+	"github.com/binlane/binlane/internal/binlog"
 )
 
 func TestDDLTables(t *testing.T) {
@@ -39,7 +41,7 @@ func TestDDLTables(t *testing.T) {
 		{"ANALYZE TABLE a, b", []TableName{{"db", "a"}, {"db", "b"}}, false},
 	}
 	for _, c := range cases {
-		got, unknown := ddlTables(c.q, "db", nil)
+		got, unknown := ddlTables(c.q, 0, "db", nil)
 		if !reflect.DeepEqual(got, c.want) || unknown != c.unknown {
 			t.Errorf("ddlTables(%q) = %v, %v; want %v, %v", c.q, got, unknown, c.want, c.unknown)
 		}
@@ -76,7 +78,7 @@ func TestClassify(t *testing.T) {
 		"CREATE DEFINER=`u`@`%` PROCEDURE p() BEGIN END": stmtDDL,
 	}
 	for q, want := range cases {
-		if got := classify(q); got != want {
+		if got := classify(q, 0); got != want {
 			t.Errorf("classify(%q) = %d, want %d", q, got, want)
 		}
 	}
@@ -99,7 +101,7 @@ func TestDMLTables(t *testing.T) {
 		{"CALL p()", nil, true},
 	}
 	for _, c := range cases {
-		got, unknown := dmlTables(c.q, "db", nil)
+		got, unknown := dmlTables(c.q, 0, "db", nil)
 		if !reflect.DeepEqual(got, c.want) || unknown != c.unknown {
 			t.Errorf("dmlTables(%q) = %v, %v; want %v, %v", c.q, got, unknown, c.want, c.unknown)
 		}
@@ -119,7 +121,7 @@ func TestParseSavepoint(t *testing.T) {
 		{"RELEASE SAVEPOINT c", ItemRelease, "c"},
 	}
 	for _, c := range cases {
-		kind, name, err := parseSavepoint(c.q)
+		kind, name, err := parseSavepoint(c.q, 0)
 		if err != nil || kind != c.kind || name != c.name {
 			t.Errorf("parseSavepoint(%q) = %v %q %v; want %v %q", c.q, kind, name, err, c.kind, c.name)
 		}
@@ -168,5 +170,29 @@ func TestReplacesContents(t *testing.T) {
 		if got := (&Statement{Query: c.q}).ReplacesContents(); got != c.want {
 			t.Errorf("ReplacesContents(%q) = %v, want %v", c.q, got, c.want)
 		}
+	}
+}
+
+// TestDDLTablesModes: a statement is read in the sql_mode the source
+// logged it with. Under ANSI_QUOTES the server writes a view's statement
+// with "quoted" names; read as strings, the view's name was lost and the
+// statement taken for one of the default database (none: skipped).
+func TestDDLTablesModes(t *testing.T) {
+	const ansi, nbe = 1 << 2, 1 << 20
+	view := `CREATE OR REPLACE ALGORITHM=UNDEFINED DEFINER="u'` + "`" + `\ %"""@"%" SQL SECURITY DEFINER VIEW "q\ ""x"."w" AS select 1 AS "a"`
+	st := &Statement{Query: view, Status: binlog.QueryStatus{SQLMode: ansi | nbe}}
+	if k := classify(st.Query, st.lexMode()); k != stmtDDL {
+		t.Errorf("classify: %d", k)
+	}
+	if got, unknown := ddlTables(st.Query, st.lexMode(), "", nil); unknown || !reflect.DeepEqual(got, []TableName{{`q\ "x`, "w"}}) {
+		t.Errorf("ddlTables(%q) = %v, %v", view, got, unknown)
+	}
+	// A backslash before a quote ends the string under NO_BACKSLASH_ESCAPES.
+	rename := &Statement{Query: `ALTER TABLE t COMMENT 'x\', RENAME TO u`, Status: binlog.QueryStatus{SQLMode: nbe}}
+	if !rename.Renames() {
+		t.Errorf("%q under NO_BACKSLASH_ESCAPES renames", rename.Query)
+	}
+	if got, _ := ddlTables(rename.Query, rename.lexMode(), "db", nil); !reflect.DeepEqual(got, []TableName{{"db", "t"}, {"db", "u"}}) {
+		t.Errorf("ddlTables(%q) = %v", rename.Query, got)
 	}
 }

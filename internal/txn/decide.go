@@ -34,7 +34,7 @@ func decide(st *Statement, alter binlog.AlterPhase) (verdict, string, error) {
 	case binlog.AlterRollback:
 		return skipIt, "two-phase ALTER the source rolled back", nil
 	}
-	toks := tokenize(st.Query, 0) // once for the refusals below
+	toks := tokenize(st.Query, st.lexMode(), 0) // once for the refusals below
 	if err := refuseVersioning(st.Query, toks); err != nil {
 		return skipIt, "", err
 	}

@@ -12,16 +12,16 @@ import (
 
 func TestSetStatementPrefix(t *testing.T) {
 	q := "SET STATEMENT lock_wait_timeout=10, sql_mode=CONCAT(@@sql_mode, ',STRICT') FOR ALTER TABLE t1 ADD COLUMN c INT"
-	if k := classify(q); k != stmtDDL {
+	if k := classify(q, 0); k != stmtDDL {
 		t.Fatalf("classify: %v, want DDL", k)
 	}
-	if got, unknown := ddlTables(q, "db", nil); unknown || len(got) != 1 || got[0] != (TableName{"db", "t1"}) {
+	if got, unknown := ddlTables(q, 0, "db", nil); unknown || len(got) != 1 || got[0] != (TableName{"db", "t1"}) {
 		t.Fatalf("tables %v %v", got, unknown)
 	}
-	if k := classify("SET STATEMENT max_statement_time=1 FOR INSERT INTO t VALUES (1)"); k != stmtDML {
+	if k := classify("SET STATEMENT max_statement_time=1 FOR INSERT INTO t VALUES (1)", 0); k != stmtDML {
 		t.Fatalf("SET STATEMENT ... FOR INSERT: %v", k)
 	}
-	if k := classify("SET @a = 1"); k != stmtDML {
+	if k := classify("SET @a = 1", 0); k != stmtDML {
 		t.Fatalf("SET @a: %v", k)
 	}
 	if !(&Statement{Query: "SET STATEMENT foreign_key_checks=0 FOR DROP TABLE a"}).ReplacesContents() {
@@ -113,7 +113,7 @@ func TestNames(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		got, unknown := ddlTables(c.q, "db", dec)
+		got, unknown := ddlTables(c.q, 0, "db", dec)
 		if unknown != c.unknown || len(got) != len(c.want) {
 			t.Errorf("%s: %q %v, want %q %v", c.name, got, unknown, c.want, c.unknown)
 			continue
@@ -126,7 +126,7 @@ func TestNames(t *testing.T) {
 	}
 	// A default schema is UTF-8 already: never decoded again.
 	dec, _ := latin1.decoder(8)
-	if got, _ := ddlTables("CREATE TABLE `t\x83` (a INT)", "café", dec); got[0].Schema != "café" {
+	if got, _ := ddlTables("CREATE TABLE `t\x83` (a INT)", 0, "café", dec); got[0].Schema != "café" {
 		t.Fatalf("default schema %q", got[0].Schema)
 	}
 }
@@ -250,7 +250,7 @@ func TestCreateSelect(t *testing.T) {
 		{"INSERT INTO c SELECT 1", false},
 	}
 	for _, c := range cases {
-		if got := isCreateSelect(tokenize(c.q, 0)); got != c.want {
+		if got := isCreateSelect(tokenize(c.q, 0, 0)); got != c.want {
 			t.Errorf("isCreateSelect(%q) = %v, want %v", c.q, got, c.want)
 		}
 	}
@@ -294,7 +294,7 @@ func TestNondeterministicFill(t *testing.T) {
 		{"CREATE TABLE t (u CHAR(36) DEFAULT (UUID()))", Vars{}, ""},
 	}
 	for _, c := range cases {
-		err := refuseNondeterministicFill(&Statement{Query: c.q, Vars: c.vars}, tokenize(c.q, 0))
+		err := refuseNondeterministicFill(&Statement{Query: c.q, Vars: c.vars}, tokenize(c.q, 0, 0))
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%q refused: %v", c.q, err)

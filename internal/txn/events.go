@@ -10,6 +10,7 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/redact"
+	"github.com/binlane/binlane/internal/sqllex"
 )
 
 const (
@@ -143,7 +144,7 @@ func (a *Assembler) savepoint(ev *binlog.Event, q *binlog.QueryEvent) error {
 	if a.cur == nil {
 		return fmt.Errorf("source binlog %s:%d: %q outside a transaction", ev.File, ev.Pos, q.Query)
 	}
-	kind, name, err := parseSavepoint(string(q.Query))
+	kind, name, err := parseSavepoint(string(q.Query), sqllex.ModeOf(q.Status.SQLMode))
 	if err != nil {
 		return fmt.Errorf("transaction %s at %s:%d: %w", a.cur.GTID, ev.File, ev.Pos, err)
 	}
@@ -165,7 +166,7 @@ func (a *Assembler) curGTID() string {
 // ROLLBACK. The applier prepares the first on the target the same way and
 // finishes it at the second. A one-phase XA COMMIT is an ordinary commit.
 func (a *Assembler) xa(ctx context.Context, ev *binlog.Event, q *binlog.QueryEvent) (*Txn, error) {
-	words := keywords(string(q.Query), 8)
+	words := keywords(string(q.Query), sqllex.ModeOf(q.Status.SQLMode), 8)
 	if len(words) < 2 {
 		return nil, fmt.Errorf("transaction %s: cannot parse %q", a.curGTID(), q.Query)
 	}
@@ -264,11 +265,11 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 	if err != nil {
 		return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
 	}
-	kind := classify(query)
+	kind := classify(query, st.lexMode())
 	if kind == stmtDML {
-		st.Tables, st.Unknown = dmlTables(query, q.Schema, dec)
+		st.Tables, st.Unknown = dmlTables(query, st.lexMode(), q.Schema, dec)
 	} else {
-		st.Tables, st.Unknown = ddlTables(query, q.Schema, dec)
+		st.Tables, st.Unknown = ddlTables(query, st.lexMode(), q.Schema, dec)
 	}
 	if kind == stmtDDL || kind == stmtDML {
 		skip, err := a.temporary(ev, q, st, dec)

@@ -46,7 +46,7 @@ type tempTables map[session]map[TableName]struct{}
 // only (the target runs nothing); err a statement that names one together
 // with another table, or that reads one (see reads).
 func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, err error) {
-	toks := tokenize(st.Query, 6)
+	toks := tokenize(st.Query, st.lexMode(), 6)
 	switch {
 	case isCreateTemporary(toks):
 		if !st.Unknown {
@@ -105,7 +105,7 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 // name, as [schema.]name or only when case is ignored, counts: a column of
 // that name too (refused: fail closed).
 func (tt tempTables) reads(s session, st *Statement, dec decoder) (TableName, bool) {
-	toks := tokenize(st.Query, 0)
+	toks := tokenize(st.Query, st.lexMode(), 0)
 	p := &ddlParser{dec: dec}
 	for i, t := range toks {
 		if !t.Quoted && (t.Raw == "" || !sqllex.IsWordByte(t.Raw[0])) {
@@ -127,7 +127,7 @@ func (tt tempTables) reads(s session, st *Statement, dec decoder) (TableName, bo
 // temporary and real tables together is refused.
 func (tt tempTables) rename(s session, st *Statement) error {
 	pairs := st.Tables
-	if len(pairs) > 2 && firstWord(st.Query) != "RENAME" {
+	if len(pairs) > 2 && firstWord(st.Query, st.lexMode()) != "RENAME" {
 		pairs = []TableName{pairs[0], pairs[len(pairs)-1]} // ALTER: first name, last RENAME
 	}
 	if len(pairs)%2 != 0 {
@@ -200,8 +200,8 @@ func isCreateTemporary(toks []token) bool {
 	return !toks[i].Quoted && toks[i].Text == "TEMPORARY"
 }
 
-func firstWord(q string) string {
-	if toks := tokenize(q, 1); len(toks) > 0 {
+func firstWord(q string, m sqllex.Mode) string {
+	if toks := tokenize(q, m, 1); len(toks) > 0 {
 		return toks[0].Text
 	}
 	return ""

@@ -13,10 +13,10 @@ import (
 // tempStatement builds the Statement the assembler would for q.
 func tempStatement(q, schema string) *Statement {
 	st := &Statement{Schema: schema, Query: q}
-	if classify(q) == stmtDML {
-		st.Tables, st.Unknown = dmlTables(q, schema, nil)
+	if classify(q, 0) == stmtDML {
+		st.Tables, st.Unknown = dmlTables(q, 0, schema, nil)
 	} else {
-		st.Tables, st.Unknown = ddlTables(q, schema, nil)
+		st.Tables, st.Unknown = ddlTables(q, 0, schema, nil)
 	}
 	return st
 }

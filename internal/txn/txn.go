@@ -17,11 +17,11 @@ package txn
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/keyrange"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // Txn is one source transaction (an event group): what is known of it
@@ -213,13 +213,7 @@ type Statement struct {
 type TableName struct{ Schema, Table string }
 
 // String writes the name as the source's statements would: `schema`.`table`.
-func (n TableName) String() string {
-	q := func(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
-	if n.Table == "" {
-		return q(n.Schema)
-	}
-	return q(n.Schema) + "." + q(n.Table)
-}
+func (n TableName) String() string { return sqlquote.Qualified(n.Schema, n.Table) }
 
 // Vars are the values a source logs before a statement for it to run the
 // same on a replica.

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // ObjectKind is the kind of a schema object verify compares by definition.
@@ -186,7 +187,7 @@ func normalizeDefinition(d objectDef) string {
 		})
 	}
 	if start, end, user, host, ok := schema.DefinerAt(s); ok {
-		s = s[:start] + "DEFINER=" + schema.QuoteName(user) + "@" + schema.QuoteName(strings.ToLower(host)) + s[end:]
+		s = s[:start] + "DEFINER=" + sqlquote.Account(user, strings.ToLower(host)) + s[end:]
 	}
 	return s
 }

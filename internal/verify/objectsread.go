@@ -10,6 +10,7 @@ import (
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // readObjects reads the definitions of the objects the rules select on one
@@ -35,7 +36,7 @@ func readObjects(ctx context.Context, conn *sql.Conn, rules filter.Rules) ([]obj
 			case objectError(err):
 				d.Err = err.Error()
 			case err != nil:
-				return nil, fmt.Errorf("read %s %s.%s: %w", d.Kind, schema.QuoteName(d.Schema), schema.QuoteName(d.Name), err)
+				return nil, fmt.Errorf("read %s %s.%s: %w", d.Kind, sqlquote.Name(d.Schema), sqlquote.Name(d.Name), err)
 			}
 			out = append(out, d)
 		}
@@ -110,7 +111,7 @@ func listObjects(ctx context.Context, conn *sql.Conn, sc string, rules filter.Ru
 	}
 	for _, q := range queries {
 		if err := scanStrings(ctx, conn, q.sql, []any{sc}, q.scan); err != nil {
-			return nil, fmt.Errorf("list the objects of %s: %w", schema.QuoteName(sc), err)
+			return nil, fmt.Errorf("list the objects of %s: %w", sqlquote.Name(sc), err)
 		}
 	}
 	return out, nil
@@ -124,12 +125,12 @@ var sequenceColumns = []string{"next_not_cached_value", "minimum_value", "maximu
 // readDefinition returns an object's definition: SHOW CREATE with the
 // session settings it shows, or a sequence's state.
 func readDefinition(ctx context.Context, conn *sql.Conn, d objectDef) (string, error) {
-	name := schema.QuoteName(d.Schema) + "." + schema.QuoteName(d.Name)
+	name := sqlquote.Qualified(d.Schema, d.Name)
 	if d.Kind == KindSequence {
 		var lines []string
 		quoted := make([]string, len(sequenceColumns))
 		for i, c := range sequenceColumns {
-			quoted[i] = schema.QuoteName(c)
+			quoted[i] = sqlquote.Name(c)
 		}
 		err := scanStrings(ctx, conn, "SELECT "+strings.Join(quoted, ", ")+" FROM "+name, nil, func(v []string) {
 			for i, c := range sequenceColumns {

@@ -3,6 +3,8 @@ package verify
 import (
 	"fmt"
 	"strings"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // plan is how one table, present on both sides with the same columns, is
@@ -37,7 +39,7 @@ func newPlan(src, tgt *tableDef) *plan {
 	}
 	// FORCE INDEX keeps the optimizer from choosing a full scan for a
 	// range it misjudges; the range itself is correct with any plan.
-	hint := "FORCE INDEX (" + quoteIdent(p.Key.Name) + ")"
+	hint := "FORCE INDEX (" + sqlquote.Name(p.Key.Name) + ")"
 	p.hints[onSource] = hint
 	if tgt.hasIndex(p.Key) {
 		p.hints[onTarget] = hint

@@ -8,6 +8,7 @@ import (
 
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // tableID names a table.
@@ -15,7 +16,7 @@ type tableID struct{ Schema, Name string }
 
 func (id tableID) String() string { return id.Schema + "." + id.Name }
 
-func (id tableID) quoted() string { return quoteIdent(id.Schema) + "." + quoteIdent(id.Name) }
+func (id tableID) quoted() string { return sqlquote.Name(id.Schema) + "." + sqlquote.Name(id.Name) }
 
 // index is a unique index of a table.
 type index struct {
@@ -127,7 +128,7 @@ func compareColumns(src, tgt []column) []string {
 }
 
 func describe(c column) string {
-	s := quoteIdent(c.Name) + " " + c.Type
+	s := sqlquote.Name(c.Name) + " " + c.Type
 	if c.Collation != "" {
 		s += " COLLATE " + c.Collation
 	}

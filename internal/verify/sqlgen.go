@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // column is one column as information_schema describes it.
@@ -64,7 +66,7 @@ func (c column) encoding() encoding {
 // in checksums and in row comparisons. It is NULL exactly when the column
 // is NULL.
 func (c column) canonical() string {
-	q := quoteIdent(c.Name)
+	q := sqlquote.Name(c.Name)
 	switch c.encoding() {
 	case encText:
 		return q
@@ -88,7 +90,7 @@ func rowString(cols []column) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("ISNULL(" + quoteIdent(c.Name) + ")")
+		b.WriteString("ISNULL(" + sqlquote.Name(c.Name) + ")")
 	}
 	b.WriteString(")")
 	for _, c := range cols {
@@ -167,7 +169,7 @@ func nested(key []column, vals keyBound, op, last string) (string, []any) {
 	var args []any
 	var build func(i int) string
 	build = func(i int) string {
-		col, p := quoteIdent(key[i].Name), key[i].param()
+		col, p := sqlquote.Name(key[i].Name), key[i].param()
 		if i == len(key)-1 {
 			args = append(args, vals[i])
 			return col + " " + last + " " + p
@@ -182,19 +184,11 @@ func nested(key []column, vals keyBound, op, last string) (string, []any) {
 	return s, args
 }
 
-func quoteIdent(s string) string {
-	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
-}
-
-func quoteString(s string) string {
-	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
-}
-
 // names returns the quoted column names joined by ", ".
 func names(cols []column) string {
 	q := make([]string, len(cols))
 	for i, c := range cols {
-		q[i] = quoteIdent(c.Name)
+		q[i] = sqlquote.Name(c.Name)
 	}
 	return strings.Join(q, ", ")
 }

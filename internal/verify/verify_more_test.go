@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/binlane/binlane/internal/filter"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // testKeyTypes chunks tables along keys of every keyable type with tiny
@@ -39,7 +40,7 @@ func testKeyTypes(t *testing.T, p *pair) {
 	mustEqual(t, rep)
 	for _, tr := range rep.Tables {
 		var n int64
-		if err := p.srcDB.QueryRow("SELECT COUNT(*) FROM " + quoteIdent(tr.Schema) + "." + quoteIdent(tr.Table)).Scan(&n); err != nil {
+		if err := p.srcDB.QueryRow("SELECT COUNT(*) FROM " + sqlquote.Name(tr.Schema) + "." + sqlquote.Name(tr.Table)).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if tr.SourceRows != n || tr.TargetRows != n || tr.Chunks != int(n/7+1) || tr.Key != "PRIMARY" {

@@ -3,6 +3,8 @@ package workload
 import (
 	"fmt"
 	"strings"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // Documents and wide rows: docs.doc holds JSON documents of 2-20 KB
@@ -108,7 +110,7 @@ func (s *session) docInsert() []string {
 	s.docs++
 	id := int64(s.id+1)*1_000_000_000 + int64(s.docs)
 	return []string{fmt.Sprintf("INSERT INTO %s.doc VALUES (%d, %d, 'invoice', 1, NOW(6), %s)", s.schema(), id, 1+s.rng.IntN(1000),
-		quote(s.document(id)))}
+		sqlquote.String(s.document(id)))}
 }
 
 // docPatch changes a field of a document in place (JSON_SET): the binlog
@@ -122,7 +124,7 @@ func (s *session) docPatch() []string {
 func (s *session) docReplace() []string {
 	id := s.docID()
 	return []string{fmt.Sprintf("UPDATE %s.doc SET body = %s, version = version + 1, updated = NOW(6) WHERE id = %d",
-		s.schema(), quote(s.document(id)), id)}
+		s.schema(), sqlquote.String(s.document(id)), id)}
 }
 
 func (s *session) docDelete() []string {
@@ -139,7 +141,7 @@ func (s *session) profileUpdate() []string {
 		case strings.HasPrefix(n, "at"):
 			set = append(set, n+" = NOW(6)")
 		case n[0] == 't':
-			set = append(set, fmt.Sprintf("%s = %s", n, quote(strings.Repeat(string(rune('A'+s.rng.IntN(26))), 50+s.rng.IntN(150)))))
+			set = append(set, fmt.Sprintf("%s = %s", n, sqlquote.String(strings.Repeat(string(rune('A'+s.rng.IntN(26))), 50+s.rng.IntN(150)))))
 		case n[0] == 'i':
 			set = append(set, fmt.Sprintf("%s = %s + 1", n, n))
 		default:

@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // transaction returns the statements of the session's next transaction;
@@ -98,10 +100,6 @@ func (s *session) text(prefix string, n int) string {
 	return base
 }
 
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
-}
-
 func (s *session) updateBalance() []string {
 	return []string{fmt.Sprintf("UPDATE wl.accounts SET balance = balance + %d.%02d, updated = NOW(6) WHERE id = %d",
 		s.rng.IntN(200)-100, s.rng.IntN(100), s.account())}
@@ -111,12 +109,12 @@ func (s *session) insertAccount() []string {
 	id := s.account()
 	email := "NULL"
 	if s.rng.IntN(4) > 0 {
-		email = quote(s.text("mail", 300) + "@example.com")
+		email = sqlquote.String(s.text("mail", 300) + "@example.com")
 	}
 	statuses := []string{"new", "active", "closed"}
 	return []string{fmt.Sprintf("INSERT INTO wl.accounts (id, email, handle, balance, status, flags, note) VALUES (%d, %s, %s, %d, '%s', '%s', %s)",
-		id, email, quote(s.text("h", 400)), s.rng.IntN(1000), statuses[s.rng.IntN(3)],
-		[]string{"", "a", "b,c", "a,d"}[s.rng.IntN(4)], quote(strings.Repeat("n", s.rng.IntN(50))))}
+		id, email, sqlquote.String(s.text("h", 400)), s.rng.IntN(1000), statuses[s.rng.IntN(3)],
+		[]string{"", "a", "b,c", "a,d"}[s.rng.IntN(4)], sqlquote.String(strings.Repeat("n", s.rng.IntN(50))))}
 }
 
 // swapEmails exchanges the unique e-mails of two accounts through NULL.
@@ -186,14 +184,14 @@ func (s *session) upsertKV() []string {
 	}
 	u := "NULL"
 	if s.rng.IntN(2) == 0 {
-		u = quote(s.text("u", 80))
+		u = sqlquote.String(s.text("u", 80))
 	}
 	vals := []string{
-		quote(k),
-		null(quote(fmt.Sprintf(`{"n": %d, "list": [1, "two", null], "nested": {"deep": [%d]}}`, s.rng.IntN(100), s.rng.IntN(9)))),
+		sqlquote.String(k),
+		null(sqlquote.String(fmt.Sprintf(`{"n": %d, "list": [1, "two", null], "nested": {"deep": [%d]}}`, s.rng.IntN(100), s.rng.IntN(9)))),
 		null(fmt.Sprintf("%d.%d", s.rng.IntN(1000)-500, s.rng.IntN(1000))),
 		null([]string{"1e300", "-2.5e-300", "0.1", "-0", "3.141592653589793"}[s.rng.IntN(5)]),
-		null(quote(fmt.Sprintf("%s%d:%02d:%02d.%03d", []string{"", "-"}[s.rng.IntN(2)], s.rng.IntN(839), s.rng.IntN(60), s.rng.IntN(60), s.rng.IntN(1000)))),
+		null(sqlquote.String(fmt.Sprintf("%s%d:%02d:%02d.%03d", []string{"", "-"}[s.rng.IntN(2)], s.rng.IntN(839), s.rng.IntN(60), s.rng.IntN(60), s.rng.IntN(1000)))),
 		null(fmt.Sprint(1901 + s.rng.IntN(254))),
 		null(fmt.Sprintf("b'%b'", s.rng.IntN(4096))),
 		null(fmt.Sprintf("x'%02x%02x00'", s.rng.IntN(256), s.rng.IntN(256))),
@@ -201,9 +199,9 @@ func (s *session) upsertKV() []string {
 		null(fmt.Sprint(s.rng.IntN(256) - 128)),
 		null(fmt.Sprint(s.rng.IntN(65536))),
 		null([]string{"18446744073709551615", "0", "9223372036854775808"}[s.rng.IntN(3)]),
-		null(quote(fmt.Sprintf("%04d-%02d-%02d", 1000+s.rng.IntN(9000), 1+s.rng.IntN(12), 1+s.rng.IntN(28)))),
-		null(quote(fmt.Sprintf("20%02d-06-15 12:%02d:%02d", s.rng.IntN(37), s.rng.IntN(60), s.rng.IntN(60)))),
-		null(quote([]string{"caf\xe9", "abc", "", "x y"}[s.rng.IntN(4)])),
+		null(sqlquote.String(fmt.Sprintf("%04d-%02d-%02d", 1000+s.rng.IntN(9000), 1+s.rng.IntN(12), 1+s.rng.IntN(28)))),
+		null(sqlquote.String(fmt.Sprintf("20%02d-06-15 12:%02d:%02d", s.rng.IntN(37), s.rng.IntN(60), s.rng.IntN(60)))),
+		null(sqlquote.String([]string{"caf\xe9", "abc", "", "x y"}[s.rng.IntN(4)])),
 		u,
 	}
 	cols := "k, v, f, d, t, y, b, bin, vb, tiny, small, big, day, ts, ch, u"
@@ -218,7 +216,7 @@ func (s *session) upsertKV() []string {
 }
 
 func (s *session) deleteKV() []string {
-	return []string{fmt.Sprintf("DELETE FROM wl.kv WHERE k = %s", quote(s.text("KEY", 60)))}
+	return []string{fmt.Sprintf("DELETE FROM wl.kv WHERE k = %s", sqlquote.String(s.text("KEY", 60)))}
 }
 
 func (s *session) hotRow() []string {
@@ -230,7 +228,7 @@ func (s *session) logRows() []string {
 	a := s.rng.IntN(30)
 	switch s.rng.IntN(3) {
 	case 0:
-		return []string{fmt.Sprintf("INSERT INTO wl.log VALUES (%d, %s, %d), (%d, %s, NULL)", a, quote(s.text("l", 5)), a, a, quote("dup"))}
+		return []string{fmt.Sprintf("INSERT INTO wl.log VALUES (%d, %s, %d), (%d, %s, NULL)", a, sqlquote.String(s.text("l", 5)), a, a, sqlquote.String("dup"))}
 	case 1:
 		return []string{fmt.Sprintf("DELETE FROM wl.log WHERE a = %d LIMIT 1", a)}
 	}
@@ -248,7 +246,7 @@ func (s *session) legacyValues() []string {
 
 func (s *session) sideTable() []string {
 	n := s.rng.IntN(3)
-	return []string{fmt.Sprintf("INSERT INTO wl.side_%d (id, v) VALUES (%d, %s) ON DUPLICATE KEY UPDATE v = VALUES(v)", n, s.rng.IntN(100), quote(s.text("s", 9)))}
+	return []string{fmt.Sprintf("INSERT INTO wl.side_%d (id, v) VALUES (%d, %s) ON DUPLICATE KEY UPDATE v = VALUES(v)", n, s.rng.IntN(100), sqlquote.String(s.text("s", 9)))}
 }
 
 // ddl changes the schema: columns come and go on kv, side tables appear

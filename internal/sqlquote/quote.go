@@ -1,0 +1,202 @@
+package sqlquote
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// text is a string or a byte slice: the quoters take either without a
+// conversion (and its allocation) at the call site.
+type text interface{ ~string | ~[]byte }
+
+// Name quotes an identifier: `name`, a backtick doubled.
+func Name(s string) string { return string(AppendName(nil, s)) }
+
+// AppendName appends Name(s) to dst.
+func AppendName[T text](dst []byte, s T) []byte { return appendDoubled(dst, '`', s) }
+
+// appendDoubled appends s between quotes q, a q in s written twice.
+func appendDoubled[T text](dst []byte, q byte, s T) []byte {
+	dst = slices.Grow(dst, len(s)+2)
+	dst = append(dst, q)
+	from := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == q {
+			dst = append(dst, s[from:i+1]...)
+			from = i // the quote goes out twice
+		}
+	}
+	dst = append(dst, s[from:]...)
+	return append(dst, q)
+}
+
+// Qualified quotes a schema-qualified name: `schema`.`name`, or `schema`
+// alone when name is "".
+func Qualified(schema, name string) string {
+	b := AppendName(make([]byte, 0, len(schema)+len(name)+5), schema)
+	if name != "" {
+		b = append(b, '.')
+		b = AppendName(b, name)
+	}
+	return string(b)
+}
+
+// Account quotes an account as user@host in identifier quotes
+// (`user`@`host`), which CREATE USER, GRANT, DEFINER= and the like take in
+// every sql_mode; a string-literal account would need the backslash rule.
+func Account(user, host string) string {
+	b := AppendName(make([]byte, 0, len(user)+len(host)+5), user)
+	b = append(b, '@')
+	return string(AppendName(b, host))
+}
+
+// SplitAccount splits CURRENT_USER()'s or a definer's user@host at its
+// last @ (a user name may hold one, a host name may not). Without an @ the
+// host is "%", as an account named by its user alone is.
+func SplitAccount(s string) (user, host string) {
+	i := strings.LastIndexByte(s, '@')
+	if i < 0 {
+		return s, "%"
+	}
+	return s[:i], s[i+1:]
+}
+
+// Grantee is information_schema's GRANTEE of an account: 'user'@'host'
+// with nothing escaped, as the server writes it. It is a value to compare
+// (bound as a parameter), never SQL.
+func Grantee(user, host string) string { return "'" + user + "'@'" + host + "'" }
+
+// String quotes s as a string literal that reads the same under every
+// sql_mode (the package doc says how).
+func String(s string) string { return string(AppendString(nil, s)) }
+
+// AppendString appends String(s) to dst.
+func AppendString[T text](dst []byte, s T) []byte {
+	switch formOf(s) {
+	case notText:
+		return AppendHex(dst, "", s)
+	case escaped:
+		return AppendHex(dst, "utf8mb4", s)
+	}
+	return appendDoubled(dst, '\'', s)
+}
+
+// The forms String writes a value in.
+const (
+	quoted  = iota // '...': printable ASCII but the backslash, and valid UTF-8
+	escaped        // _utf8mb4 X'..': UTF-8 text with a backslash or a control byte
+	notText        // X'..': not UTF-8, so bytes (a binary string, stored as they are)
+)
+
+// formOf says in which form String writes s.
+func formOf[T text](s T) int {
+	form, ascii := quoted, true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80:
+			ascii = false
+		case c < 0x20 || c == 0x7f || c == '\\':
+			form = escaped
+		}
+	}
+	if ascii {
+		return form
+	}
+	valid := false
+	if b, ok := any(s).([]byte); ok {
+		valid = utf8.Valid(b)
+	} else {
+		valid = utf8.ValidString(string(s))
+	}
+	if !valid {
+		return notText
+	}
+	return form
+}
+
+// AppendHex appends b as a hexadecimal literal with charset's introducer
+// (_charset X'..'; none when charset is ""): no escapes, so the same in
+// every sql_mode, for any bytes. An empty b is an empty quoted string
+// after the introducer (an empty X literal is not accepted everywhere).
+func AppendHex[T text](dst []byte, charset string, b T) []byte {
+	if charset != "" {
+		dst = append(dst, '_')
+		dst = append(dst, charset...)
+		dst = append(dst, ' ')
+	}
+	if len(b) == 0 {
+		return append(dst, "''"...)
+	}
+	dst = slices.Grow(dst, 2*len(b)+3)
+	dst = append(dst, "X'"...)
+	for i := 0; i < len(b); i++ {
+		dst = append(dst, hexDigits[b[i]>>4], hexDigits[b[i]&0xf])
+	}
+	return append(dst, '\'')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendEscaped appends b as a backslash-escaped literal, after charset's
+// introducer (_charset'...'; none when charset is ""): the compact form of
+// the apply path's row values. It is correct only in a session whose
+// sql_mode binlane set without NO_BACKSLASH_ESCAPES (the package doc says
+// why it exists); use String anywhere else.
+//
+// The escaped bytes are those that end or alter a quoted string (quote,
+// backslash, NUL) plus CR, LF and Ctrl-Z, so that statements stay
+// printable. The lexer reads the literal in character_set_client utf8mb4,
+// whose multi-byte sequences hold no ASCII byte, so no escape can be
+// swallowed by a byte before it.
+func AppendEscaped[T text](dst []byte, charset string, b T) []byte {
+	if charset != "" {
+		dst = append(dst, '_')
+		dst = append(dst, charset...)
+	}
+	dst = append(dst, '\'')
+	dst = slices.Grow(dst, len(b)+len(b)/32+2)
+	from := 0
+	for i := 0; i < len(b); i++ {
+		esc := escapes[b[i]]
+		if esc == 0 {
+			continue
+		}
+		dst = append(dst, b[from:i]...)
+		dst = append(dst, '\\', esc)
+		from = i + 1
+	}
+	dst = append(dst, b[from:]...)
+	return append(dst, '\'')
+}
+
+// escapes maps a byte to the letter of its backslash escape (0: none).
+var escapes = [256]byte{0: '0', '\n': 'n', '\r': 'r', 0x1a: 'Z', '\'': '\'', '\\': '\\'}
+
+// ErrNotPlain is Setting's error for a value that is not a plain name.
+var ErrNotPlain = errors.New("not a plain name binlane can set")
+
+// Setting quotes the value of a session variable (sql_mode, time_zone, a
+// character set or collation name) as a string literal, if it is a plain
+// name: letters, digits, and _ , + : / - and space. Such a value needs no
+// escape in any sql_mode; anything else (it came from the source) is
+// refused with ErrNotPlain.
+func Setting(v string) (string, error) {
+	for i := 0; i < len(v); i++ {
+		if !settingByte(v[i]) {
+			return "", fmt.Errorf("%q: %w", v, ErrNotPlain)
+		}
+	}
+	return "'" + v + "'", nil
+}
+
+func settingByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("_,+:/- ", c) >= 0
+}
