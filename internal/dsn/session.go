@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // Session is how the connections of one role are set up once connected:
@@ -51,7 +53,7 @@ const applySQLMode = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATE
 // writes stays out of the target's binlog.
 func ApplySession(binlogApplied bool, lockWait int) Session {
 	s := Session{Role: "apply", vars: []sessionVar{
-		{"sql_mode", "'" + applySQLMode + "'"}, {"time_zone", "'+00:00'"}, {"foreign_key_checks", "1"}, {"unique_checks", "1"},
+		{"sql_mode", sqlquote.String(applySQLMode)}, {"time_zone", "'+00:00'"}, {"foreign_key_checks", "1"}, {"unique_checks", "1"},
 		{"check_constraint_checks", "0"}, {"innodb_lock_wait_timeout", strconv.Itoa(lockWait)}, {"autocommit", "1"},
 		{"character_set_client", "utf8mb4"}, {"character_set_connection", "utf8mb4"}, {"character_set_results", "utf8mb4"},
 		{"collation_connection", "utf8mb4_general_ci"},
