@@ -54,6 +54,26 @@
 // ((1,2)) of one row scans the whole table (MDEV-32878). A DELETE takes at
 // most maxDeleteRows rows, below in_predicate_conversion_threshold.
 //
+// # Net effect of repeated updates
+//
+// An update that changes no key value (primary, unique or foreign-key
+// column: an upsert run's member) merges into an earlier such update of
+// the same group when that earlier change is the last one pending that
+// holds any of its keys, and no fence came between: the earlier one's
+// statement then writes the later one's after image, and the later one
+// writes nothing (order entry: a warehouse row that a dozen merged
+// transactions update is written once). Why that is exact: having no key
+// beyond the earlier change's, and none in common with any change in
+// between, the later update may move to right after the earlier one (the
+// rule above); two adjacent updates of one row that keep its keys do
+// together what one update from the first before image to the second
+// after image does. No unique value moves (neither changes one), no
+// foreign-key check or action runs (neither changes a foreign-key column,
+// and no fence in between fired one), and no trigger sees the middle
+// image (tables with triggers are not upserted). The merged update still
+// must find its row: its row-count check is the first one's. Partial row
+// images never merge.
+//
 // Fences keep their place and let nothing move past them: a change of a
 // table without a usable key, of one a self-referencing foreign key or a
 // foreign-key cycle links (written row by row in source order), of a table

@@ -75,8 +75,9 @@ func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int, known
 	sp.mid = len(h.keys)
 	h.keys = append(h.keys, set.Shared[span.Shared[0]:span.Shared[1]]...)
 	sp.to = len(h.keys)
+	merge := c.Kind == binlog.RowsUpdate && group >= 0 && !fence && whole(c.Before) && whole(c.After)
 	h.changes = append(h.changes, pendingChange{t: t, p: p, c: c})
-	h.entries = append(h.entries, runEntry{group: group, fence: fence})
+	h.entries = append(h.entries, runEntry{group: group, fence: fence, merge: merge})
 	h.spans = append(h.spans, sp)
 	h.bytes += imageBytes(c.Before) + imageBytes(c.After) + 8*(sp.to-sp.from) + 64
 }
@@ -110,6 +111,16 @@ func (h *pending) order() []int32 {
 		h.entries[i].keys, h.entries[i].shared = h.keys[sp.from:sp.mid], h.keys[sp.mid:sp.to]
 	}
 	return h.planner.plan(h.entries)
+}
+
+// whole reports whether a row image has every column's value.
+func whole(img []binlog.Value) bool {
+	for i := range img {
+		if img[i].Kind == binlog.KindAbsent {
+			return false
+		}
+	}
+	return true
 }
 
 func imageBytes(img []binlog.Value) int {
@@ -156,7 +167,13 @@ func (w *Writer) writeRuns() error {
 	}
 	for _, i := range h.order() {
 		pc := &h.changes[i]
-		if err := w.change(pc.t, pc.p, pc.c); err != nil {
+		c := pc.c
+		if m := h.planner.final[i]; m >= 0 {
+			// A fresh value: the writer may hold the change beyond this
+			// call (the first update of an upsert run).
+			c = &txn.Change{Table: c.Table, Kind: c.Kind, Flags: c.Flags, Before: c.Before, After: h.changes[m].c.After}
+		}
+		if err := w.change(pc.t, pc.p, c); err != nil {
 			return err
 		}
 	}

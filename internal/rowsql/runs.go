@@ -9,6 +9,10 @@ type runEntry struct {
 	// update that changes a key is one statement of its own).
 	group int
 	fence bool
+	// merge: an update that changes no key value (an upsert run's
+	// member), which a later such update of the same row may join (see
+	// the package doc, "Net effect of repeated updates").
+	merge bool
 	// keys are held exclusively, shared only against exclusive holders
 	// (writeset.Set.Keys and Shared; tables folded in as keys).
 	keys, shared []uint64
@@ -21,6 +25,13 @@ type runPlanner struct {
 	last  map[uint64]holders // key -> the last runs holding it
 	open  map[int]int        // group -> its last run
 	order []int32            // output
+	// lastEntry: key -> the last entry holding it, in any mode; into:
+	// entry -> the entry it merged into (-1: none); final: entry -> the
+	// last entry merged into it, whose after image it writes (-1: none).
+	lastEntry   map[uint64]int32
+	into, final []int32
+	runOf     []int32 // entry -> its run
+	fence     int     // the last fence entry: nothing merges across it
 }
 
 // holders are the last runs holding a key exclusively and in any mode
@@ -28,12 +39,21 @@ type runPlanner struct {
 type holders struct{ excl, any int32 }
 
 // plan returns the order in which to write entries: runs one after
-// another, each run's members in source order.
+// another, each run's members in source order. An entry merged into an
+// earlier one (r.into) is not in the order: the earlier one's statement
+// writes its after image.
 func (r *runPlanner) plan(entries []runEntry) []int32 {
 	r.reset()
+	r.sized(len(entries))
 	floor := -1 // the last fence's run: nothing moves before it
+	r.fence = -1
 	for i := range entries {
 		e := &entries[i]
+		if p := r.mergeTarget(entries, i); p >= 0 {
+			r.into[i], r.runOf[i], r.final[p] = p, r.runOf[p], int32(i)
+			r.hold(e, int(r.runOf[p]))
+			continue
+		}
 		bar := floor
 		for _, k := range e.keys {
 			bar = max(bar, int(r.holders(k).any))
@@ -52,22 +72,61 @@ func (r *runPlanner) plan(entries []runEntry) []int32 {
 			}
 		}
 		if e.fence {
-			floor = at
+			floor, r.fence = at, i
 		}
 		r.runs[at] = append(r.runs[at], int32(i))
+		r.runOf[i] = int32(at)
 		for _, k := range e.keys {
-			h := r.holders(k)
-			r.last[k] = holders{excl: max(h.excl, int32(at)), any: max(h.any, int32(at))}
+			r.lastEntry[k] = int32(i)
 		}
 		for _, k := range e.shared {
-			h := r.holders(k)
-			r.last[k] = holders{excl: h.excl, any: max(h.any, int32(at))}
+			r.lastEntry[k] = int32(i)
 		}
+		r.hold(e, at)
 	}
 	for _, run := range r.runs {
 		r.order = append(r.order, run...)
 	}
 	return r.order
+}
+
+// hold records that run at holds e's keys.
+func (r *runPlanner) hold(e *runEntry, at int) {
+	for _, k := range e.keys {
+		h := r.holders(k)
+		r.last[k] = holders{excl: max(h.excl, int32(at)), any: max(h.any, int32(at))}
+	}
+	for _, k := range e.shared {
+		h := r.holders(k)
+		r.last[k] = holders{excl: h.excl, any: max(h.any, int32(at))}
+	}
+}
+
+// mergeTarget returns the entry entries[i] merges into, or -1: an
+// earlier update that changes no key value, of the same group, that is
+// the last entry holding every key of entries[i] (so entries[i] holds
+// nothing the earlier one does not, and no entry in between shares a key
+// with it), and no fence since (a foreign-key action may reach the row
+// with no key in common). The two are one row's updates with nothing
+// between them that could see the row: the earlier one's statement may
+// write the later one's after image.
+func (r *runPlanner) mergeTarget(entries []runEntry, i int) int32 {
+	e := &entries[i]
+	if !e.merge || len(e.keys) == 0 {
+		return -1
+	}
+	p, ok := r.lastEntry[e.keys[0]]
+	if !ok || int(p) < r.fence || !entries[p].merge || entries[p].group != e.group || r.into[p] >= 0 {
+		return -1
+	}
+	for _, keys := range [][]uint64{e.keys, e.shared} {
+		for _, k := range keys {
+			if q, ok := r.lastEntry[k]; !ok || q != p {
+				return -1
+			}
+		}
+	}
+	return p
 }
 
 // newRun appends an empty run, reusing a member slice of an earlier plan.
@@ -90,9 +149,25 @@ func (r *runPlanner) holders(k uint64) holders {
 
 func (r *runPlanner) reset() {
 	if r.last == nil {
-		r.last, r.open = map[uint64]holders{}, map[int]int{}
+		r.last, r.open, r.lastEntry = map[uint64]holders{}, map[int]int{}, map[uint64]int32{}
 	}
 	clear(r.last)
 	clear(r.open)
+	clear(r.lastEntry)
 	r.runs, r.order = r.runs[:0], r.order[:0]
+}
+
+// sized makes into, final and runOf hold n entries, into and final all -1.
+func (r *runPlanner) sized(n int) {
+	r.into, r.final, r.runOf = growInt32(r.into, n), growInt32(r.final, n), growInt32(r.runOf, n)
+	for i := range r.into {
+		r.into[i], r.final[i] = -1, -1
+	}
+}
+
+func growInt32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
 }
