@@ -383,6 +383,11 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 		if err != nil {
 			return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(t), err)
 		}
+		for j := it.First; j < it.Last; j++ {
+			if err := rowsql.Named(p, &w.body.Changes[j]); err != nil {
+				return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(t), err)
+			}
+		}
 		w.plans[i] = p
 	}
 	w.unit.Points = filterCopied(c.a.cfg.Copy, &w.body, w.plans)

@@ -81,7 +81,7 @@ func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int) {
 // group numbers the statement group of a change; -1 for an update that
 // must be a statement of its own.
 func (h *pending) group(p *plan.Table, c *txn.Change) int {
-	if c.Kind == binlog.RowsUpdate && !upsertable(p, c) {
+	if c.Kind == binlog.RowsUpdate && !upsertable(p, c) || c.Partial && c.Kind == binlog.RowsInsert {
 		return -1
 	}
 	if h.groups == nil {
@@ -129,8 +129,13 @@ func (w *Writer) hold(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
 	for j := range changes {
 		c := &changes[j]
 		if w.Collapse && p.Collapsible {
-			w.col.add(t, p, c)
-			continue
+			if !c.Partial {
+				w.col.add(t, p, c)
+				continue
+			}
+			if err := w.flushCollapsed(p); err != nil {
+				return err
+			}
 		}
 		h.add(t, p, c, h.group(p, c))
 		if h.full() {
