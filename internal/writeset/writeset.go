@@ -76,6 +76,40 @@
 //     earlier insert made with foreign_key_checks off could otherwise be
 //     missed by a cascade that ran before it.
 //
+// Partial row images (binlog_row_image MINIMAL or NOBLOB on the source,
+// txn.Change.Partial). MINIMAL logs, for an update or delete, only the
+// columns that name the row (the primary key, or the NOT NULL unique key
+// the server uses as one) in the before image and only the columns the
+// statement wrote in the after image; NOBLOB leaves out BLOB and TEXT
+// columns it did not write. The rules, fail closed:
+//
+//   - A key value a change needs and its image lacks (a unique key's old
+//     value in a delete's or an update's before image, a column of the
+//     new value left to its default by an insert, a foreign key's
+//     reference in a child row's before image) is not guessed: the table
+//     the key belongs to is taken whole, as for a value that cannot be
+//     normalized. A unique key of the table itself: the table; a
+//     reference: the parent table, which every change of the parent row
+//     touches, and which a parent change whose action reaches the child
+//     rows orders against. The transaction then waits for every earlier
+//     transaction touching that table, and every later one waits for it.
+//     With MINIMAL on a MariaDB source that is every delete from a table
+//     with a secondary unique key, every update that writes a column of
+//     one, and every update or delete of a row with a foreign key
+//     (serialized against the parent table). Updates and deletes of
+//     tables whose only key is the primary key, and inserts that name
+//     every key column, keep row precision.
+//   - An update that wrote none of a key's columns, and whose image shows
+//     none of them, holds no key for it. It changes no value of that key,
+//     so it takes and frees none, and InnoDB neither changes nor locks the
+//     key's index entry (the row is found by the key that names it, which
+//     the update holds): another transaction's success on that key does
+//     not depend on it. A transaction that takes or frees the row's value
+//     changes the row or removes it, so it holds the row's own key too.
+//     Without a referenced column changing, no foreign-key action fires
+//     (as for full images). A foreign-key check of a child row locks the
+//     parent's key entry, which such an update does not touch.
+//
 // The package is pure computation: it must never talk to a server and
 // never allocate per row beyond the key slice.
 package writeset
@@ -169,6 +203,9 @@ func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
 	}
 	for i := range p.Keys {
 		k := &p.Keys[i]
+		if unwritten(c, k.Cols) {
+			continue // a partial image's update that leaves the key alone (see the package doc)
+		}
 		b.addKey(s, p, k.Seed, c.Before, k.Cols, k.Prefix, nil, p.TableHash, false)
 		b.addKey(s, p, k.Seed, c.After, k.Cols, k.Prefix, nil, p.TableHash, false)
 		if p.Referenced && (c.Kind != binlog.RowsUpdate || changesAny(c, k.Cols)) {
@@ -281,6 +318,24 @@ func changesAny(c *txn.Change, cols []int) bool {
 	return false
 }
 
+// unwritten reports whether c is an update from a partial image that wrote
+// none of the columns and does not show their values: it left them as
+// they were (txn completes an after image from the before image, so a
+// column is absent from it only when it is in neither image).
+func unwritten(c *txn.Change, cols []int) bool {
+	if !c.Partial || c.Kind != binlog.RowsUpdate {
+		return false
+	}
+	for _, col := range cols {
+		if c.After[col].Kind != binlog.KindAbsent {
+			return false
+		}
+	}
+	return true
+}
+
+// hasNonNull reports whether no column of the row is NULL (a column a
+// partial image lacks counts as not NULL: it may hold a value).
 func hasNonNull(row []binlog.Value, cols []int) bool {
 	if row == nil {
 		return false
@@ -296,8 +351,8 @@ func hasNonNull(row []binlog.Value, cols []int) bool {
 // addKey hashes one key of one row image. A NULL in any column means no
 // key: unique keys admit several NULLs and a NULL reference has no parent.
 // colls overrides the columns' own collations (for parent keys). When a
-// value cannot be normalized, the table the key belongs to (fallback) is
-// taken exclusively instead.
+// value cannot be normalized, or a partial image lacks it, the table the
+// key belongs to (fallback) is taken exclusively instead.
 func (b *Builder) addKey(s *Set, p *plan.Table, seed uint64, row []binlog.Value, cols, prefix []int,
 	colls []schema.Collation, fallback uint64, shared bool) {
 	if row == nil {
@@ -309,6 +364,12 @@ func (b *Builder) addKey(s *Set, p *plan.Table, seed uint64, row []binlog.Value,
 	for i, c := range cols {
 		v := &row[c]
 		if v.Kind == binlog.KindNull {
+			return
+		}
+		if v.Kind == binlog.KindAbsent {
+			// A partial image without the value: the key cannot be
+			// named, so its table is taken whole (see the package doc).
+			s.addTable(fallback, true)
 			return
 		}
 		coll := p.Cols[c].Coll
