@@ -390,7 +390,11 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 		}
 		w.plans[i] = p
 	}
-	w.unit.Points = filterCopied(c.a.cfg.Copy, &w.body, w.plans)
+	points, err := filterCopied(c.a.cfg.Copy, &w.body, w.plans)
+	if err != nil {
+		return fmt.Errorf("transaction %s: %w", rowsql.DescribeTxn(t), err)
+	}
+	w.unit.Points = points
 	for i, p := range w.plans {
 		if p == nil {
 			continue
