@@ -1,0 +1,146 @@
+package replicate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/dsn"
+	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/workload"
+)
+
+// TestPartialRowImages replicates the randomized workload (hot rows on a
+// primary key only, unique-key swaps and NULLs, primary-key changes,
+// cascading foreign keys two levels deep, BLOB and TEXT columns, a keyless
+// table, DDL) from a source that logs MINIMAL, and one that logs NOBLOB,
+// row images, with 1 and with 8 workers; each target ends equal to the
+// source, row by row.
+func TestPartialRowImages(t *testing.T) {
+	for _, image := range []string{"MINIMAL", "NOBLOB"} {
+		t.Run(image, func(t *testing.T) {
+			e := newEnvWith(t, "binlog-row-image="+image)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			e.workload(t, ctx, workload.Config{Seed: 31, Sessions: 6, Transactions: 1500, DDL: true, BigTxnRows: 5000})
+			e.src.ExecT(t, // every kind of change under the image, whatever the seed drew
+				"UPDATE wl.hot SET counter = counter + 1",
+				"UPDATE wl.accounts SET balance = balance + 1 WHERE id % 3 = 0",
+				"UPDATE wl.accounts SET note = CONCAT('n', id) WHERE id % 5 = 0",
+				"UPDATE wl.orders SET payload = REPEAT('p', 100) WHERE id % 4 = 0",
+				"DELETE FROM wl.accounts WHERE id % 7 = 0")
+			end := gtidPos(t, e.src)
+			for _, workers := range []int{1, 8} {
+				dst := e.dst
+				if workers != 1 {
+					dst = sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "target8"})
+				}
+				dstURL, err := dst.GrantBinlane(ctx, false, workload.Schema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := e.config(t, workers)
+				if cfg.Target, err = dsn.Parse(dstURL); err != nil {
+					t.Fatal(err)
+				}
+				cfg.StopAtGTID = end
+				if err := Run(ctx, cfg); err != nil {
+					t.Fatalf("%d workers: %v", workers, err)
+				}
+				verifyServers(t, e.src, dst, workload.Schema)
+			}
+		})
+	}
+}
+
+// TestPartialRowImageStatements replays each kind of change from MINIMAL
+// and NOBLOB sessions: updates of the columns written (an ON UPDATE clock
+// included or left alone), primary-key changes, inserts that leave columns
+// to their defaults, deletes by key, unique values handed from row to row,
+// cascades, BLOB and TEXT columns not written. Then the refusals: a row
+// the image cannot name on the target, and a row missing there.
+func TestPartialRowImageStatements(t *testing.T) {
+	e := newEnv(t)
+	e.grant(t, "pri")
+	defs := []string{"CREATE DATABASE pri",
+		`CREATE TABLE pri.p (id INT PRIMARY KEY, code VARCHAR(10) UNIQUE, n INT NOT NULL DEFAULT 7, body TEXT,
+			ts TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), d INT DEFAULT (n + 1),
+			g INT AS (n * 2) VIRTUAL)`,
+		`CREATE TABLE pri.c (id INT PRIMARY KEY AUTO_INCREMENT, p_id INT, v INT NOT NULL DEFAULT 0, blob_v BLOB,
+			FOREIGN KEY (p_id) REFERENCES pri.p (id) ON DELETE CASCADE ON UPDATE CASCADE)`,
+		"CREATE TABLE pri.nn (x INT NOT NULL, y INT, UNIQUE KEY (x))",
+		"CREATE TABLE pri.bad (id INT PRIMARY KEY, v INT)"}
+	e.src.ExecT(t, defs...)
+	e.dst.ExecT(t, defs...)
+	start := gtidPos(t, e.src)
+	for _, image := range []string{"MINIMAL", "NOBLOB"} {
+		k := 100
+		if image == "NOBLOB" {
+			k = 200
+		}
+		ids := func(q string) string { return strings.ReplaceAll(q, "K", fmt.Sprint(k)) }
+		e.src.ExecT(t, "SET SESSION binlog_row_image = "+image,
+			ids("INSERT INTO pri.p (id, code) SELECT K + seq, CONCAT('c', K + seq) FROM pri.seq_1_to_20"),
+			ids("INSERT INTO pri.p (id, body) VALUES (K + 50, REPEAT('b', 300))"),
+			ids("INSERT INTO pri.c (p_id) SELECT K + 1 + seq % 20 FROM pri.seq_1_to_60"),
+			ids("INSERT INTO pri.nn VALUES (K + 1, 1), (K + 2, 2)"),
+			"SET TIMESTAMP = 1700000000.5",
+			ids("UPDATE pri.p SET n = n + 1 WHERE id <= K + 10"),
+			"SET TIMESTAMP = DEFAULT",
+			ids("UPDATE pri.p SET body = 'text' WHERE id BETWEEN K + 5 AND K + 15"),
+			ids("BEGIN"), ids("UPDATE pri.p SET code = NULL WHERE id = K + 1"), ids("UPDATE pri.p SET code = CONCAT('c', K + 1) WHERE id = K + 2"), "COMMIT",
+			ids("UPDATE pri.p SET id = K + 90 WHERE id = K + 3"), // cascades into c
+			ids("UPDATE pri.c SET v = v + 1 WHERE p_id = K + 90"),
+			ids("UPDATE pri.c SET blob_v = 'blob' WHERE id % 3 = 0"),
+			ids("UPDATE pri.c SET p_id = K + 4 WHERE p_id = K + 5"),
+			ids("DELETE FROM pri.p WHERE id = K + 6"), // cascades into c
+			ids("DELETE FROM pri.c WHERE id % 11 = 0"),
+			ids("UPDATE pri.nn SET y = y + 10"),
+			ids("DELETE FROM pri.nn WHERE x = K + 2"),
+			ids("INSERT INTO pri.bad VALUES (K, 0)"))
+	}
+	end := gtidPos(t, e.src)
+	for _, workers := range []int{1, 8} {
+		if workers == 8 {
+			e.dst.ExecT(t, "DROP DATABASE pri")
+			e.dst.ExecT(t, defs...)
+		}
+		if err, _ := e.runStream(t, "pri", start, end, func(c *Config) { c.Apply.Workers = workers }); err != nil {
+			t.Fatalf("%d workers: %v", workers, err)
+		}
+		verifyServers(t, e.src, e.dst, "pri")
+	}
+
+	// The target's table has no key to find a row by: the image of the
+	// source's primary key cannot name it.
+	e.dst.ExecT(t, "ALTER TABLE pri.bad DROP PRIMARY KEY")
+	e.src.ExecT(t, "SET SESSION binlog_row_image = MINIMAL", "UPDATE pri.bad SET v = 1 WHERE id = 100")
+	next := gtidPos(t, e.src)
+	err, _ := e.runStream(t, "pri", end, next)
+	if err == nil || !strings.Contains(err.Error(), "`pri`.`bad`") || !strings.Contains(err.Error(), "no primary key or NOT NULL unique key") ||
+		!strings.Contains(err.Error(), next) {
+		t.Fatalf("an update the image cannot name: %v", err)
+	}
+	t.Logf("refused as it should: %v", err)
+	if st := e.state(t, "pri"); st.GTID != end {
+		t.Errorf("position %s after the refusal, want %s", st.GTID, end)
+	}
+	e.dst.ExecT(t, "ALTER TABLE pri.bad ADD PRIMARY KEY (id)")
+	if err, _ := e.runStream(t, "pri", "", next); err != nil {
+		t.Fatal(err)
+	}
+
+	// A row missing on the target is an error, as for full images.
+	e.dst.ExecT(t, "DELETE FROM pri.bad WHERE id = 100")
+	e.src.ExecT(t, "SET SESSION binlog_row_image = MINIMAL", "UPDATE pri.bad SET v = 2 WHERE id = 100")
+	after := gtidPos(t, e.src)
+	err, _ = e.runStream(t, "pri", "", after)
+	if err == nil || !strings.Contains(err.Error(), "`pri`.`bad`") {
+		t.Fatalf("an update of a row missing on the target: %v", err)
+	}
+	if st := e.state(t, "pri"); st.GTID != next {
+		t.Errorf("position %s after the failure, want %s", st.GTID, next)
+	}
+}
