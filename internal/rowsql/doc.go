@@ -47,6 +47,11 @@
 // are not planned: they are written last, as without runs (they have no
 // key in common with any other table's change).
 //
+// Partial row images (MINIMAL, NOBLOB) are fences for nothing but what
+// their writeset says; they never join an upsert run, a collapsed image or
+// a multi-row INSERT, only a DELETE by key (see partial.go for the rules
+// and Named for what stops).
+//
 // The statement forms are those of source order (ordered.go, upsert.go),
 // now over longer runs. A DELETE of a composite key ORs the rows' key
 // conditions: EXPLAIN on MariaDB 10.11 shows a range lookup on the primary
