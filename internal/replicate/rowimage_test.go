@@ -146,35 +146,23 @@ func TestPartialRowImageStatements(t *testing.T) {
 }
 
 // TestCopyUnderMinimalImages: the copy into an empty target while the
-// source takes the randomized load logging MINIMAL images; changes of rows
-// in copied ranges apply from their partial images, those of rows not
-// copied yet are left to their chunks; the target ends equal, row by row.
+// source takes the randomized load (DDL included) logging MINIMAL images;
+// changes of rows in copied ranges apply from their partial images, those
+// of rows not copied yet are left to their chunks; the target ends equal,
+// row by row.
 func TestCopyUnderMinimalImages(t *testing.T) {
 	e := newEnvWith(t, "binlog-row-image=MINIMAL")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	e.seedCopy(t, ctx, 30000)
-	wlCtx, stopLoad := context.WithCancel(ctx)
-	wlDone := make(chan struct{})
-	go func() {
-		defer close(wlDone)
-		e.workload(t, wlCtx, workload.Config{Seed: 41, Sessions: 4, Duration: 8 * time.Second, Ledger: true})
-	}()
-	go func() { // updates and deletes all over the chunked table while it is copied
+	// Besides the workload, updates and deletes all over the chunked
+	// table while it is copied.
+	e.copyUnderLoad(t, ctx, workload.Config{Seed: 41, Sessions: 4, Duration: 8 * time.Second, DDL: true, Ledger: true}, func(ctx context.Context) {
 		db := e.src.OpenT(t, "")
-		for i := 0; wlCtx.Err() == nil; i++ {
-			db.ExecContext(wlCtx, fmt.Sprintf("UPDATE wl.audit SET what = 'u' WHERE n %% 97 = %d", i%97))
-			db.ExecContext(wlCtx, fmt.Sprintf("DELETE FROM wl.audit WHERE n = %d", 1+(i*7919)%30000))
+		for i := 0; ctx.Err() == nil; i++ {
+			db.ExecContext(ctx, fmt.Sprintf("UPDATE wl.audit SET what = 'u' WHERE n %% 97 = %d", i%97))
+			db.ExecContext(ctx, fmt.Sprintf("DELETE FROM wl.audit WHERE n = %d", 1+(i*7919)%30000))
 			time.Sleep(5 * time.Millisecond)
 		}
-	}()
-	time.Sleep(500 * time.Millisecond) // the copy starts under load
-	cfg := e.copyConfig(t)
-	cfg.Copy.ExitWhenDone = true
-	if err := Run(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	stopLoad()
-	<-wlDone
-	e.catchUpAndVerify(t, ctx)
+	})
 }

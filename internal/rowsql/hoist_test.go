@@ -65,9 +65,15 @@ func bodyOf(steps ...step) (txn.Body, []*plan.Table) {
 // transaction's own statements left out).
 func runStatements(t *testing.T, txns ...[]step) []string {
 	t.Helper()
+	return writeStatements(t, true, false, txns...)
+}
+
+// writeStatements is runStatements with Runs and Collapse as given.
+func writeStatements(t *testing.T, runs, collapse bool, txns ...[]step) []string {
+	t.Helper()
 	s := &sink{}
 	w := NewWriter(s)
-	w.Runs = true
+	w.Runs, w.Collapse = runs, collapse
 	if err := w.Begin(); err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 			c.After = vals[i+n : i+2*n : i+2*n]
 			i += 2 * n
 			if partial {
-				fillUnwritten(c.Before, c.After)
+				c.FillUnwritten()
 			}
 		}
 		body.Changes = append(body.Changes, c)
@@ -79,15 +79,20 @@ func (a *Assembler) selectedTable(tm *binlog.TableMap) bool {
 	return sel
 }
 
-// fillUnwritten completes the after image of a partial update (MINIMAL,
+// FillUnwritten completes the after image of a partial update (MINIMAL,
 // NOBLOB) with the before image's values of the columns the update did
 // not write: the source logs a column in the after image when the
 // statement wrote it (its ON UPDATE clock included), so one it left out
 // still holds its before value. A column in neither image stays absent.
-func fillUnwritten(before, after []binlog.Value) {
-	for i := range after {
-		if after[i].Kind == binlog.KindAbsent {
-			after[i] = before[i]
+// The assembler calls it for every partial update; it does nothing to
+// other changes.
+func (c *Change) FillUnwritten() {
+	if c.Kind != binlog.RowsUpdate {
+		return
+	}
+	for i := range c.After {
+		if c.After[i].Kind == binlog.KindAbsent {
+			c.After[i] = c.Before[i]
 		}
 	}
 }

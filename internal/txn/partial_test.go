@@ -25,7 +25,7 @@ func TestFillUnwritten(t *testing.T) {
 		{"a written NULL stays NULL", []binlog.Value{v(1), v(3)}, []binlog.Value{absent, null}, []binlog.Value{v(1), null}},
 	}
 	for _, c := range cases {
-		fillUnwritten(c.before, c.after)
+		(&Change{Kind: binlog.RowsUpdate, Before: c.before, After: c.after}).FillUnwritten()
 		for i := range c.want {
 			if c.after[i].Kind != c.want[i].Kind || c.after[i].N != c.want[i].N {
 				t.Errorf("%s: column %d is %+v, want %+v", c.name, i, c.after[i], c.want[i])
