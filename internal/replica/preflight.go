@@ -65,9 +65,10 @@ func RowImageNotice(image string) string {
 		return ""
 	}
 	return fmt.Sprintf("the source's binlog_row_image is %s: rows are applied from partial images, found by the key "+
-		"their image holds; a transaction whose image lacks a unique key's or a foreign key's value (with MINIMAL: "+
-		"deletes from tables with a secondary unique key, updates that change one, updates and deletes of rows with "+
-		"a foreign key) takes that table whole and runs after every earlier transaction touching it; a change whose "+
+		"their image holds; a transaction whose image lacks a unique key's value (with MINIMAL: deletes from tables "+
+		"with a secondary unique key, updates that change one) takes that table whole and runs after every earlier "+
+		"transaction touching it, and one that lacks a child row's reference (with MINIMAL: updates and deletes of "+
+		"rows with a foreign key) runs after every earlier change of the parent's keys and of such rows; a change whose "+
 		"image cannot name its row on the target (no primary key or NOT NULL unique key there) stops the stream, as "+
 		"does, during a copy, an update moving a row into a copied range from one not copied yet", strings.ToUpper(image))
 }

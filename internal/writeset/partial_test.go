@@ -7,6 +7,7 @@ import (
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/txn"
+	"github.com/binlane/binlane/internal/writeset"
 )
 
 var absent = binlog.Value{Kind: binlog.KindAbsent}
@@ -43,17 +44,32 @@ func TestPartialImages(t *testing.T) {
 			partial(ins(i64(1), absent, str("A")))}, 2, nil, []*plan.Table{users}},
 		{"insert naming every key: row precision", change{users,
 			partial(ins(i64(1), str("a@x"), absent))}, 4, []*plan.Table{users}, nil},
-		{"child update without its reference: the parent table whole", change{orders,
-			partial(upd(row(i64(10), absent), row(i64(11), absent)))}, 2, []*plan.Table{orders}, []*plan.Table{users}},
-		{"child delete without its reference: the parent table whole", change{orders,
-			partial(del(i64(10), absent))}, 1, []*plan.Table{orders}, []*plan.Table{users}},
+		{"child update without its reference: any reference to the parent key, exclusively", change{orders,
+			partial(upd(row(i64(10), absent), row(i64(11), absent)))}, 2, []*plan.Table{orders, users}, nil},
+		{"child delete without its reference", change{orders,
+			partial(del(i64(10), absent))}, 1, []*plan.Table{orders, users}, nil},
 		{"child update re-pointing with the old reference unknown", change{orders,
-			partial(upd(row(i64(10), absent), row(absent, i64(2))))}, 3, []*plan.Table{orders}, []*plan.Table{users}},
+			partial(upd(row(i64(10), absent), row(absent, i64(2))))}, 3, []*plan.Table{orders, users}, nil},
 	}
+	refAny := writeset.RefAny(users.Keys[0].Seed)
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { checkSet(t, setOf(c.ch), c.keys, c.shared, c.excl) })
+		t.Run(c.name, func(t *testing.T) {
+			s := setOf(c.ch)
+			checkSet(t, s, c.keys, c.shared, c.excl)
+			// A child change without its reference takes RefAny of the
+			// parent key exclusively; a change of a referenced key's value
+			// takes it shared.
+			touched, excl := accessHash(s, refAny)
+			wantTouched := c.ch.p == orders || c.ch.c.Kind != binlog.RowsUpdate || changesKey(c.ch.c)
+			if touched != wantTouched || excl != (c.ch.p == orders) {
+				t.Errorf("RefAny: touched %v exclusive %v, want %v %v", touched, excl, wantTouched, c.ch.p == orders)
+			}
+		})
 	}
 }
+
+// changesKey reports whether a users update changes its primary key.
+func changesKey(c txn.Change) bool { return c.Before[0].N != c.After[0].N }
 
 // TestPartialImagesOrder: what a partial image cannot name still orders
 // against the transactions that could conflict with it.
@@ -78,6 +94,16 @@ func TestPartialImagesOrder(t *testing.T) {
 			change{users, partial(upd(row(i64(2), absent, absent), row(absent, absent, str("C"))))}, false},
 		{"updates of one row", change{users, partial(upd(row(i64(1), absent, absent), row(absent, absent, str("B"))))},
 			change{users, partial(upd(row(i64(1), absent, absent), row(absent, absent, str("C"))))}, true},
+		{"a child update without its reference beside a parent update keeping its keys",
+			change{orders, partial(upd(row(i64(10), absent), row(i64(10), absent)))},
+			change{users, partial(upd(row(i64(1), absent, absent), row(absent, absent, str("C"))))}, false},
+		{"a parent insert after a child update without its reference",
+			change{orders, partial(upd(row(i64(10), absent), row(i64(10), absent)))}, change{users, ins(i64(9), null, null)}, true},
+		{"a child delete after a parent's key change", change{users, partial(upd(row(i64(1), absent, absent), row(i64(2), absent, absent)))},
+			change{orders, partial(del(i64(10), absent))}, true},
+		{"child updates without their references, one after the other",
+			change{orders, partial(upd(row(i64(10), absent), row(i64(10), absent)))},
+			change{orders, partial(upd(row(i64(11), absent), row(i64(11), absent)))}, true},
 	}
 	for _, c := range cases {
 		if got := conflict(&c.a, &c.b); got != c.want {

@@ -83,22 +83,27 @@
 // statement wrote in the after image; NOBLOB leaves out BLOB and TEXT
 // columns it did not write. The rules, fail closed:
 //
-//   - A key value a change needs and its image lacks (a unique key's old
-//     value in a delete's or an update's before image, a column of the
-//     new value left to its default by an insert, a foreign key's
-//     reference in a child row's before image) is not guessed: the table
-//     the key belongs to is taken whole, as for a value that cannot be
-//     normalized. A unique key of the table itself: the table; a
-//     reference: the parent table, which every change of the parent row
-//     touches, and which a parent change whose action reaches the child
-//     rows orders against. The transaction then waits for every earlier
-//     transaction touching that table, and every later one waits for it.
-//     With MINIMAL on a MariaDB source that is every delete from a table
-//     with a secondary unique key, every update that writes a column of
-//     one, and every update or delete of a row with a foreign key
-//     (serialized against the parent table). Updates and deletes of
-//     tables whose only key is the primary key, and inserts that name
-//     every key column, keep row precision.
+//   - A unique key value a change needs and its image lacks (the old
+//     value in a delete's or an update's before image, a column of the new
+//     value left to its default by an insert) is not guessed: the table is
+//     taken whole, as for a value that cannot be normalized. The
+//     transaction then waits for every earlier transaction touching that
+//     table, and every later one waits for it. With MINIMAL on a MariaDB
+//     source that is every delete from a table with a secondary unique
+//     key and every update that writes a column of one. Updates and
+//     deletes of tables whose only key is the primary key, and inserts
+//     that name every key column, keep row precision.
+//   - A child row's reference an image lacks (MINIMAL: the before image of
+//     every update and delete of a row with a foreign key): the change
+//     takes RefAny of the parent key exclusively, a table access no real
+//     table has, which every change that creates, removes or changes a
+//     value of that parent key takes shared (beside RefSeed of the value). What RefSeed(K) shared orders for a
+//     known K (every change of a child row of K before a parent change
+//     whose action reaches it, or whose RESTRICT check needs it gone)
+//     RefAny orders for every K at once. Parent changes that keep their
+//     keys (a balance) hold neither and stay beside such child changes;
+//     such child changes order against each other (exclusive), and a
+//     parent key change waits for all of them before it.
 //   - An update that wrote none of a key's columns, and whose image shows
 //     none of them, holds no key for it. It changes no value of that key,
 //     so it takes and frees none, and InnoDB neither changes nor locks the
@@ -213,6 +218,9 @@ func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
 			// it must see that in source order.
 			b.addKey(s, p, RefSeed(k.Seed), c.Before, k.Cols, k.Prefix, nil, p.TableHash, false)
 			b.addKey(s, p, RefSeed(k.Seed), c.After, k.Cols, k.Prefix, nil, p.TableHash, false)
+			// And for a child row whose reference a partial image left
+			// out: it takes RefAny exclusively (see the package doc).
+			s.addTable(RefAny(k.Seed), false)
 		}
 	}
 	for i := range p.Parents {
@@ -231,8 +239,16 @@ func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
 		// takes the parent table, not this one.
 		s.addTable(ref.ParentTable, false)
 		// Shared: children of one parent row change independently.
-		b.addKey(s, p, RefSeed(ref.Seed), c.Before, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
-		b.addKey(s, p, RefSeed(ref.Seed), c.After, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
+		for _, img := range [][]binlog.Value{c.Before, c.After} {
+			if absentIn(img, ref.Cols) {
+				// A partial image without the reference: it orders against
+				// every change that creates, removes or changes a value
+				// of the parent key (see the package doc).
+				s.addTable(RefAny(ref.Seed), true)
+				continue
+			}
+			b.addKey(s, p, RefSeed(ref.Seed), img, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
+		}
 		if c.Flags&binlog.RowsFlagNoForeignKeyChecks == 0 &&
 			(c.Kind == binlog.RowsInsert || c.Kind == binlog.RowsUpdate && changesAny(c, ref.Cols)) {
 			// InnoDB checks the new reference under a shared lock of the
@@ -304,6 +320,30 @@ func FiresActions(p *plan.Table, c *txn.Change) bool {
 // changes. A parent change that keeps its keys does not hold it, so it runs
 // beside changes of its children (see the package doc).
 func RefSeed(keySeed uint64) uint64 { return keySeed ^ 0x9e3779b97f4a7c15 }
+
+// RefAny stands for "the rows referencing any value of this key", as a
+// table access (one per set, however many rows): every change that
+// creates, removes or changes a value of a referenced key takes it shared,
+// and a child change whose partial image lacks its reference takes it
+// exclusively. It names no real table.
+func RefAny(keySeed uint64) uint64 {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], RefSeed(keySeed)^0x5bd1e9955bd1e995)
+	return xxhash.Sum64(b[:])
+}
+
+// absentIn reports whether a partial image lacks one of the columns.
+func absentIn(row []binlog.Value, cols []int) bool {
+	if row == nil {
+		return false
+	}
+	for _, c := range cols {
+		if row[c].Kind == binlog.KindAbsent {
+			return true
+		}
+	}
+	return false
+}
 
 // changesAny reports whether an update changes one of the columns, byte
 // for byte: InnoDB cascades any change of a referenced value, also one its
