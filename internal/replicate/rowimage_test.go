@@ -15,16 +15,16 @@ import (
 // TestPartialRowImages replicates the randomized workload (hot rows on a
 // primary key only, unique-key swaps and NULLs, primary-key changes,
 // cascading foreign keys two levels deep, BLOB and TEXT columns, a keyless
-// table, DDL) from a source that logs MINIMAL, and one that logs NOBLOB,
-// row images, with 1 and with 8 workers; each target ends equal to the
-// source, row by row.
+// table, DDL, a transaction streamed in parts) from a source that logs
+// MINIMAL, and one that logs NOBLOB, row images, with 1 and with 8
+// workers; each target ends equal to the source, row by row.
 func TestPartialRowImages(t *testing.T) {
 	for _, image := range []string{"MINIMAL", "NOBLOB"} {
 		t.Run(image, func(t *testing.T) {
 			e := newEnvWith(t, "binlog-row-image="+image)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			e.workload(t, ctx, workload.Config{Seed: 31, Sessions: 6, Transactions: 1500, DDL: true, BigTxnRows: 5000})
+			e.workload(t, ctx, workload.Config{Seed: 31, Sessions: 6, Transactions: 1500, DDL: true, BigTxnRows: 30000})
 			e.src.ExecT(t, // every kind of change under the image, whatever the seed drew
 				"UPDATE wl.hot SET counter = counter + 1",
 				"UPDATE wl.accounts SET balance = balance + 1 WHERE id % 3 = 0",
@@ -46,6 +46,7 @@ func TestPartialRowImages(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg.StopAtGTID = end
+				cfg.MaxTxnBytes = 1 << 20 // the big transaction streams in parts
 				if err := Run(ctx, cfg); err != nil {
 					t.Fatalf("%d workers: %v", workers, err)
 				}
