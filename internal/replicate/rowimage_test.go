@@ -15,7 +15,8 @@ import (
 // TestPartialRowImages replicates the randomized workload (hot rows on a
 // primary key only, unique-key swaps and NULLs, primary-key changes,
 // cascading foreign keys two levels deep, BLOB and TEXT columns, a keyless
-// table, DDL, a transaction streamed in parts) from a source that logs
+// table, DDL, a transaction streamed in parts) and the shop (orders and
+// lines changed beside their customers and items) from a source that logs
 // MINIMAL, and one that logs NOBLOB, row images, with 1 and with 8
 // workers; each target ends equal to the source, row by row.
 func TestPartialRowImages(t *testing.T) {
@@ -31,13 +32,26 @@ func TestPartialRowImages(t *testing.T) {
 				"UPDATE wl.accounts SET note = CONCAT('n', id) WHERE id % 5 = 0",
 				"UPDATE wl.orders SET payload = REPEAT('p', 100) WHERE id % 4 = 0",
 				"DELETE FROM wl.accounts WHERE id % 7 = 0")
+			// The shop: child rows updated beside updates of their parents'
+			// balances and stock, orders deleted with their lines.
+			e.grant(t, workload.Schema, workload.Shop.Schema())
+			shop := workload.Config{Mode: workload.Shop, Seed: 31, Sessions: 6, Transactions: 1500, SeedOrders: 500, Customers: 300, Items: 200}
+			src := e.src.OpenT(t, "")
+			if err := workload.Prepare(ctx, src, shop); err != nil {
+				t.Fatal(err)
+			}
+			st, err := workload.Run(ctx, src, shop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("shop: %d committed", st.Committed.Load())
 			end := gtidPos(t, e.src)
 			for _, workers := range []int{1, 8} {
 				dst := e.dst
 				if workers != 1 {
 					dst = sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "target8"})
 				}
-				dstURL, err := dst.GrantBinlane(ctx, false, workload.Schema)
+				dstURL, err := dst.GrantBinlane(ctx, false, workload.Schema, workload.Shop.Schema())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -50,7 +64,7 @@ func TestPartialRowImages(t *testing.T) {
 				if err := Run(ctx, cfg); err != nil {
 					t.Fatalf("%d workers: %v", workers, err)
 				}
-				verifyServers(t, e.src, dst, workload.Schema)
+				verifyServers(t, e.src, dst, workload.Schema, workload.Shop.Schema())
 			}
 		})
 	}
