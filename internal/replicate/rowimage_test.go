@@ -2,12 +2,15 @@ package replicate
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/binlane/binlane/internal/dsn"
+	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/workload"
 )
@@ -180,4 +183,49 @@ func TestCopyUnderMinimalImages(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
+}
+
+// TestCopyStopsAtPartialMove: during a copy, a MINIMAL update that moves a
+// row from a range not copied yet into a copied one would have to insert
+// the whole row, which its image does not hold: the stream stops before
+// it, naming the table and the GTID, its position before the update.
+func TestCopyStopsAtPartialMove(t *testing.T) {
+	e := newEnv(t)
+	e.grant(t, "mv")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e.src.ExecT(t, "CREATE DATABASE mv", "CREATE TABLE mv.t (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO mv.t SELECT seq, seq FROM mv.seq_1_to_200000")
+	cfg := e.copyConfig(t)
+	cfg.Rules, cfg.Copy.ChunkTime, cfg.Copy.ExitWhenDone = mustRules(t, "mv"), 5*time.Millisecond, true
+	dst := e.dst.OpenT(t, "")
+	go func() { // move the last row to the front once the first chunk committed
+		for ctx.Err() == nil {
+			var n sql.NullInt64
+			dst.QueryRow("SELECT SUM(rows_copied) FROM binlane.copy").Scan(&n)
+			if n.Int64 > 0 {
+				if err := e.src.Exec(ctx, "SET SESSION binlog_row_image = MINIMAL", "UPDATE mv.t SET id = -1 WHERE id = 200000"); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	err := Run(ctx, cfg)
+	if err == nil {
+		t.Skip("the copy finished before the update: nothing to refuse")
+	}
+	moved := gtidPos(t, e.src)
+	if !strings.Contains(err.Error(), "moves a row into a copied range") || !strings.Contains(err.Error(), "`mv`.`t`") ||
+		!strings.Contains(err.Error(), moved) {
+		t.Fatalf("got %v, want the refusal naming `mv`.`t` and %s", err, moved)
+	}
+	t.Logf("refused as it should: %v", err)
+	st := e.state(t, "t")
+	saved, err1 := gtid.Parse(st.GTID)
+	refused, err2 := gtid.Parse(moved)
+	if err1 != nil || err2 != nil || saved.Seq >= refused.Seq || st.State != position.StateError {
+		t.Errorf("position %s state %s after the refusal of %s (%v %v)", st.GTID, st.State, moved, err1, err2)
+	}
 }
