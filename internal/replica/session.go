@@ -47,9 +47,6 @@ func (s *session) setup(ctx context.Context, cfg *Config, pos Position, replicaU
 		return err
 	}
 	s.info = info
-	if n := RowImageNotice(info.RowImage); n != "" {
-		cfg.Logger.Info(n)
-	}
 	if pos.GTIDMode && pos.GTIDs.IsEmpty() && info.Flavor == gtid.MariaDB {
 		oldest, err := oldestGTIDPosition(ctx, s.conn)
 		switch {
