@@ -89,7 +89,8 @@ func TestPartialRowImageStatements(t *testing.T) {
 		`CREATE TABLE pri.c (id INT PRIMARY KEY AUTO_INCREMENT, p_id INT, v INT NOT NULL DEFAULT 0, blob_v BLOB,
 			FOREIGN KEY (p_id) REFERENCES pri.p (id) ON DELETE CASCADE ON UPDATE CASCADE)`,
 		"CREATE TABLE pri.nn (x INT NOT NULL, y INT, UNIQUE KEY (x))",
-		"CREATE TABLE pri.bad (id INT PRIMARY KEY, v INT)"}
+		"CREATE TABLE pri.bad (id INT PRIMARY KEY, v INT)",
+		"CREATE TABLE pri.implicit (id INT PRIMARY KEY, n INT NOT NULL, s VARCHAR(5) NOT NULL, b BLOB NOT NULL)"}
 	e.src.ExecT(t, defs...)
 	e.dst.ExecT(t, defs...)
 	start := gtidPos(t, e.src)
@@ -117,7 +118,11 @@ func TestPartialRowImageStatements(t *testing.T) {
 			ids("DELETE FROM pri.c WHERE id % 11 = 0"),
 			ids("UPDATE pri.nn SET y = y + 10"),
 			ids("DELETE FROM pri.nn WHERE x = K + 2"),
-			ids("INSERT INTO pri.bad VALUES (K, 0)"))
+			ids("INSERT INTO pri.bad VALUES (K, 0)"),
+			// Columns without a default, left out under a lax sql_mode:
+			// the source stored their implicit defaults (0, '').
+			"SET SESSION sql_mode = ''", ids("INSERT INTO pri.implicit (id) VALUES (K)"),
+			ids("UPDATE pri.implicit SET n = 5 WHERE id = K"))
 	}
 	end := gtidPos(t, e.src)
 	for _, workers := range []int{1, 8} {

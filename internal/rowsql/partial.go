@@ -23,7 +23,12 @@ import (
 //   - an INSERT lists the columns the image has: the source logged every
 //     column it gave a value (explicit, AUTO_INCREMENT, a default computed
 //     by an expression or the clock), and the others took their constant
-//     defaults, which the target's definition gives them too;
+//     defaults, which the target's definition gives them too, or, for a
+//     NOT NULL column without one, its implicit default (0, ''), which
+//     only a session that is not strict gives: such an INSERT runs without
+//     STRICT_ALL_TABLES (a value too wide for the target is then cut with
+//     a warning instead of failing; the target's definitions are the
+//     source's, copied or replicated);
 //   - never an upsert run (it re-sends the whole row as an INSERT), never
 //     a collapsed last image (the collapser writes an INSERT of the final
 //     image, or an upsert), and never a multi-row INSERT (its rows share
@@ -72,6 +77,13 @@ func (w *Writer) insertPartial(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	}
 	w.assign = cols
 	w.begin()
+	if omitsNotNull(p, c.After) {
+		// A NOT NULL column without a default took its implicit default
+		// (0, '') on the source, in a session that was not strict (a
+		// strict one refuses the insert); the strict apply session would
+		// refuse it here.
+		w.buf = append(w.buf, setStatement+implicitDefaultsSQLMode+" FOR "...)
+	}
 	w.buf = append(w.buf, "INSERT INTO "...)
 	w.buf = append(w.buf, p.Name...)
 	w.buf = append(w.buf, " ("...)
@@ -86,6 +98,28 @@ func (w *Writer) insertPartial(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 		return err
 	}
 	return w.end(Stmt{Expect: 1, Txn: t, Table: p, What: "insert (partial image)", Row: c.After, Key: p.RowKey, Exact: true})
+}
+
+// implicitDefaultsSQLMode is the apply session's sql_mode (package apply)
+// without STRICT_ALL_TABLES, for a partial insert that leaves out a NOT
+// NULL column: the column then takes its default, or its implicit one
+// where it has none, as on the source.
+const implicitDefaultsSQLMode = "sql_mode='NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION'"
+
+// omitsNotNull reports whether a partial insert's image leaves out a
+// column the target keeps NOT NULL (other than AUTO_INCREMENT, which the
+// source logs when it generates it).
+func omitsNotNull(p *plan.Table, after []binlog.Value) bool {
+	for _, col := range p.Write {
+		if after[col].Kind != binlog.KindAbsent || p.Target == nil {
+			continue
+		}
+		tc := &p.Target.Columns[p.Cols[col].Target]
+		if !tc.Nullable && !tc.AutoIncrement {
+			return true
+		}
+	}
+	return false
 }
 
 // flushCollapsed writes what the collapser holds of p's table before a

@@ -6,6 +6,7 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -93,6 +94,29 @@ func TestPartialImages(t *testing.T) {
 				t.Errorf("\n got %q\nwant %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestPartialInsertImplicitDefaults: a partial insert leaving out a NOT
+// NULL column runs without strict mode, so the column takes its implicit
+// default as on the source; one leaving out only nullable or
+// AUTO_INCREMENT columns stays strict.
+func TestPartialInsertImplicitDefaults(t *testing.T) {
+	p := table("imp", 1, false, "id", "n", "note")
+	p.Target = &schema.Table{Columns: []schema.Column{{Name: "id", AutoIncrement: true}, {Name: "n"}, {Name: "note", Nullable: true}}}
+	cases := []struct {
+		c    txn.Change
+		want string
+	}{
+		{partial(ins(row(i64(1), absent, absent))),
+			"SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION' FOR INSERT INTO `d`.`imp` (`id`) VALUES (1)"},
+		{partial(ins(row(absent, i64(2), absent))), "INSERT INTO `d`.`imp` (`n`) VALUES (2)"},
+	}
+	for _, c := range cases {
+		got := writeStatements(t, false, false, []step{{p, []txn.Change{c.c}}})
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
 	}
 }
 
