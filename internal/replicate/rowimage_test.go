@@ -77,9 +77,9 @@ func TestPartialRowImages(t *testing.T) {
 // and NOBLOB sessions: updates of the columns written (an ON UPDATE clock
 // included or left alone), primary-key changes, inserts that leave columns
 // to their defaults (implicit ones of NOT NULL columns included), deletes
-// by key, unique values handed from row to row,
-// cascades, BLOB and TEXT columns not written. Then the refusals: a row
-// the image cannot name on the target, and a row missing there.
+// by key, unique values handed from row to row, cascades, BLOB and TEXT
+// columns not written. Then the refusals: a row the image cannot name on
+// the target, and a row missing there.
 func TestPartialRowImageStatements(t *testing.T) {
 	e := newEnv(t)
 	e.grant(t, "pri")
