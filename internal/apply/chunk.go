@@ -27,7 +27,8 @@ type Copy interface {
 	// Filter keeps the changes of a table being copied that apply to the
 	// target (ok false: the table is not being copied), with the chunking
 	// key values of the rows they write.
-	Filter(p *plan.Table, changes []txn.Change) (out []txn.Change, keys []keyrange.Key, ok bool)
+	// A change the copy cannot place (a partial row image) is an error.
+	Filter(p *plan.Table, changes []txn.Change) (out []txn.Change, keys []keyrange.Key, ok bool, err error)
 	// Sequenced records that a chunk took its place in the stream and
 	// returns the table's checkpoint after it; skip: the chunk is not to be
 	// written. It sets the chunk's Build when the chunk completes a table
@@ -155,9 +156,9 @@ func (c *coordinator) copyStatements(w *work) error {
 // filterCopied drops the changes of rows not copied yet (their chunk, later
 // in the stream, carries them) from a body whose plans are known, and
 // returns the rows the others change in tables being copied.
-func filterCopied(cp Copy, body *txn.Body, plans []*plan.Table) (points []scheduler.Point) {
+func filterCopied(cp Copy, body *txn.Body, plans []*plan.Table) (points []scheduler.Point, err error) {
 	if cp == nil || !cp.Copying() {
-		return nil
+		return nil, nil
 	}
 	changes := make([]txn.Change, 0, len(body.Changes))
 	for i := range body.Items {
@@ -165,7 +166,10 @@ func filterCopied(cp Copy, body *txn.Body, plans []*plan.Table) (points []schedu
 		if it.Kind != txn.ItemRows {
 			continue
 		}
-		out, keys, ok := cp.Filter(plans[i], body.Changes[it.First:it.Last])
+		out, keys, ok, err := cp.Filter(plans[i], body.Changes[it.First:it.Last])
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			out = body.Changes[it.First:it.Last]
 		}
@@ -177,7 +181,7 @@ func filterCopied(cp Copy, body *txn.Body, plans []*plan.Table) (points []schedu
 		it.Last = len(changes)
 	}
 	body.Changes = changes
-	return points
+	return points, nil
 }
 
 // runChunk writes a chunk (all the parts of a table copied in one pass)

@@ -386,9 +386,18 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 		if err != nil {
 			return fmt.Errorf("transaction %s: %w", t.Describe(), err)
 		}
+		for j := it.First; j < it.Last; j++ {
+			if err := rowsql.Named(p, &w.body.Changes[j]); err != nil {
+				return fmt.Errorf("transaction %s: %w", t.Describe(), err)
+			}
+		}
 		w.plans[i] = p
 	}
-	w.unit.Points = filterCopied(c.a.cfg.Copy, &w.body, w.plans)
+	points, err := filterCopied(c.a.cfg.Copy, &w.body, w.plans)
+	if err != nil {
+		return fmt.Errorf("transaction %s: %w", t.Describe(), err)
+	}
+	w.unit.Points = points
 	if c.a.cfg.Mode == scheduler.ModeWriteset {
 		w.keys = rowsql.Keys{Set: &w.set, Spans: make([]writeset.Span, len(w.body.Changes))}
 	}

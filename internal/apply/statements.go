@@ -140,7 +140,11 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 			if w.copy != nil && w.copy.Copying() {
 				// Run alone: every chunk before it in the stream is sequenced,
 				// none after it yet.
-				if out, _, ok := w.copy.Filter(p, changes); ok {
+				out, _, ok, err := w.copy.Filter(p, changes)
+				if err != nil {
+					return fmt.Errorf("transaction %s: %w", t.Describe(), err)
+				}
+				if ok {
 					changes = out
 				}
 			}

@@ -179,7 +179,11 @@ func (w *worker) xaCopyCheck(ctx context.Context, t *txn.Txn, body *txn.Body) er
 			return w.xaError(t, err)
 		}
 		in := body.Changes[it.First:it.Last]
-		if out, _, ok := w.copy.Filter(p, in); ok && !sameChanges(in, out) {
+		out, _, ok, err := w.copy.Filter(p, in)
+		if err != nil {
+			return w.xaError(t, err)
+		}
+		if ok && !sameChanges(in, out) {
 			return w.xaError(t, fmt.Errorf("the XA transaction was prepared on the source while table %s is being copied "+
 				"and changes rows not copied yet: binlane cannot apply it before its XA COMMIT. Let the copy start again "+
 				"once no XA transaction is prepared on the source (XA RECOVER)", p.Name))

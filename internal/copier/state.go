@@ -131,35 +131,59 @@ func (s *State) table(schemaName, table string) *tableState {
 // keys are the chunking key values of the rows the kept changes write
 // (before and after images): the scheduler orders a change after the
 // chunk whose range holds its row (see scheduler.Span).
-func (s *State) Filter(p *plan.Table, changes []txn.Change) (out []txn.Change, keys []keyrange.Key, ok bool) {
+//
+// A partial row image (binlog_row_image MINIMAL or NOBLOB) follows the same
+// rules, with two errors where they cannot hold: an image without the
+// chunking key (nothing says whether its row was copied), and an update
+// that moves a row from a range not copied yet into a copied one (the
+// insert it becomes needs the whole row, which the image does not hold,
+// and the chunk read later no longer has it).
+func (s *State) Filter(p *plan.Table, changes []txn.Change) (out []txn.Change, keys []keyrange.Key, ok bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.table(p.Target.Schema, p.Target.Name)
 	if ts == nil || ts.cov.All {
-		return changes, nil, false
+		return changes, nil, false, nil
 	}
 	pos, found := ts.keyPos[p]
 	if !found {
 		pos = keyPositions(ts.t, p)
 		ts.keyPos[p] = pos
 	}
-	covered := func(row []binlog.Value) (keyrange.Key, bool) {
+	covered := func(row []binlog.Value) (keyrange.Key, bool, error) {
 		if row == nil || pos == nil {
-			return nil, false // nothing copied of a one-pass table yet
+			return nil, false, nil // nothing copied of a one-pass table yet
+		}
+		for _, c := range pos {
+			if row[c].Kind == binlog.KindAbsent {
+				return nil, false, fmt.Errorf("table %s is being copied and a partial row image (binlog_row_image MINIMAL "+
+					"or NOBLOB on the source) lacks its column `%s`, by which the copy tells copied rows from the others: "+
+					"set binlog_row_image=FULL on the source until the copy is done", p.Name, p.Cols[c].Name)
+			}
 		}
 		k, ok := keyrange.FromRow(ts.t.Key, row, pos)
-		return k, ok && ts.cov.Contains(k)
+		return k, ok && ts.cov.Contains(k), nil
 	}
 	out = changes[:0:0]
 	for _, c := range changes {
-		bk, b := covered(c.Before)
-		ak, a := covered(c.After)
+		bk, b, err := covered(c.Before)
+		if err != nil {
+			return nil, nil, true, err
+		}
+		ak, a, err := covered(c.After)
+		if err != nil {
+			return nil, nil, true, err
+		}
 		switch {
 		case c.Kind == binlog.RowsInsert && a, c.Kind == binlog.RowsDelete && b, c.Kind == binlog.RowsUpdate && a && b:
 			out = append(out, c)
 		case c.Kind == binlog.RowsUpdate && b:
-			out = append(out, txn.Change{Table: c.Table, Kind: binlog.RowsDelete, Flags: c.Flags, Before: c.Before})
+			out = append(out, txn.Change{Table: c.Table, Kind: binlog.RowsDelete, Partial: c.Partial, Flags: c.Flags, Before: c.Before})
 			a = false
+		case c.Kind == binlog.RowsUpdate && a && c.Partial:
+			return nil, nil, true, fmt.Errorf("table %s is being copied and an update moves a row into a copied range from "+
+				"one not copied yet: the partial row image (binlog_row_image MINIMAL or NOBLOB on the source) does not hold "+
+				"the whole row to insert; set binlog_row_image=FULL on the source until the copy is done", p.Name)
 		case c.Kind == binlog.RowsUpdate && a:
 			out = append(out, txn.Change{Table: c.Table, Kind: binlog.RowsInsert, Flags: c.Flags, After: c.After})
 			b = false
@@ -171,7 +195,7 @@ func (s *State) Filter(p *plan.Table, changes []txn.Change) (out []txn.Change, k
 			keys = append(keys, ak)
 		}
 	}
-	return out, keys, true
+	return out, keys, true, nil
 }
 
 // keyPositions maps the chunking key's columns onto a plan's source

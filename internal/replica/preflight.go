@@ -19,6 +19,9 @@ type SourceInfo struct {
 	ServerID   uint32
 	ServerUUID string // MySQL only
 	Checksum   string // @@binlog_checksum: NONE or CRC32
+	// RowImage is @@binlog_row_image: FULL, or an image that leaves
+	// columns out (see RowImageNotice).
+	RowImage string
 	// GTIDs is @@gtid_binlog_pos (MariaDB) or @@gtid_executed (MySQL) when
 	// the connection was made.
 	GTIDs        gtid.Set
@@ -48,9 +51,26 @@ func equalFold(want ...string) func(string) bool {
 var requirements = []requirement{
 	{"log_bin", equalFold("1", "ON"), "ON", "start the source with binary logging (log_bin in its config file) and restart it"},
 	{"binlog_format", equalFold("ROW"), "ROW", "run SET GLOBAL binlog_format='ROW' on the source and set binlog_format=ROW in its config file (open sessions keep their old format until they reconnect)"},
-	{"binlog_row_image", equalFold("FULL"), "FULL", "run SET GLOBAL binlog_row_image='FULL' on the source and set binlog_row_image=FULL in its config file"},
+	{"binlog_row_image", equalFold("FULL", "MINIMAL", "NOBLOB", "FULL_NODUP"), "FULL, MINIMAL or NOBLOB", "run SET GLOBAL binlog_row_image='FULL' on the source and set binlog_row_image=FULL in its config file"},
 	{"binlog_row_metadata", equalFold("FULL"), "FULL", "run SET GLOBAL binlog_row_metadata='FULL' on the source and set binlog_row_metadata=FULL in its config file"},
 	{"binlog_checksum", equalFold("NONE", "CRC32"), "NONE or CRC32", "run SET GLOBAL binlog_checksum='CRC32' on the source"},
+}
+
+// RowImageNotice says what a source's binlog_row_image other than FULL
+// means for the stream ("" for FULL). Each session may set its own, so the
+// stream takes partial images whatever the global value; the notice only
+// tells the operator what to expect from the global one.
+func RowImageNotice(image string) string {
+	if image == "" || strings.EqualFold(image, "FULL") {
+		return ""
+	}
+	return fmt.Sprintf("the source's binlog_row_image is %s: rows are applied from partial images, found by the key "+
+		"their image holds; a transaction whose image lacks a unique key's value (with MINIMAL: deletes from tables "+
+		"with a secondary unique key, updates that change one) takes that table whole and runs after every earlier "+
+		"transaction touching it, and one that lacks a child row's reference (with MINIMAL: updates and deletes of "+
+		"rows with a foreign key) runs after every earlier change of the parent's keys and of such rows; a change whose "+
+		"image cannot name its row on the target (no primary key or NOT NULL unique key there) stops the stream, as "+
+		"does, during a copy, an update moving a row into a copied range from one not copied yet", strings.ToUpper(image))
 }
 
 // flavorVariables are read after the requirements.
@@ -103,6 +123,7 @@ func preflight(ctx context.Context, c *wire.Conn, serverID uint32, start *Positi
 func (info *SourceInfo) fill(vals map[string]string, serverID uint32, start *Position) []string {
 	var problems []string
 	info.Checksum = strings.ToUpper(vals["binlog_checksum"])
+	info.RowImage = strings.ToUpper(vals["binlog_row_image"])
 	id, err := strconv.ParseUint(vals["server_id"], 10, 32)
 	switch {
 	case err != nil || id == 0:

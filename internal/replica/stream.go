@@ -67,6 +67,9 @@ func Open(ctx context.Context, cfg Config) (*Stream, error) {
 	s.consumer = NewTracker(sess.start)
 	s.log.Info("binlog stream started", "source", cfg.Addr, "version", sess.info.Version,
 		"server_id", sess.info.ServerID, "start", sess.start.String())
+	if n := RowImageNotice(sess.info.RowImage); n != "" {
+		s.log.Info(n) // once per stream, not at every reconnect
+	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	s.cancel = cancel
 	s.group, runCtx = errgroup.WithContext(runCtx)

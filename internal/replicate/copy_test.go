@@ -59,13 +59,29 @@ func TestCopyUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	e.seedCopy(t, ctx, 30000)
+	e.copyUnderLoad(t, ctx, workload.Config{Seed: 21, Sessions: 4, Duration: 8 * time.Second, DDL: true, Ledger: true}, nil)
+}
 
+// copyUnderLoad runs `binlane copy` into the empty target while the
+// workload (and side, when set, until its context ends) writes on the
+// source, checks every table was copied, then replicates the rest and
+// compares the workload schema.
+func (e *env) copyUnderLoad(t *testing.T, ctx context.Context, wl workload.Config, side func(ctx context.Context)) {
+	t.Helper()
 	wlCtx, stopLoad := context.WithCancel(ctx)
 	wlDone := make(chan struct{})
 	go func() {
 		defer close(wlDone)
-		e.workload(t, wlCtx, workload.Config{Seed: 21, Sessions: 4, Duration: 8 * time.Second, DDL: true, Ledger: true})
+		e.workload(t, wlCtx, wl)
 	}()
+	if side != nil {
+		sideDone := make(chan struct{})
+		go func() {
+			defer close(sideDone)
+			side(wlCtx)
+		}()
+		defer func() { stopLoad(); <-sideDone }()
+	}
 	time.Sleep(500 * time.Millisecond) // the copy starts under load
 	cfg := e.copyConfig(t)
 	cfg.Copy.ExitWhenDone = true

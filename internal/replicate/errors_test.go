@@ -58,11 +58,12 @@ func TestStopsOnErrors(t *testing.T) {
 			dstB: "CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(10))",
 			bad:  []string{"SET SESSION binlog_format = STATEMENT", "INSERT INTO b VALUES (1, 'x')"},
 			want: []string{"statement-based DML", "binlog_format must be ROW", "INSERT INTO b VALUES (1, 'x')"}, noTable: true},
-		{name: "MINIMAL row image",
+		{name: "MINIMAL row image of a row the target cannot name",
 			srcB: "CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO b VALUES (1, 'x')",
-			dstB: "CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO b VALUES (1, 'x')",
+			dstB: "CREATE TABLE b (id INT, v VARCHAR(10)); INSERT INTO b VALUES (1, 'x')",
 			bad:  []string{"SET SESSION binlog_row_image = MINIMAL", "UPDATE b SET v = 'y' WHERE id = 1"},
-			want: []string{"`b`", "row image is not FULL", "binlog_row_image must be FULL"}},
+			want: []string{"`b`", "row image is partial", "no primary key or NOT NULL unique key"},
+			fix:  "ALTER TABLE b ADD PRIMARY KEY (id)"},
 	}
 	src, dst := e.src.OpenT(t, ""), e.dst.OpenT(t, "")
 	for i, c := range cases {

@@ -34,9 +34,12 @@ type env struct {
 // schema too. binlane connects to both as the least-privilege accounts the
 // README documents, with grants on the workload's database (grant adds
 // more).
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t) }
+
+// newEnvWith is newEnv with extra options for the source server.
+func newEnvWith(t *testing.T, sourceOptions ...string) *env {
 	e := &env{
-		src: sandbox.StartT(t, sandbox.Options{Role: sandbox.Source}),
+		src: sandbox.StartT(t, sandbox.Options{Role: sandbox.Source, Extra: sourceOptions}),
 		dst: sandbox.StartT(t, sandbox.Options{Role: sandbox.Target}),
 	}
 	e.src.ExecT(t, "CREATE DATABASE marker")

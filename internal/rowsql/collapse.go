@@ -132,16 +132,42 @@ func sameKey(p *plan.Table, a, b []binlog.Value) bool {
 // then upserts of changed rows.
 func (c *collapser) write(w *Writer) error {
 	for _, ct := range c.tables {
-		if err := c.writeDeletes(w, ct); err != nil {
-			return err
-		}
-		if err := c.writeRows(w, ct, false); err != nil {
-			return err
-		}
-		if err := c.writeRows(w, ct, true); err != nil {
+		if err := c.writeCollapsed(w, ct); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+func (c *collapser) writeCollapsed(w *Writer, ct *collapsedTable) error {
+	if err := c.writeDeletes(w, ct); err != nil {
+		return err
+	}
+	if err := c.writeRows(w, ct, false); err != nil {
+		return err
+	}
+	return c.writeRows(w, ct, true)
+}
+
+// holds reports whether rows of p's table wait in the collapser.
+func (c *collapser) holds(p *plan.Table) bool {
+	ct := c.byPlan[p]
+	return ct != nil && len(ct.rows) > 0
+}
+
+// writeTable writes what the collapser holds of p's table now and forgets
+// it: a change that cannot be collapsed (a partial image) follows it in
+// source order. The table's later changes collapse again, written at the
+// end; collapsible tables share no key with other tables' changes, so
+// writing one earlier than the others keeps what each statement does.
+func (c *collapser) writeTable(w *Writer, p *plan.Table) error {
+	ct := c.byPlan[p]
+	if err := c.writeCollapsed(w, ct); err != nil {
+		return err
+	}
+	clear(ct.rows) // they point into binlog events: let them go
+	ct.rows = ct.rows[:0]
+	clear(ct.index)
 	return nil
 }
 

@@ -47,6 +47,21 @@
 // are not planned: they are written last, as without runs (they have no
 // key in common with any other table's change).
 //
+// # Partial row images
+//
+// A change from a MINIMAL or NOBLOB image (txn.Change.Partial) is written
+// as the plain statement of its columns: an UPDATE of the columns the
+// source wrote, found by the row key; a DELETE by the row key (the only
+// form it shares, with other deletes of its table); an INSERT of the
+// columns the image has. It never joins an upsert run, a collapsed image
+// or a multi-row INSERT, which assume the whole row; a partial change of a
+// collapsible table first writes what the collapser holds of that table.
+// The run planner moves it only as far as its writeset allows (package
+// writeset: a key value the image lacks takes the table whole, a fence
+// here). What stops (Named, before the transaction is scheduled): an
+// update or delete whose image lacks a column of the key that names the
+// row on the target, or a target table without such a key. See partial.go.
+//
 // The statement forms are those of source order (ordered.go, upsert.go),
 // now over longer runs. A DELETE of a composite key ORs the rows' key
 // conditions: EXPLAIN on MariaDB 10.11 shows a range lookup on the primary

@@ -75,7 +75,7 @@ func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int, known
 	sp.mid = len(h.keys)
 	h.keys = append(h.keys, set.Shared[span.Shared[0]:span.Shared[1]]...)
 	sp.to = len(h.keys)
-	merge := c.Kind == binlog.RowsUpdate && group >= 0 && !fence && whole(c.Before) && whole(c.After)
+	merge := c.Kind == binlog.RowsUpdate && group >= 0 && !fence && !c.Partial && whole(c.Before) && whole(c.After)
 	h.changes = append(h.changes, pendingChange{t: t, p: p, c: c})
 	h.entries = append(h.entries, runEntry{group: group, fence: fence, merge: merge})
 	h.spans = append(h.spans, sp)
@@ -85,7 +85,7 @@ func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int, known
 // group numbers the statement group of a change; -1 for an update that
 // must be a statement of its own.
 func (h *pending) group(p *plan.Table, c *txn.Change) int {
-	if c.Kind == binlog.RowsUpdate && !upsertable(p, c) {
+	if c.Kind == binlog.RowsUpdate && !upsertable(p, c) || c.Partial && c.Kind == binlog.RowsInsert {
 		return -1
 	}
 	if h.groups == nil {
@@ -144,8 +144,13 @@ func (w *Writer) hold(t *txn.Txn, p *plan.Table, changes []txn.Change, known *Ke
 	for j := range changes {
 		c := &changes[j]
 		if w.Collapse && p.Collapsible {
-			w.col.add(t, p, c)
-			continue
+			if !c.Partial {
+				w.col.add(t, p, c)
+				continue
+			}
+			if err := w.flushCollapsed(p); err != nil {
+				return err
+			}
 		}
 		h.add(t, p, c, h.group(p, c), known, first+j)
 		if h.full() {

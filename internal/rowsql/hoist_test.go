@@ -71,8 +71,14 @@ func bodyOf(steps ...step) (txn.Body, []*plan.Table) {
 // when the two differ.
 func runStatements(t *testing.T, txns ...[]step) []string {
 	t.Helper()
-	got := runStatementsKeys(t, false, txns...)
-	if known := runStatementsKeys(t, true, txns...); !slices.Equal(got, known) {
+	return writeStatements(t, true, false, txns...)
+}
+
+// writeStatements is runStatements with Runs and Collapse as given.
+func writeStatements(t *testing.T, runs, collapse bool, txns ...[]step) []string {
+	t.Helper()
+	got := writeStatementsKeys(t, runs, collapse, false, txns...)
+	if known := writeStatementsKeys(t, runs, collapse, true, txns...); !slices.Equal(got, known) {
 		t.Fatalf("with the writeset's keys:\n%s\nhashing every change:\n%s", strings.Join(known, "\n"), strings.Join(got, "\n"))
 	}
 	return got
@@ -91,11 +97,11 @@ func writesetKeys(body *txn.Body, plans []*plan.Table) *Keys {
 	return k
 }
 
-func runStatementsKeys(t *testing.T, known bool, txns ...[]step) []string {
+func writeStatementsKeys(t *testing.T, runs, collapse, known bool, txns ...[]step) []string {
 	t.Helper()
 	s := &sink{}
 	w := NewWriter(s)
-	w.Runs = true
+	w.Runs, w.Collapse = runs, collapse
 	if err := w.Begin(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package rowsql
 
 import (
+	"fmt"
+
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/txn"
@@ -21,10 +23,19 @@ type openStmt struct {
 // change writes one row change in source order, merging runs of inserts,
 // deletes or upsertable updates of one table into one statement.
 func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
+	if c.Partial {
+		// The applier checks this before it schedules a transaction; a
+		// transaction that runs alone or in parts is checked here.
+		if err := Named(p, c); err != nil {
+			return fmt.Errorf("transaction %s: %w", t.Describe(), err)
+		}
+	}
 	sameSession := (c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0) == w.fkOff
 	// Diagnosis (OneByOne) writes UPDATEs: a missing row then fails its own
 	// statement, which names it.
-	merges := c.Kind != binlog.RowsUpdate || !w.OneByOne && upsertable(p, c)
+	// A partial image is a statement of its own, but for a DELETE, which
+	// reads only the key (see partial.go).
+	merges := c.Kind == binlog.RowsDelete || !c.Partial && (c.Kind == binlog.RowsInsert || !w.OneByOne && upsertable(p, c))
 	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !merges || !sameSession || w.openFull() ||
 		p.OrderedRows && c.Kind == binlog.RowsDelete) {
 		if err := w.closeOpen(); err != nil {
@@ -37,6 +48,8 @@ func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 		}
 	}
 	switch {
+	case c.Kind == binlog.RowsInsert && c.Partial:
+		return w.insertPartial(t, p, c)
 	case c.Kind == binlog.RowsInsert:
 		return w.insert(t, p, c)
 	case c.Kind == binlog.RowsDelete:
@@ -154,6 +167,12 @@ func (w *Writer) update(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 			n++
 			w.buf = append(w.buf, p.Cols[col].Quoted...)
 			w.buf = append(w.buf, '=')
+			if c.After[col].Kind == binlog.KindAbsent {
+				// An ON UPDATE column a partial image leaves out: the
+				// source did not write it, so it keeps its value.
+				w.buf = append(w.buf, p.Cols[col].Quoted...)
+				continue
+			}
 			var err error
 			if w.buf, err = w.lit.append(w.buf, &c.After[col], &p.Source.Columns[col], &p.Cols[col]); err != nil {
 				return columnError(p, col, err)
@@ -180,7 +199,7 @@ func (w *Writer) update(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 
 func anyChanged(p *plan.Table, c *txn.Change) bool {
 	for _, col := range p.Write {
-		if !SameValue(&c.Before[col], &c.After[col]) {
+		if c.After[col].Kind != binlog.KindAbsent && !SameValue(&c.Before[col], &c.After[col]) {
 			return true
 		}
 	}

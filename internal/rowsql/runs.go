@@ -30,8 +30,8 @@ type runPlanner struct {
 	// last entry merged into it, whose after image it writes (-1: none).
 	lastEntry   map[uint64]int32
 	into, final []int32
-	runOf     []int32 // entry -> its run
-	fence     int     // the last fence entry: nothing merges across it
+	runOf       []int32 // entry -> its run
+	fence       int     // the last fence entry: nothing merges across it
 }
 
 // holders are the last runs holding a key exclusively and in any mode

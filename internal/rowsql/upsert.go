@@ -41,7 +41,7 @@ import (
 
 // upsertable reports whether an update may go into an upsert run.
 func upsertable(p *plan.Table, c *txn.Change) bool {
-	if !p.Upsert {
+	if !p.Upsert || c.Partial {
 		return false
 	}
 	full := 0

@@ -192,8 +192,13 @@ func (w *Writer) Rows(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
 	for j := range changes {
 		c := &changes[j]
 		if w.Collapse && p.Collapsible {
-			w.col.add(t, p, c)
-			continue
+			if !c.Partial {
+				w.col.add(t, p, c)
+				continue
+			}
+			if err := w.flushCollapsed(p); err != nil {
+				return err
+			}
 		}
 		if err := w.change(t, p, c); err != nil {
 			return err

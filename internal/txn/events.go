@@ -29,10 +29,7 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 	if !a.selectedTable(r.Table) {
 		return nil
 	}
-	if !fullImage(r.Present, r.Columns) || r.Kind == binlog.RowsUpdate && !fullImage(r.PresentAfter, r.Columns) {
-		return fmt.Errorf("transaction %s, table %s: row image is not FULL (binlog_row_image must be FULL for every source session)",
-			a.cur.GTID, r.Table.QualifiedName())
-	}
+	partial := !fullImage(r.Present, r.Columns) || r.Kind == binlog.RowsUpdate && !fullImage(r.PresentAfter, r.Columns)
 	start := len(a.values)
 	vals, err := r.AppendRows(a.values)
 	if err != nil {
@@ -43,7 +40,7 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 	body := &a.body
 	first := len(body.Changes)
 	for i := start; i < len(vals); {
-		c := Change{Table: r.Table, Kind: r.Kind, Flags: r.Flags}
+		c := Change{Table: r.Table, Kind: r.Kind, Flags: r.Flags, Partial: partial}
 		switch r.Kind {
 		case binlog.RowsInsert:
 			c.After = vals[i : i+n : i+n]
@@ -55,6 +52,9 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 			c.Before = vals[i : i+n : i+n]
 			c.After = vals[i+n : i+2*n : i+2*n]
 			i += 2 * n
+			if partial {
+				c.FillUnwritten()
+			}
 		}
 		body.Changes = append(body.Changes, c)
 	}
@@ -80,6 +80,26 @@ func (a *Assembler) selectedTable(tm *binlog.TableMap) bool {
 	return sel
 }
 
+// FillUnwritten completes the after image of a partial update (MINIMAL,
+// NOBLOB) with the before image's values of the columns the update did
+// not write: the source logs a column in the after image when the
+// statement wrote it (its ON UPDATE clock included), so one it left out
+// still holds its before value. A column in neither image stays absent.
+// The assembler calls it for every partial update; it does nothing to
+// other changes.
+func (c *Change) FillUnwritten() {
+	if c.Kind != binlog.RowsUpdate {
+		return
+	}
+	for i := range c.After {
+		if c.After[i].Kind == binlog.KindAbsent {
+			c.After[i] = c.Before[i]
+		}
+	}
+}
+
+// fullImage reports whether a columns-present bitmap names every column:
+// otherwise the source logged a MINIMAL or NOBLOB image.
 func fullImage(bitmap []byte, n int) bool {
 	for i := 0; i < n; i++ {
 		if bitmap[i>>3]&(1<<(i&7)) == 0 {

@@ -172,12 +172,22 @@ type Item struct {
 
 // Change is one row change. Before is nil for inserts and After for
 // deletes.
+//
+// Partial changes come from a source session with binlog_row_image MINIMAL
+// or NOBLOB: columns missing from an image are binlog.KindAbsent. An
+// update's after image is completed from its before image (a column the
+// update did not write kept its value), so a column is absent from it only
+// when it is in neither image. An insert's absent columns took their
+// defaults on the source; the before image of an update or delete may hold
+// no more than the columns that name the row (see rowsql and writeset for
+// what that allows).
 type Change struct {
-	Table  *binlog.TableMap
-	Kind   binlog.RowsKind
-	Flags  uint16 // rows event flags (foreign key checks off, ...)
-	Before []binlog.Value
-	After  []binlog.Value
+	Table   *binlog.TableMap
+	Kind    binlog.RowsKind
+	Partial bool
+	Flags   uint16 // rows event flags (foreign key checks off, ...)
+	Before  []binlog.Value
+	After   []binlog.Value
 }
 
 // Statement is a statement the target must run as is (DDL and the like),

@@ -76,6 +76,45 @@
 //     earlier insert made with foreign_key_checks off could otherwise be
 //     missed by a cascade that ran before it.
 //
+// Partial row images (binlog_row_image MINIMAL or NOBLOB on the source,
+// txn.Change.Partial). MINIMAL logs, for an update or delete, only the
+// columns that name the row (the primary key, or the NOT NULL unique key
+// the server uses as one) in the before image and only the columns the
+// statement wrote in the after image; NOBLOB leaves out BLOB and TEXT
+// columns it did not write. The rules, fail closed:
+//
+//   - A unique key value a change needs and its image lacks (the old
+//     value in a delete's or an update's before image, a column of the new
+//     value left to its default by an insert) is not guessed: the table is
+//     taken whole, as for a value that cannot be normalized. The
+//     transaction then waits for every earlier transaction touching that
+//     table, and every later one waits for it. With MINIMAL on a MariaDB
+//     source that is every delete from a table with a secondary unique
+//     key and every update that writes a column of one. Updates and
+//     deletes of tables whose only key is the primary key, and inserts
+//     that name every key column, keep row precision.
+//   - A child row's reference an image lacks (MINIMAL: the before image of
+//     every update and delete of a row with a foreign key): the change
+//     takes RefAny of the parent key exclusively, a table access no real
+//     table has, which every change that creates, removes or changes a
+//     value of that parent key takes shared (beside RefSeed of the value). What RefSeed(K) shared orders for a
+//     known K (every change of a child row of K before a parent change
+//     whose action reaches it, or whose RESTRICT check needs it gone)
+//     RefAny orders for every K at once. Parent changes that keep their
+//     keys (a balance) hold neither and stay beside such child changes;
+//     such child changes order against each other (exclusive), and a
+//     parent key change waits for all of them before it.
+//   - An update that wrote none of a key's columns, and whose image shows
+//     none of them, holds no key for it. It changes no value of that key,
+//     so it takes and frees none, and InnoDB neither changes nor locks the
+//     key's index entry (the row is found by the key that names it, which
+//     the update holds): another transaction's success on that key does
+//     not depend on it. A transaction that takes or frees the row's value
+//     changes the row or removes it, so it holds the row's own key too.
+//     Without a referenced column changing, no foreign-key action fires
+//     (as for full images). A foreign-key check of a child row locks the
+//     parent's key entry, which such an update does not touch.
+//
 // The package is pure computation: it must never talk to a server and
 // never allocate per row beyond the key slice.
 package writeset
@@ -202,6 +241,9 @@ func (b *Builder) addChange(s *Set, p *plan.Table, c *txn.Change) {
 	}
 	for i := range p.Keys {
 		k := &p.Keys[i]
+		if unwritten(c, k.Cols) {
+			continue // a partial image's update that leaves the key alone (see the package doc)
+		}
 		b.addKey(s, p, k.Seed, c.Before, k.Cols, k.Prefix, nil, p.TableHash, false)
 		b.addKey(s, p, k.Seed, c.After, k.Cols, k.Prefix, nil, p.TableHash, false)
 		if p.Referenced && (c.Kind != binlog.RowsUpdate || changesAny(c, k.Cols)) {
@@ -209,6 +251,9 @@ func (b *Builder) addChange(s *Set, p *plan.Table, c *txn.Change) {
 			// it must see that in source order.
 			b.addKey(s, p, RefSeed(k.Seed), c.Before, k.Cols, k.Prefix, nil, p.TableHash, false)
 			b.addKey(s, p, RefSeed(k.Seed), c.After, k.Cols, k.Prefix, nil, p.TableHash, false)
+			// And for a child row whose reference a partial image left
+			// out: it takes RefAny exclusively (see the package doc).
+			b.table(s, RefAny(k.Seed), false)
 		}
 	}
 	for i := range p.Parents {
@@ -227,8 +272,16 @@ func (b *Builder) addChange(s *Set, p *plan.Table, c *txn.Change) {
 		// takes the parent table, not this one.
 		b.table(s, ref.ParentTable, false)
 		// Shared: children of one parent row change independently.
-		b.addKey(s, p, RefSeed(ref.Seed), c.Before, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
-		b.addKey(s, p, RefSeed(ref.Seed), c.After, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
+		for _, img := range [][]binlog.Value{c.Before, c.After} {
+			if absentIn(img, ref.Cols) {
+				// A partial image without the reference: it orders against
+				// every change that creates, removes or changes a value
+				// of the parent key (see the package doc).
+				b.table(s, RefAny(ref.Seed), true)
+				continue
+			}
+			b.addKey(s, p, RefSeed(ref.Seed), img, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
+		}
 		if c.Flags&binlog.RowsFlagNoForeignKeyChecks == 0 &&
 			(c.Kind == binlog.RowsInsert || c.Kind == binlog.RowsUpdate && changesAny(c, ref.Cols)) {
 			// InnoDB checks the new reference under a shared lock of the
@@ -301,6 +354,30 @@ func FiresActions(p *plan.Table, c *txn.Change) bool {
 // beside changes of its children (see the package doc).
 func RefSeed(keySeed uint64) uint64 { return keySeed ^ 0x9e3779b97f4a7c15 }
 
+// RefAny stands for "the rows referencing any value of this key", as a
+// table access (one per set, however many rows): every change that
+// creates, removes or changes a value of a referenced key takes it shared,
+// and a child change whose partial image lacks its reference takes it
+// exclusively. It names no real table.
+func RefAny(keySeed uint64) uint64 {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], RefSeed(keySeed)^0x5bd1e9955bd1e995)
+	return xxhash.Sum64(b[:])
+}
+
+// absentIn reports whether a partial image lacks one of the columns.
+func absentIn(row []binlog.Value, cols []int) bool {
+	if row == nil {
+		return false
+	}
+	for _, c := range cols {
+		if row[c].Kind == binlog.KindAbsent {
+			return true
+		}
+	}
+	return false
+}
+
 // changesAny reports whether an update changes one of the columns, byte
 // for byte: InnoDB cascades any change of a referenced value, also one its
 // collation calls equal ('a' to 'A').
@@ -314,6 +391,24 @@ func changesAny(c *txn.Change, cols []int) bool {
 	return false
 }
 
+// unwritten reports whether c is an update from a partial image that wrote
+// none of the columns and does not show their values: it left them as
+// they were (txn completes an after image from the before image, so a
+// column is absent from it only when it is in neither image).
+func unwritten(c *txn.Change, cols []int) bool {
+	if !c.Partial || c.Kind != binlog.RowsUpdate {
+		return false
+	}
+	for _, col := range cols {
+		if c.After[col].Kind != binlog.KindAbsent {
+			return false
+		}
+	}
+	return true
+}
+
+// hasNonNull reports whether no column of the row is NULL (a column a
+// partial image lacks counts as not NULL: it may hold a value).
 func hasNonNull(row []binlog.Value, cols []int) bool {
 	if row == nil {
 		return false
@@ -329,8 +424,8 @@ func hasNonNull(row []binlog.Value, cols []int) bool {
 // addKey hashes one key of one row image. A NULL in any column means no
 // key: unique keys admit several NULLs and a NULL reference has no parent.
 // colls overrides the columns' own collations (for parent keys). When a
-// value cannot be normalized, the table the key belongs to (fallback) is
-// taken exclusively instead.
+// value cannot be normalized, or a partial image lacks it, the table the
+// key belongs to (fallback) is taken exclusively instead.
 func (b *Builder) addKey(s *Set, p *plan.Table, seed uint64, row []binlog.Value, cols, prefix []int,
 	colls []schema.Collation, fallback uint64, shared bool) {
 	if row == nil {
@@ -342,6 +437,12 @@ func (b *Builder) addKey(s *Set, p *plan.Table, seed uint64, row []binlog.Value,
 	for i, c := range cols {
 		v := &row[c]
 		if v.Kind == binlog.KindNull {
+			return
+		}
+		if v.Kind == binlog.KindAbsent {
+			// A partial image without the value: the key cannot be
+			// named, so its table is taken whole (see the package doc).
+			b.table(s, fallback, true)
 			return
 		}
 		coll := p.Cols[c].Coll

@@ -145,6 +145,23 @@ func accessHash(s *writeset.Set, h uint64) (touched, exclusive bool) {
 	return false, false
 }
 
+// checkSet checks a set's key count and its access to each test table:
+// shared (touched, not exclusively), excl (taken whole), or none.
+func checkSet(t *testing.T, s *writeset.Set, keys int, shared, excl []*plan.Table) {
+	t.Helper()
+	if n := len(s.Keys) + len(s.Shared); n != keys {
+		t.Errorf("%d keys (exclusive and shared), want %d", n, keys)
+	}
+	for _, p := range []*plan.Table{users, accounts, orders, posts, logs, nokey, audited} {
+		touched, isExcl := access(s, p)
+		wantExcl := slices.Contains(excl, p)
+		wantTouched := wantExcl || slices.Contains(shared, p)
+		if touched != wantTouched || isExcl != wantExcl {
+			t.Errorf("table %s: touched %v exclusive %v, want %v %v", p.Name, touched, isExcl, wantTouched, wantExcl)
+		}
+	}
+}
+
 func TestAddChange(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -179,21 +196,10 @@ func TestAddChange(t *testing.T) {
 		{"table-level NULL reference", change{logs, ins(i64(1), null)}, 1, []*plan.Table{logs}, nil, false},
 		{"trigger table: barrier", change{audited, ins(i64(1))}, 1, []*plan.Table{audited}, nil, true},
 	}
-	all := []*plan.Table{users, accounts, orders, posts, logs, nokey, audited}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := setOf(c.ch)
-			if n := len(s.Keys) + len(s.Shared); n != c.keys {
-				t.Errorf("%d keys (exclusive and shared), want %d", n, c.keys)
-			}
-			for _, p := range all {
-				touched, excl := access(s, p)
-				wantExcl := slices.Contains(c.excl, p)
-				wantTouched := wantExcl || slices.Contains(c.shared, p)
-				if touched != wantTouched || excl != wantExcl {
-					t.Errorf("table %s: touched %v exclusive %v, want %v %v", p.Name, touched, excl, wantTouched, wantExcl)
-				}
-			}
+			checkSet(t, s, c.keys, c.shared, c.excl)
 			if (s.Barrier != "") != c.barrier {
 				t.Errorf("barrier %q, want %v", s.Barrier, c.barrier)
 			}
