@@ -43,7 +43,7 @@ type keySpan struct{ from, mid, to int }
 // table and its column set).
 type groupKey struct {
 	p     *plan.Table
-	kind  binlog.RowsKind
+	form  form
 	fkOff bool
 }
 
@@ -58,7 +58,7 @@ func (h *pending) reset() {
 // own rules (writeset.Builder.AddChange) for the change alone: those the
 // scheduler's writeset already holds (known: the change's span in it), or
 // computed here.
-func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int, known *Keys, at int) {
+func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, f form, group int, known *Keys, at int) {
 	set, span := &h.set, writeset.Span{}
 	if known != nil {
 		set, span = known.Set, known.Spans[at]
@@ -75,7 +75,7 @@ func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int, known
 	sp.mid = len(h.keys)
 	h.keys = append(h.keys, set.Shared[span.Shared[0]:span.Shared[1]]...)
 	sp.to = len(h.keys)
-	merge := c.Kind == binlog.RowsUpdate && group >= 0 && !fence && !c.Partial && whole(c.Before) && whole(c.After)
+	merge := f == formUpsert && !fence && whole(c.Before) && whole(c.After)
 	h.changes = append(h.changes, pendingChange{t: t, p: p, c: c})
 	h.entries = append(h.entries, runEntry{group: group, fence: fence, merge: merge})
 	h.spans = append(h.spans, sp)
@@ -84,14 +84,14 @@ func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, group int, known
 
 // group numbers the statement group of a change; -1 for an update that
 // must be a statement of its own.
-func (h *pending) group(p *plan.Table, c *txn.Change) int {
-	if c.Kind == binlog.RowsUpdate && !upsertable(p, c) || c.Partial && c.Kind == binlog.RowsInsert {
+func (h *pending) group(p *plan.Table, f form, c *txn.Change) int {
+	if !f.shares() {
 		return -1
 	}
 	if h.groups == nil {
 		h.groups = map[groupKey]int{}
 	}
-	k := groupKey{p: p, kind: c.Kind, fkOff: c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0}
+	k := groupKey{p: p, form: f, fkOff: c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0}
 	g, ok := h.groups[k]
 	if !ok {
 		g = len(h.groups)
@@ -152,7 +152,8 @@ func (w *Writer) hold(t *txn.Txn, p *plan.Table, changes []txn.Change, known *Ke
 				return err
 			}
 		}
-		h.add(t, p, c, h.group(p, c), known, first+j)
+		f := formOf(p, c, false) // never diagnosis: see hoisting
+		h.add(t, p, c, f, h.group(p, f, c), known, first+j)
 		if h.full() {
 			if err := w.writeRuns(); err != nil {
 				return err

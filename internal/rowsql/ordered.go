@@ -31,12 +31,8 @@ func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 		}
 	}
 	sameSession := (c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0) == w.fkOff
-	// Diagnosis (OneByOne) writes UPDATEs: a missing row then fails its own
-	// statement, which names it.
-	// A partial image is a statement of its own, but for a DELETE, which
-	// reads only the key (see partial.go).
-	merges := c.Kind == binlog.RowsDelete || !c.Partial && (c.Kind == binlog.RowsInsert || !w.OneByOne && upsertable(p, c))
-	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !merges || !sameSession || w.openFull() ||
+	f := formOf(p, c, w.OneByOne)
+	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !f.shares() || !sameSession || w.openFull() ||
 		p.OrderedRows && c.Kind == binlog.RowsDelete) {
 		if err := w.closeOpen(); err != nil {
 			return err
@@ -47,18 +43,61 @@ func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 			return err
 		}
 	}
-	switch {
-	case c.Kind == binlog.RowsInsert && c.Partial:
+	switch f {
+	case formInsertPartial:
 		return w.insertPartial(t, p, c)
-	case c.Kind == binlog.RowsInsert:
+	case formInsert:
 		return w.insert(t, p, c)
-	case c.Kind == binlog.RowsDelete:
+	case formDelete:
 		return w.delete(t, p, c)
-	case merges:
+	case formUpsert:
 		return w.upsert(t, p, c)
 	}
 	return w.update(t, p, c)
 }
+
+// form is the statement a row change is written as: the one choice, per
+// change, that decides how it is rendered and which changes it may share a
+// statement with (a run: see runs.go).
+type form uint8
+
+const (
+	// formInsert: a multi-row INSERT with the inserts of its table.
+	formInsert form = iota
+	// formInsertPartial: an INSERT of the columns a partial image has,
+	// alone (see partial.go).
+	formInsertPartial
+	// formDelete: a DELETE ... IN with the deletes of its table (a partial
+	// image's too: a delete reads only the key).
+	formDelete
+	// formUpsert: an update that keeps its keys, in an upsert run of its
+	// table (upsert.go; a run of one is an UPDATE).
+	formUpsert
+	// formUpdate: an UPDATE of one row, alone: it changes a key value, it
+	// is a wide row's small change, a partial image, or diagnosis (which
+	// writes UPDATEs so that a missing row fails its own statement, which
+	// names it).
+	formUpdate
+)
+
+// formOf chooses a change's form; oneByOne is diagnosis.
+func formOf(p *plan.Table, c *txn.Change, oneByOne bool) form {
+	switch {
+	case c.Kind == binlog.RowsDelete:
+		return formDelete
+	case c.Kind == binlog.RowsInsert && c.Partial:
+		return formInsertPartial
+	case c.Kind == binlog.RowsInsert:
+		return formInsert
+	case !c.Partial && !oneByOne && upsertable(p, c):
+		return formUpsert
+	}
+	return formUpdate
+}
+
+// shares reports whether a change of this form may share its statement
+// with others of its table and form.
+func (f form) shares() bool { return f == formInsert || f == formDelete || f == formUpsert }
 
 // maxDeleteRows bounds the rows of one DELETE: MariaDB turns an IN list of
 // in_predicate_conversion_threshold (1000) values or more into a subquery

@@ -218,3 +218,35 @@ func TestUpsertableWideRows(t *testing.T) {
 		}
 	}
 }
+
+// TestFormOf: the one choice of a change's statement form.
+func TestFormOf(t *testing.T) {
+	u := keyed(upsertTable("u", false, nil, "id", "email", "n"), 1)
+	plain := table("plain", 1, false, "id", "n")
+	partial := func(c txn.Change) txn.Change { c.Partial = true; return c }
+	keep := upd(row(i64(1), str("a"), i64(0)), row(i64(1), str("a"), i64(1)))
+	cases := []struct {
+		name     string
+		p        *plan.Table
+		c        txn.Change
+		oneByOne bool
+		want     form
+		shares   bool
+	}{
+		{"insert", u, ins(row(i64(1), str("a"), i64(0))), false, formInsert, true},
+		{"partial insert", u, partial(ins(row(i64(1), str("a"), i64(0)))), false, formInsertPartial, false},
+		{"delete", u, del(row(i64(1), str("a"), i64(0))), false, formDelete, true},
+		{"partial delete", u, partial(del(row(i64(1), str("a"), i64(0)))), false, formDelete, true},
+		{"update keeping its keys", u, keep, false, formUpsert, true},
+		{"the same in diagnosis", u, keep, true, formUpdate, false},
+		{"the same from a partial image", u, partial(keep), false, formUpdate, false},
+		{"update of a unique value", u, upd(row(i64(1), str("a"), i64(0)), row(i64(1), str("b"), i64(0))), false, formUpdate, false},
+		{"update of a table that is not upserted", plain, upd(row(i64(1), i64(0)), row(i64(1), i64(1))), false, formUpdate, false},
+	}
+	for _, c := range cases {
+		f := formOf(c.p, &c.c, c.oneByOne)
+		if f != c.want || f.shares() != c.shares {
+			t.Errorf("%s: form %d (shares %v), want %d (%v)", c.name, f, f.shares(), c.want, c.shares)
+		}
+	}
+}
