@@ -58,48 +58,6 @@ func classify(query string) stmtKind {
 	return stmtDDL
 }
 
-// dmlTables names the table a statement-based DML statement writes, when
-// its form is a simple one: INSERT/REPLACE [INTO] t, UPDATE t, DELETE FROM
-// t, LOAD DATA ... INTO TABLE t. unknown is set otherwise (multi-table
-// forms, CALL, ...).
-func dmlTables(q, defSchema string, dec decoder) (names []TableName, unknown bool) {
-	p := &ddlParser{toks: tokenize(q, 0), def: defSchema, dec: dec}
-	defer func() {
-		if p.bad {
-			names, unknown = nil, true
-		}
-	}()
-	switch p.next() {
-	case "INSERT", "REPLACE":
-		p.skipWords("LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO")
-	case "UPDATE":
-		p.skipWords("LOW_PRIORITY", "IGNORE")
-		n := p.nameList()
-		if len(n) == 1 && p.peek().Text == "SET" {
-			return n, false
-		}
-		return nil, true
-	case "DELETE":
-		p.skipWords("LOW_PRIORITY", "QUICK", "IGNORE")
-		if p.next() != "FROM" {
-			return nil, true
-		}
-	case "LOAD":
-		for p.pos < len(p.toks) && p.peek().Text != "INTO" {
-			p.pos++
-		}
-		p.pos++
-		p.skipWords("TABLE")
-	default:
-		return nil, true
-	}
-	n, ok := p.name()
-	if !ok {
-		return nil, true
-	}
-	return []TableName{n}, false
-}
-
 // parseSavepoint reads SAVEPOINT x, ROLLBACK [WORK] TO [SAVEPOINT] x and
 // RELEASE SAVEPOINT x.
 func parseSavepoint(q string) (ItemKind, string, error) {

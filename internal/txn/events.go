@@ -265,8 +265,10 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
 	}
 	kind := classify(query)
+	var refs dmlRefsResult
 	if kind == stmtDML {
-		st.Tables, st.Unknown = dmlTables(query, q.Schema, dec)
+		refs = dmlRefs(query, q.Schema, dec)
+		st.Tables, st.Writes, st.Unknown, st.Calls, st.DML = union(refs.writes, refs.reads), refs.writes, refs.unknown, refs.calls, true
 	} else {
 		st.Tables, st.Unknown = ddlTables(query, q.Schema, dec)
 	}
@@ -283,11 +285,17 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 	case kind == stmtSkip:
 	case kind == stmtAccount:
 		a.logStatement(slog.LevelInfo, "skipping account statement (accounts are not replicated)", query)
+	case kind == stmtDML:
+		run, err := a.statementDML(st, refs)
+		if err != nil {
+			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
+		}
+		if run {
+			a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
+			a.bytes += len(query)
+		}
 	case !a.selected(st):
 		a.logStatement(slog.LevelDebug, "skipping statement for tables not replicated", query)
-	case kind == stmtDML:
-		return nil, fmt.Errorf("transaction %s at %s:%d: statement-based DML in the binlog (binlog_format must be ROW for every source session): %s",
-			a.curGTID(), ev.File, ev.Pos, abbreviate(redact.Statement(query), 200))
 	case kind == stmtTrigger || kind == stmtEvent:
 		st.Deferred = deferReason(kind)
 		a.logStatement(slog.LevelWarn, "not running "+st.Deferred+" on the target while it is a replica; recorded for cut-over", query)

@@ -67,7 +67,14 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 		return false, nil
 	}
 	var temp, other []TableName
-	for _, n := range st.Tables {
+	named := st.Tables
+	if st.DML {
+		// Row changes decide by what they write: INSERT INTO tmp SELECT
+		// ... FROM real changes the temporary table only; one that writes a
+		// real table and reads a temporary one is refused below (reads).
+		named = st.Writes
+	}
+	for _, n := range named {
 		switch tt.kind(s, n) {
 		case isTemp:
 			temp = append(temp, n)

@@ -14,7 +14,8 @@ import (
 func tempStatement(q, schema string) *Statement {
 	st := &Statement{Schema: schema, Query: q}
 	if classify(q) == stmtDML {
-		st.Tables, st.Unknown = dmlTables(q, schema, nil)
+		r := dmlRefs(q, schema, nil)
+		st.Tables, st.Writes, st.Unknown, st.DML = union(r.writes, r.reads), r.writes, r.unknown, true
 	} else {
 		st.Tables, st.Unknown = ddlTables(q, schema, nil)
 	}

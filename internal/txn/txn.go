@@ -137,7 +137,8 @@ const (
 	// ItemRows is a run of row changes (Changes[First:Last]) from one rows
 	// event.
 	ItemRows ItemKind = iota
-	// ItemStatement is a statement the target runs as the source did (DDL).
+	// ItemStatement is a statement the target runs as the source did (DDL,
+	// or row changes logged as a statement: Statement.DML).
 	ItemStatement
 	// ItemDeferred is a statement the target must not run while it is a
 	// replica (trigger and event DDL): it is recorded for the user to apply
@@ -197,6 +198,16 @@ type Statement struct {
 	// Deferred says why a statement is kept instead of run (empty for
 	// statements that run).
 	Deferred string
+	// DML is set for row changes a MIXED or STATEMENT session logged as a
+	// statement: the target runs it in the source's session context inside
+	// the transaction that saves the position. Tables then names every
+	// table it reads or writes, Writes those it writes (the statement's
+	// targets), and Calls the names it calls as functions
+	// (a stored function's reads and writes are not in its text: the
+	// applier checks that none is one).
+	DML    bool
+	Writes []TableName
+	Calls  []TableName
 }
 
 // TableName is a schema-qualified table name ("" table for a whole schema).
