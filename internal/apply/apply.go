@@ -99,6 +99,11 @@ type SourceTables interface {
 	// Transactional reports whether a table's engine can roll back on the
 	// source.
 	Transactional(ctx context.Context, tm *binlog.TableMap) (bool, error)
+	// HasTriggers reports whether a table has triggers on the source (false
+	// for one that does not exist there); StoredFunction whether a name is
+	// a stored function there. Statement-logged DML needs both.
+	HasTriggers(ctx context.Context, schema, table string) (bool, error)
+	StoredFunction(ctx context.Context, schema, name string) (bool, error)
 }
 
 func (c *Config) defaults() {

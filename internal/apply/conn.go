@@ -16,6 +16,7 @@ import (
 
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/rowsql"
+	"github.com/binlane/binlane/internal/sqlerr"
 )
 
 // sessionSQLMode is the sql_mode rows are applied with: strict, so a value
@@ -77,10 +78,7 @@ func openConn(ctx context.Context, db *sql.DB, binlogApplied bool, lockWait int)
 // connection of their own (package session).
 func (c *targetConn) init(ctx context.Context, binlogApplied bool, lockWait int) error {
 	q := fmt.Sprintf("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;"+
-		"SET SESSION sql_mode='%s', time_zone='+00:00', foreign_key_checks=1, unique_checks=1, "+
-		"check_constraint_checks=0, innodb_lock_wait_timeout=%d, autocommit=1, character_set_client=utf8mb4, "+
-		"character_set_connection=utf8mb4, character_set_results=utf8mb4, collation_connection=utf8mb4_general_ci",
-		sessionSQLMode, lockWait)
+		"%s, innodb_lock_wait_timeout=%d, autocommit=1", sessionSQL(sqlerr.MariaDB, false), lockWait)
 	if !binlogApplied {
 		q += ";SET SESSION sql_log_bin=0"
 	}
@@ -91,6 +89,23 @@ func (c *targetConn) init(ctx context.Context, binlogApplied bool, lockWait int)
 		return fmt.Errorf("prepare target session: %w", err)
 	}
 	return nil
+}
+
+// sessionSQL sets what rows are written in (see init). restore also puts
+// back what a statement's source session context (package session) may
+// have set, for rows written after it in the same transaction.
+func sessionSQL(flavor sqlerr.Flavor, restore bool) string {
+	q := "SET SESSION sql_mode='" + sessionSQLMode + "', time_zone='+00:00', foreign_key_checks=1, unique_checks=1, " +
+		"check_constraint_checks=0, character_set_client=utf8mb4, character_set_connection=utf8mb4, " +
+		"character_set_results=utf8mb4, collation_connection=utf8mb4_general_ci"
+	if restore {
+		q += ", timestamp=DEFAULT, insert_id=0, sql_auto_is_null=0, explicit_defaults_for_timestamp=DEFAULT, " +
+			"auto_increment_increment=DEFAULT, auto_increment_offset=DEFAULT, lc_time_names=DEFAULT, collation_server=DEFAULT"
+		if flavor == sqlerr.MariaDB {
+			q += ", sql_if_exists=0, system_versioning_insert_history=0"
+		}
+	}
+	return q
 }
 
 // close closes the physical connection. sql.Conn.Close alone would hand it

@@ -219,6 +219,7 @@ const (
 	AloneTooLarge  = "too_large"  // sent in parts
 	AloneSavepoint = "savepoints" // ROLLBACK TO SAVEPOINT or ROLLBACK over non-transactional changes
 	AloneXA        = "xa"         // a step of an XA transaction the source prepared
+	// AloneStatementDML (statementdml.go): row changes logged as statements.
 )
 
 // add analyses a transaction and puts it into the scheduler.
@@ -260,9 +261,17 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		// Statements run alone, also inside a group that rolled back: DDL
 		// commits on its own, so a rollback never undoes it (a failed
 		// CREATE OR REPLACE ... SELECT logs the DROP it really did between
-		// BEGIN and ROLLBACK).
+		// BEGIN and ROLLBACK). Statement-logged DML has no writeset.
+		dml, err := c.checkStatementDML(ctx, w)
+		if err != nil {
+			return err
+		}
 		w.statements = true
-		if reason == "" {
+		switch {
+		case reason != "":
+		case dml:
+			reason = AloneStatementDML
+		default:
 			reason = AloneDDL
 		}
 		if err := c.copyStatements(w); err != nil {

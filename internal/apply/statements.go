@@ -46,6 +46,13 @@ func (w *worker) runAlone(ctx context.Context, b *batch) error {
 	}
 	w.sql.Collapse, w.sql.OneByOne, w.sql.Runs = false, false, false
 	s := aloneState{}
+	defer func() {
+		if s.dml {
+			// The source sessions' context (user variables, insert ids)
+			// stays with the connection: the rows after it get a fresh one.
+			w.dropConn()
+		}
+	}()
 	body := wk.body
 	for {
 		if err := w.aloneBody(ctx, t, &body, &s); err != nil {
@@ -89,6 +96,7 @@ func (w *worker) runAlone(ctx context.Context, b *batch) error {
 type aloneState struct {
 	inTxn     bool // a target transaction is open for its rows
 	statement bool // a statement ran (or was found applied)
+	dml       bool // a statement-logged DML statement ran in the transaction
 	rows      int
 	deferred  []deferredStmt
 }
@@ -111,6 +119,20 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 		it := &body.Items[i]
 		switch it.Kind {
 		case txn.ItemStatement:
+			if it.Statement.DML {
+				// Row changes: in the transaction, with the position.
+				if !s.inTxn {
+					if err := w.sql.Begin(); err != nil {
+						return err
+					}
+					s.inTxn = true
+				}
+				s.dml = true
+				if err := w.statementDML(ctx, t, it.Statement); err != nil {
+					return err
+				}
+				continue
+			}
 			if s.inTxn {
 				// The statement commits what came before it implicitly.
 				if err := w.sql.Flush(); err != nil {

@@ -27,14 +27,16 @@ const (
 // user (an account name such as 'binlane'@'%') and the replicated
 // databases: the replication stream, reading the current binlog position,
 // and SELECT for the copy, verify and the table engines of transactions
-// that roll back to a savepoint; SHOW VIEW, EVENT and SELECT on mysql.proc
+// that roll back to a savepoint; TRIGGER shows the tables' triggers (a
+// statement-logged DML statement on a table with triggers is refused);
+// SHOW VIEW, EVENT and SELECT on mysql.proc
 // let the copy read the definitions of views, events and stored routines
 // (MariaDB 10.11 shows a routine's body only to its definer and to an
 // account that can read mysql.proc).
 func SourceGrants(user string, dbs ...string) []string {
 	out := []string{"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO " + user}
 	for _, db := range dbs {
-		out = append(out, "GRANT SELECT, SHOW VIEW, EVENT ON "+quoteDB(db)+".* TO "+user)
+		out = append(out, "GRANT SELECT, SHOW VIEW, TRIGGER, EVENT ON "+quoteDB(db)+".* TO "+user)
 	}
 	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user)
 }

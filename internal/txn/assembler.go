@@ -85,6 +85,9 @@ type Assembler struct {
 	// tempsChanged says the next transaction to end carries them.
 	temps        tempTables
 	tempsChanged bool
+	// loads are the files of statement-based LOAD DATA statements of the
+	// current group, by file id.
+	loads map[uint32][]byte
 	// skipping is set while the transaction of Config.Skip is read;
 	// skipChecked once the first transaction was compared with it.
 	skipping, skipChecked bool
@@ -264,9 +267,16 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 		// Ignored: each rows event carries its table map.
 	case *binlog.AnnotateRowsEvent, *binlog.RowsQueryEvent:
 		// Ignored: the SQL behind rows events; the rows are what is applied.
-	case *binlog.LoadBlockEvent, *binlog.DeleteFileEvent:
-		// Ignored: the file of a statement-based LOAD DATA, whose statement
-		// (a query event) is refused as statement-based DML.
+	case *binlog.LoadBlockEvent:
+		// The file of a statement-based LOAD DATA, for its statement (an
+		// Execute_load_query event) later in the group.
+		if a.loads == nil {
+			a.loads = map[uint32][]byte{}
+		}
+		a.loads[d.FileID] = append(a.loads[d.FileID], d.Data...)
+		a.bytes += len(d.Data)
+	case *binlog.DeleteFileEvent:
+		delete(a.loads, d.FileID)
 	case *binlog.SkippedEvent:
 		// Ignored: read past by the decoder (its Reason says why).
 	}
@@ -286,6 +296,7 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 	a.values, a.bytes = nil, 0
 	a.single = false
 	a.vars, a.alter = Vars{}, binlog.AlterNone
+	a.loads = nil
 	return nil
 }
 

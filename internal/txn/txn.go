@@ -208,6 +208,18 @@ type Statement struct {
 	DML    bool
 	Writes []TableName
 	Calls  []TableName
+	// Load is the file of a LOAD DATA logged as a statement.
+	Load *LoadData
+}
+
+// LoadData is the file of a LOAD DATA logged as a statement: its content
+// (the Begin_load_query and Append_block events before it) and where the
+// statement names it (see binlog.LoadQuery).
+type LoadData struct {
+	FileID             uint32
+	FileStart, FileEnd uint32
+	DupHandling        byte
+	Data               []byte
 }
 
 // TableName is a schema-qualified table name ("" table for a whole schema).
