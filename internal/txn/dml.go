@@ -1,10 +1,13 @@
 package txn
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/binlane/binlane/internal/redact"
+	"github.com/binlane/binlane/internal/sqllex"
 )
 
 // Statement-logged DML. A MIXED or STATEMENT session logs row changes as
@@ -34,6 +37,9 @@ func (a *Assembler) statementDML(st *Statement, refs dmlRefsResult) (run bool, e
 			"a name it cannot read): it runs no statement whose effect it cannot check; make the source session log rows "+
 			"(SET SESSION binlog_format=ROW) for such statements: %s", q)
 	}
+	if err := unsafeCall(st); err != nil {
+		return false, fmt.Errorf("%w: %s", err, q)
+	}
 	selected := false
 	for _, n := range refs.writes {
 		if a.cfg.Rules.Match(n.Schema, n.Table) {
@@ -52,6 +58,40 @@ func (a *Assembler) statementDML(st *Statement, refs dmlRefsResult) (run bool, e
 		}
 	}
 	return true, nil
+}
+
+// unsafeFunctions are the functions whose value a replica computes
+// differently from the source, and which no event before the statement
+// carries (NOW() has the event's timestamp, RAND() its seeds,
+// LAST_INSERT_ID() its Intvar event): MIXED logs statements that call them
+// as rows; a STATEMENT session logs them as statements with a warning.
+var unsafeFunctions = map[string]bool{
+	"UUID": true, "UUID_SHORT": true, "SYS_GUID": true, "SYSDATE": true, "USER": true, "SYSTEM_USER": true, "SESSION_USER": true,
+	"CURRENT_USER": true, "CURRENT_ROLE": true, "CONNECTION_ID": true, "VERSION": true, "LOAD_FILE": true, "FOUND_ROWS": true,
+	"ROW_COUNT": true, "GET_LOCK": true, "RELEASE_LOCK": true, "RELEASE_ALL_LOCKS": true, "IS_FREE_LOCK": true,
+	"IS_USED_LOCK": true, "SLEEP": true, "MASTER_POS_WAIT": true, "MASTER_GTID_WAIT": true, "BENCHMARK": true,
+	"RANDOM_BYTES": true,
+}
+
+// unsafeCall refuses a statement whose result depends on the server or
+// session it runs on: a call of an unsafe function, or a system variable
+// (@@server_id, ...), which the target reads as its own.
+func unsafeCall(st *Statement) error {
+	for _, c := range st.Calls {
+		if unsafeFunctions[strings.ToUpper(c.Table)] {
+			return fmt.Errorf("statement-logged DML calls %s(), whose value on the target would not be the source's "+
+				"(a MIXED session logs such statements as rows; this one was logged by a STATEMENT session): make the source "+
+				"session log rows (SET SESSION binlog_format=ROW or MIXED)", strings.ToUpper(c.Table))
+		}
+	}
+	toks := tokenize(st.Query, 0)
+	for i := 0; i+1 < len(toks); i++ {
+		if toks[i].Kind == sqllex.Punct && toks[i].Text == "@" && toks[i+1].Kind == sqllex.Punct && toks[i+1].Text == "@" {
+			return errors.New("statement-logged DML reads a system variable (@@...), whose value on the target would be the " +
+				"target's: make the source session log rows (SET SESSION binlog_format=ROW or MIXED)")
+		}
+	}
+	return nil
 }
 
 // union returns the names of a and b, each once, in order.
