@@ -110,9 +110,6 @@ func dmlRefusals() []corpusWorkload {
 			"CREATE TABLE t (a INT PRIMARY KEY, u CHAR(36))", "SET SESSION binlog_format=STATEMENT", "INSERT INTO t VALUES (1, UUID())"}},
 		{name: "refuse/statement DML reading a system variable", refuse: "reads a system variable", stmts: []string{
 			"CREATE TABLE t (a INT PRIMARY KEY)", "SET SESSION binlog_format=STATEMENT", "INSERT INTO t VALUES (@@server_id)"}},
-		{name: "refuse/statement DML reading a temporary table", refuse: "reads temporary table", stmts: []string{
-			"CREATE TABLE t (a INT PRIMARY KEY)", "SET SESSION binlog_format=STATEMENT", "CREATE TEMPORARY TABLE tmp (a INT)",
-			"INSERT INTO tmp VALUES (1)", "INSERT INTO t SELECT a FROM tmp"}},
 	}
 }
 
