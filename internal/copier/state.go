@@ -303,9 +303,9 @@ func (s *State) Statement(st *txn.Statement) (cps []position.CopyProgress, build
 		// copy has not completed lacks rows the source had.
 		for _, ts := range hit {
 			if !ts.cov.All {
-				return nil, nil, fmt.Errorf("statement-logged DML %q reads or writes %s.%s, which binlane is still copying: the target "+
+				return nil, nil, fmt.Errorf("statement-logged DML %q reads or writes %s, which binlane is still copying: the target "+
 					"would compute its rows from a partial table; let the copy finish before such statements, or make the source "+
-					"session log rows (SET SESSION binlog_format=ROW)", abbreviate(st.Query), ts.t.Schema, ts.t.Name)
+					"session log rows (SET SESSION binlog_format=ROW)", abbreviate(st.Query), ts.t.Quoted())
 			}
 		}
 	}
