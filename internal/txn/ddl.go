@@ -14,7 +14,8 @@ const (
 	stmtAccount          // accounts, privileges, plugins, FLUSH: not replicated
 	stmtTrigger          // CREATE/DROP TRIGGER: deferred (the source's trigger effects are in its binlog as rows)
 	stmtEvent            // CREATE/ALTER/DROP EVENT: deferred (a replica must not run the source's events)
-	stmtSkip             // nothing for the target to do (set after classify: temporary tables)
+	stmtSkip             // nothing for the target to do (set after classify)
+	stmtTemp             // about a source session's temporary tables only (set after classify; see temp.go)
 )
 
 // objectWords are the object kinds of CREATE/ALTER/DROP/RENAME.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/binlane/binlane/internal/redact"
@@ -51,6 +52,9 @@ func (a *Assembler) statementDML(st *Statement, refs dmlRefsResult) (run bool, e
 		return false, nil
 	}
 	for _, n := range st.Tables {
+		if st.Temp != nil && slices.Contains(st.Temp.Reads, n) {
+			continue // the session's temporary table (see tempStatement)
+		}
 		if !a.cfg.Rules.Match(n.Schema, n.Table) {
 			return false, fmt.Errorf("statement-logged DML on replicated tables also reads or writes %s, which the stream does not "+
 				"replicate: the target would compute the rows from its own copy of it (or miss it); replicate that table too, "+
@@ -92,6 +96,34 @@ func unsafeCall(st *Statement) error {
 		}
 	}
 	return nil
+}
+
+// tempStatement completes the TempUse of a statement about session s's
+// temporary tables only, and reports whether the applier needs it. A
+// temporary table filled from a table the stream does not replicate is
+// not rebuilt; statements on temporary tables of databases the stream does
+// not replicate are not run at all (a statement on replicated tables that
+// reads one then stops, as it would for a table it does not replicate).
+func (a *Assembler) tempStatement(st *Statement, s session) bool {
+	u := st.Temp
+	if u == nil {
+		return false
+	}
+	u.Server, u.Thread = s.server, s.thread
+	if st.DML && unsafeCall(st) != nil {
+		u.Rebuild = false // UUID() into a temporary table: not the source's rows
+	}
+	for _, n := range u.RealReads {
+		if !a.cfg.Rules.Match(n.Schema, n.Table) {
+			u.Rebuild = false
+		}
+	}
+	for _, n := range append(append([]TableName(nil), u.Writes...), u.Reads...) {
+		if a.cfg.Rules.MatchSchema(n.Schema) {
+			return true
+		}
+	}
+	return false
 }
 
 // union returns the names of a and b, each once, in order.

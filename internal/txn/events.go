@@ -278,11 +278,16 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 			return nil, err
 		}
 		if skip {
-			kind, a.tempsChanged = stmtSkip, true
+			kind, a.tempsChanged = stmtTemp, true
 		}
 	}
 	switch {
 	case kind == stmtSkip:
+	case kind == stmtTemp:
+		if a.tempStatement(st, session{ev.Header.ServerID, q.ThreadID}) {
+			a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
+			a.bytes += len(query)
+		}
 	case kind == stmtAccount:
 		a.logStatement(slog.LevelInfo, "skipping account statement (accounts are not replicated)", query)
 	case kind == stmtDML:
@@ -344,8 +349,8 @@ func (a *Assembler) temporary(ev *binlog.Event, q *binlog.QueryEvent, st *Statem
 	case skip && !had && len(a.temps[sess]) > 0:
 		// Once per session's run of temporary tables: a reporting job may
 		// write them a statement at a time.
-		a.log.Warn("a source session logs statements (its binlog_format is not ROW): its temporary tables are not replicated, "+
-			"and its row changes to replicated tables would stop the stream", "server_id", sess.server, "thread", sess.thread,
+		a.log.Info("a source session logs statements (its binlog_format is not ROW): the target keeps its temporary tables on a "+
+			"connection of its own while this run lasts", "server_id", sess.server, "thread", sess.thread,
 			"gtid", a.curGTID(), "query", abbreviate(redact.Statement(st.Query), 200))
 	case skip:
 		a.logStatement(slog.LevelDebug, "not running a statement on temporary tables of a source session", st.Query)

@@ -43,10 +43,13 @@ type tempTables map[session]map[TableName]struct{}
 
 // observe reads a statement of session s (dec reads its identifiers; nil:
 // UTF-8). skip reports a statement about the session's temporary tables
-// only (the target runs nothing); err a statement that names one together
-// with another table, or that reads one (see reads).
+// only, which the target runs on the session's own connection (st.Temp
+// says how), never on its real tables; err a statement that names one
+// together with another table, or a statement other than DML that reads
+// one (see reads). A DML statement that writes real tables and reads
+// temporary ones sets st.Temp with the temporary tables it reads.
 func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, err error) {
-	toks := tokenize(st.Query, 6)
+	toks := tokenize(st.Query, 0)
 	switch {
 	case isCreateTemporary(toks):
 		if !st.Unknown {
@@ -54,12 +57,16 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 				tt.add(s, n)
 			}
 		}
+		// CREATE TEMPORARY TABLE t SELECT ... / LIKE ... fills it from
+		// tables the target may not have as the source had them.
+		st.Temp = &TempUse{Only: true, Create: true, Writes: st.Tables, Rebuild: !st.Unknown && !readsTables(toks)}
 		return true, nil
 	case len(toks) > 1 && toks[0].Text == "DROP" && !toks[1].Quoted && toks[1].Text == "TEMPORARY":
 		// DROP TEMPORARY TABLE never drops a real table.
 		for _, n := range st.Tables {
 			tt.remove(s, n)
 		}
+		st.Temp = &TempUse{Only: true, Drop: true, Writes: st.Tables}
 		return true, nil
 	}
 	names := tt[s]
@@ -70,8 +77,7 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 	named := st.Tables
 	if st.DML {
 		// Row changes decide by what they write: INSERT INTO tmp SELECT
-		// ... FROM real changes the temporary table only; one that writes a
-		// real table and reads a temporary one is refused below (reads).
+		// ... FROM real changes the temporary table only.
 		named = st.Writes
 	}
 	for _, n := range named {
@@ -86,9 +92,16 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 		}
 	}
 	if len(temp) == 0 {
-		if n, ok := tt.reads(s, st, dec); ok {
+		reads := tt.reads(s, st, dec)
+		switch {
+		case len(reads) > 0 && st.DML:
+			// Runs on the session's connection, where its temporary tables
+			// are (the applier stops if they are not).
+			st.Temp = &TempUse{Reads: reads}
+		case len(reads) > 0:
 			return false, fmt.Errorf("%s: reads temporary table %s of the source session (thread %d), whose rows and definition the target "+
-				"does not have (binlog_format must be ROW for every source session)", abbreviate(redact.Statement(st.Query), 200), n, s.thread)
+				"does not have for this statement (binlog_format must be ROW for every source session)",
+				abbreviate(redact.Statement(st.Query), 200), reads[0], s.thread)
 		}
 		return false, nil
 	}
@@ -96,24 +109,50 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 		if err := tt.rename(s, st); err != nil {
 			return false, err
 		}
+		// The target's copies do not follow renames: the new names are
+		// not rebuilt (a later use of them on real tables stops).
+		st.Temp = &TempUse{Only: true, Writes: st.Tables}
 		return true, nil
 	}
 	if len(other) > 0 {
 		return false, fmt.Errorf("%s: names temporary table %s of the source session (thread %d) together with %s, which the target cannot run "+
 			"(binlog_format must be ROW for every source session)", abbreviate(redact.Statement(st.Query), 200), temp[0], s.thread, other[0])
 	}
+	use := &TempUse{Only: true, Writes: temp, Rebuild: true}
+	for _, n := range st.Tables {
+		switch {
+		case slices.Contains(temp, n):
+		case tt.kind(s, n) == isTemp:
+			use.Reads = append(use.Reads, n)
+		default:
+			use.RealReads = append(use.RealReads, n)
+		}
+	}
+	st.Temp = use
 	return true, nil
 }
 
-// reads finds a name of the session's temporary tables anywhere in a
+// readsTables reports a CREATE TEMPORARY TABLE that takes its rows or
+// definition from other tables (... SELECT, ... LIKE).
+func readsTables(toks []token) bool {
+	for _, t := range toks {
+		if !t.Quoted && (t.Text == "SELECT" || t.Text == "LIKE") {
+			return true
+		}
+	}
+	return false
+}
+
+// reads finds the names of the session's temporary tables anywhere in a
 // statement that does not change them: CREATE TABLE c SELECT ... FROM t or
 // CREATE TABLE c LIKE t, logged as statements, would read the target's real
 // t where the source read its temporary t. Any identifier that is such a
 // name, as [schema.]name or only when case is ignored, counts: a column of
-// that name too (refused: fail closed).
-func (tt tempTables) reads(s session, st *Statement, dec decoder) (TableName, bool) {
+// that name too (fail closed).
+func (tt tempTables) reads(s session, st *Statement, dec decoder) []TableName {
 	toks := tokenize(st.Query, 0)
 	p := &ddlParser{dec: dec}
+	var out []TableName
 	for i, t := range toks {
 		if !t.Quoted && (t.Raw == "" || !sqllex.IsWordByte(t.Raw[0])) {
 			continue // punctuation, string literals
@@ -122,11 +161,11 @@ func (tt tempTables) reads(s session, st *Statement, dec decoder) (TableName, bo
 		if i >= 2 && toks[i-1].Text == "." && !toks[i-1].Quoted {
 			n.Schema = p.ident(toks[i-2].Raw)
 		}
-		if tt.kind(s, n) != notTemp {
-			return n, true
+		if tt.kind(s, n) != notTemp && !slices.Contains(out, n) {
+			out = append(out, n)
 		}
 	}
-	return TableName{}, false
+	return out
 }
 
 // rename follows RENAME TABLE a TO b[, ...] and ALTER TABLE a RENAME b

@@ -210,6 +210,34 @@ type Statement struct {
 	Calls  []TableName
 	// Load is the file of a LOAD DATA logged as a statement.
 	Load *LoadData
+	// Temp is set for a statement that uses its source session's
+	// temporary tables: the target runs it on a connection of that
+	// session's own, where they are (see TempUse).
+	Temp *TempUse
+}
+
+// TempUse says how a statement uses its source session's temporary
+// tables (see temp.go). The applier keeps, per source session, a target
+// connection holding the temporary tables it could build in this run; a
+// statement on real tables that reads one it does not have stops the
+// stream.
+type TempUse struct {
+	Server, Thread uint32
+	// Only is set for a statement about the session's temporary tables
+	// only (CREATE TEMPORARY TABLE, DROP TEMPORARY TABLE, DML and DDL on
+	// them): it changes no replicated table. Otherwise the statement is DML
+	// on real tables that reads temporary ones.
+	Only         bool
+	Create, Drop bool
+	// Rebuild is set when the target can build what the statement makes
+	// as the source did: not for CREATE TEMPORARY TABLE ... SELECT/LIKE, a
+	// rename, or rows read from tables the stream does not replicate (its
+	// Writes are then missing on the target).
+	Rebuild bool
+	// Writes are the temporary tables it creates, changes or drops; Reads
+	// the ones it reads (they must be on the target); RealReads the real
+	// tables a statement on temporary ones reads.
+	Writes, Reads, RealReads []TableName
 }
 
 // LoadData is the file of a LOAD DATA logged as a statement: its content
