@@ -58,6 +58,9 @@ type coordinator struct {
 	lastOrdered  uint64
 	// domainsAt is when the per-domain NextTS was last published.
 	domainsAt time.Time
+	// temps are the source sessions' connections with their temporary
+	// tables (tempsessions.go).
+	temps *tempSessions
 }
 
 type inflightTxn struct {
@@ -86,9 +89,13 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 		c.jobs[i] = make(chan *batch, 1)
 		c.idle = append(c.idle, i)
 	}
+	c.temps = newTempSessions(a.cfg.Target, !a.cfg.SkipBinlog, a.cfg.LockWaitTimeout)
+	defer c.temps.endAll()
 	workers := make([]*worker, a.cfg.Workers)
 	for i := range workers {
-		if workers[i], err = newWorker(ctx, a.workerConfig(i, pool, seq, c.abortAll)); err != nil {
+		wc := a.workerConfig(i, pool, seq, c.abortAll)
+		wc.temps = c.temps
+		if workers[i], err = newWorker(ctx, wc); err != nil {
 			for _, w := range workers[:i] {
 				w.dropConn()
 			}
@@ -228,6 +235,11 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		return c.addChunk(ctx, p)
 	}
 	t := p.Txn
+	if t.SessionsEnded {
+		// The source restarted: its sessions and their temporary tables are
+		// gone. Nothing that uses them is in flight (they run alone).
+		c.temps.endAll()
+	}
 	w := &work{t: t, body: p.Body, added: time.Now()}
 	u := &w.unit
 	u.Seq, u.Payload, u.Bytes = t.Seq, w, p.Bytes+256

@@ -48,6 +48,17 @@ func (c *coordinator) checkStatementDML(ctx context.Context, w *work) (dml bool,
 		if it.Kind != txn.ItemStatement {
 			continue
 		}
+		if u := it.Statement.Temp; u != nil && u.Only {
+			// On temporary tables only: what the target cannot build as the
+			// source did is not built (a later use of it on real tables
+			// stops the stream).
+			if u.Rebuild && it.Statement.DML {
+				if err := c.checkDMLSource(ctx, it.Statement); err != nil {
+					u.Rebuild = false
+				}
+			}
+			continue
+		}
 		if !it.Statement.DML {
 			ddl = true
 			continue

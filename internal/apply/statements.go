@@ -29,7 +29,7 @@ import (
 // server); unchanged, it was not, and runs. A statement that fails is
 // recorded as failed: it was not applied, and runs again after a restart —
 // an error code never counts as "already applied".
-func (w *worker) runAlone(ctx context.Context, b *batch) error {
+func (w *worker) runAlone(ctx context.Context, b *batch) (rerr error) {
 	if err := w.commit.waitTurn(ctx, w, b); err != nil {
 		return err
 	}
@@ -46,13 +46,26 @@ func (w *worker) runAlone(ctx context.Context, b *batch) error {
 	}
 	w.sql.Collapse, w.sql.OneByOne, w.sql.Runs = false, false, false
 	s := aloneState{}
+	onTemp := false
 	defer func() {
-		if s.dml {
+		if s.dml && !onTemp {
 			// The source sessions' context (user variables, insert ids)
 			// stays with the connection: the rows after it get a fresh one.
 			w.dropConn()
 		}
 	}()
+	if k, ok, err := tempSessionOf(t, &wk.body); err != nil {
+		return err
+	} else if ok {
+		onTemp = true
+		// The whole transaction runs where the session's temporary tables
+		// are, its position included.
+		done, err := w.useTempSession(ctx, k)
+		if err != nil {
+			return err
+		}
+		defer func() { done(rerr != nil) }()
+	}
 	body := wk.body
 	for {
 		if err := w.aloneBody(ctx, t, &body, &s); err != nil {
@@ -119,6 +132,12 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 		it := &body.Items[i]
 		switch it.Kind {
 		case txn.ItemStatement:
+			if st := it.Statement; st.Temp != nil && st.Temp.Only {
+				if err := w.tempStatement(ctx, t, st, s); err != nil {
+					return err
+				}
+				continue
+			}
 			if it.Statement.DML {
 				// Row changes: in the transaction, with the position.
 				if !s.inTxn {
@@ -128,6 +147,11 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 					s.inTxn = true
 				}
 				s.dml = true
+				if st := it.Statement; st.Temp != nil {
+					if err := w.checkTempReads(st); err != nil {
+						return w.statementError(t, st, err)
+					}
+				}
 				if err := w.statementDML(ctx, t, it.Statement); err != nil {
 					return err
 				}

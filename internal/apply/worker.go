@@ -35,6 +35,7 @@ type workerConfig struct {
 	flavor        sqlerr.Flavor
 	recoveredDDL  position.DDLMark
 	copy          Copy
+	temps         *tempSessions
 }
 
 func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-chan struct{}) workerConfig {
@@ -57,6 +58,9 @@ type worker struct {
 	// infilePrefix names the worker's LOAD DATA files (see targetConn.exec).
 	infilePrefix string
 	batch        *batch // being applied (owned by the worker goroutine)
+	// tempSess is the source session whose connection the worker uses for
+	// the transaction it applies (see useTempSession), nil for its own.
+	tempSess *tempSession
 
 	// Published for the lock-wait monitor.
 	cur         atomic.Pointer[batch]

@@ -46,7 +46,9 @@ func SourceGrants(user string, dbs ...string) []string {
 // indexes, views, routines; EVENT for the events a copy creates), and
 // TRIGGER, without which information_schema
 // hides a table's triggers from binlane (it never creates one: trigger DDL
-// from the source is kept for cut-over); everything on its own binlane
+// from the source is kept for cut-over), and CREATE TEMPORARY TABLES for
+// the source sessions' temporary tables (statement-logged DML that reads
+// them); everything on its own binlane
 // schema; SELECT on mysql.proc lets verify read the bodies of the
 // target's stored routines it compares with the source's. PROCESS is
 // optional (see TargetOptionalGrants).
@@ -54,7 +56,7 @@ func TargetGrants(user string, dbs ...string) []string {
 	var out []string
 	for _, db := range dbs {
 		out = append(out, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, REFERENCES, "+
-			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER ON "+quoteDB(db)+".* TO "+user)
+			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER, CREATE TEMPORARY TABLES ON "+quoteDB(db)+".* TO "+user)
 	}
 	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user, "GRANT ALL PRIVILEGES ON `binlane`.* TO "+user)
 }

@@ -88,6 +88,8 @@ type Assembler struct {
 	// loads are the files of statement-based LOAD DATA statements of the
 	// current group, by file id.
 	loads map[uint32][]byte
+	// restarted says the source restarted since the last transaction.
+	restarted bool
 	// skipping is set while the transaction of Config.Skip is read;
 	// skipChecked once the first transaction was compared with it.
 	skipping, skipChecked bool
@@ -230,6 +232,7 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 				a.temps.forget()
 				a.tempsChanged = true
 			}
+			a.restarted = true
 		}
 	case *binlog.MariaGTIDEvent:
 		return nil, a.startMaria(ev, d)
@@ -291,7 +294,8 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 		return err
 	}
 	a.seq++
-	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File, StartPos: ev.Pos}
+	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File, StartPos: ev.Pos, SessionsEnded: a.restarted}
+	a.restarted = false
 	a.body, a.sent = Body{}, false
 	a.values, a.bytes = nil, 0
 	a.single = false

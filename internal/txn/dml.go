@@ -104,12 +104,11 @@ func unsafeCall(st *Statement) error {
 // not rebuilt; statements on temporary tables of databases the stream does
 // not replicate are not run at all (a statement on replicated tables that
 // reads one then stops, as it would for a table it does not replicate).
-func (a *Assembler) tempStatement(st *Statement, s session) bool {
+func (a *Assembler) tempStatement(st *Statement) bool {
 	u := st.Temp
 	if u == nil {
 		return false
 	}
-	u.Server, u.Thread = s.server, s.thread
 	if st.DML && unsafeCall(st) != nil {
 		u.Rebuild = false // UUID() into a temporary table: not the source's rows
 	}

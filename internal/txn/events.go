@@ -284,7 +284,7 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 	switch {
 	case kind == stmtSkip:
 	case kind == stmtTemp:
-		if a.tempStatement(st, session{ev.Header.ServerID, q.ThreadID}) {
+		if a.tempStatement(st) {
 			a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
 			a.bytes += len(query)
 		}
@@ -340,6 +340,9 @@ func (a *Assembler) temporary(ev *binlog.Event, q *binlog.QueryEvent, st *Statem
 	sess := session{ev.Header.ServerID, q.ThreadID}
 	had := len(a.temps[sess]) > 0
 	skip, err = a.temps.observe(sess, st, dec)
+	if st.Temp != nil {
+		st.Temp.Server, st.Temp.Thread = sess.server, sess.thread
+	}
 	switch {
 	case err != nil && a.selected(st):
 		return false, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)

@@ -114,6 +114,12 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 		st.Temp = &TempUse{Only: true, Writes: st.Tables}
 		return true, nil
 	}
+	if len(other) > 0 && st.DML {
+		// UPDATE t JOIN tmp ...: it may write both; it runs where the
+		// temporary tables are, which must all be there.
+		st.Temp = &TempUse{Reads: tt.reads(s, st, dec)}
+		return false, nil
+	}
 	if len(other) > 0 {
 		return false, fmt.Errorf("%s: names temporary table %s of the source session (thread %d) together with %s, which the target cannot run "+
 			"(binlog_format must be ROW for every source session)", abbreviate(redact.Statement(st.Query), 200), temp[0], s.thread, other[0])

@@ -60,7 +60,7 @@ func TestTemporaryTables(t *testing.T) {
 			{a, "CREATE OR REPLACE TEMPORARY TABLE m2 SELECT * FROM r", true, ""},
 			{a, "CREATE TEMPORARY SEQUENCE s1", true, ""},
 			{a, "ALTER TABLE s1 ENGINE=InnoDB", true, ""},
-			{a, "INSERT INTO m2 SELECT * FROM r", true, ""}, // writes the temporary table only
+			{a, "INSERT INTO m2 SELECT * FROM r", true, ""},  // writes the temporary table only
 			{a, "INSERT INTO r SELECT * FROM m2", false, ""}, // runs where m2 is (Temp.Reads)
 		}},
 		{"renames", []step{

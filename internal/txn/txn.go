@@ -61,6 +61,9 @@ type Txn struct {
 	// XA is set for the two groups of an XA transaction the source
 	// prepared: the prepare (its rows) and the later commit or rollback.
 	XA *XA
+	// SessionsEnded is set on the first transaction after the source
+	// restarted: its sessions, and their temporary tables, are gone.
+	SessionsEnded bool
 }
 
 // XA says which step of a prepared XA transaction a group is.
