@@ -72,6 +72,17 @@ func statementDML() []corpusWorkload {
 			"SELECT * FROM src INTO OUTFILE 'binlane_corpus_load.txt'",
 			"LOAD DATA INFILE 'binlane_corpus_load.txt' INTO TABLE t",
 			"LOAD DATA INFILE 'binlane_corpus_load.txt' REPLACE INTO TABLE t (id, @s, d) SET s = UPPER(@s)"}},
+		{name: "temporary table feeding a real one", stmts: []string{
+			"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)",
+			"CREATE TEMPORARY TABLE tmp (id INT PRIMARY KEY, v INT)", "INSERT INTO tmp VALUES (2, 2), (3, 3)",
+			"INSERT INTO tmp SELECT id + 10, v FROM t", "UPDATE tmp SET v = v * 10 WHERE id > 2",
+			"INSERT INTO t SELECT * FROM tmp", "UPDATE t JOIN tmp USING (id) SET t.v = t.v + tmp.v WHERE tmp.id = 2",
+			"DELETE t FROM t JOIN tmp USING (id) WHERE tmp.v = 30", "DROP TEMPORARY TABLE tmp"}},
+		{name: "temporary table shadowing a real one, in a transaction", stmts: []string{
+			"CREATE TABLE r (id INT PRIMARY KEY)", "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO r VALUES (7)",
+			"BEGIN", "CREATE TEMPORARY TABLE r (id INT)", "INSERT INTO r VALUES (1), (2)", "INSERT INTO t SELECT id FROM r", "COMMIT",
+			"ALTER TABLE r ADD COLUMN x INT", "INSERT INTO r VALUES (3, 3)", "INSERT INTO t SELECT id FROM r WHERE x = 3",
+			"DROP TEMPORARY TABLE r", "INSERT INTO t SELECT id FROM r"}},
 		{name: "temporary table written alone", stmts: []string{
 			"CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)",
 			"CREATE TEMPORARY TABLE tmp (id INT)", "INSERT INTO tmp SELECT id FROM t", "UPDATE tmp SET id = id + 1",
