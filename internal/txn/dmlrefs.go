@@ -1,6 +1,10 @@
 package txn
 
-import "github.com/binlane/binlane/internal/sqllex"
+import (
+	"strings"
+
+	"github.com/binlane/binlane/internal/sqllex"
+)
 
 // Tables of a statement-logged DML statement. The target runs such a
 // statement on its own tables, so binlane must know every table it reads
@@ -60,7 +64,7 @@ func dmlRefs(q, defSchema string, dec decoder) dmlRefsResult {
 	r.res.reads = r.dropCTEs(r.res.reads)
 	for i, n := range r.res.writes {
 		// DELETE a FROM t AS a: the target is t.
-		if t, ok := r.aliases[lower(n.Table)]; ok && n.Schema == r.p.def {
+		if t, ok := r.aliases[strings.ToLower(n.Table)]; ok && n.Schema == r.p.def {
 			if t.Table == "" {
 				return dmlRefsResult{unknown: true}
 			}
@@ -76,7 +80,7 @@ func dmlRefs(q, defSchema string, dec decoder) dmlRefsResult {
 func (r *refReader) dropCTEs(names []TableName) []TableName {
 	out := names[:0]
 	for _, n := range names {
-		if n.Schema == r.p.def && r.ctes[lower(n.Table)] {
+		if n.Schema == r.p.def && r.ctes[strings.ToLower(n.Table)] {
 			continue
 		}
 		out = append(out, n)
@@ -128,7 +132,7 @@ func (r *refReader) step() {
 	}
 	p.pos++
 	if nx := p.peek(); nx.Text == "AS" && !nx.Quoted && p.peekAt(1).Text == "(" && (t.Kind == sqllex.Word || t.Quoted) {
-		r.ctes[lower(p.ident(t.Raw))] = true // WITH a AS (...), b AS (...)
+		r.ctes[strings.ToLower(p.ident(t.Raw))] = true // WITH a AS (...), b AS (...)
 	}
 	if t.Quoted || t.Kind != sqllex.Word {
 		r.call(t)
@@ -267,7 +271,7 @@ func (r *refReader) alias(n TableName) {
 		return
 	}
 	if t.Kind == sqllex.Word || t.Kind == sqllex.Ident {
-		r.aliases[lower(p.ident(t.Raw))] = n
+		r.aliases[strings.ToLower(p.ident(t.Raw))] = n
 		p.pos++
 	}
 }
@@ -322,7 +326,7 @@ func (r *refReader) with() {
 	if t.Kind != sqllex.Word && t.Kind != sqllex.Ident {
 		return
 	}
-	r.ctes[lower(p.ident(t.Raw))] = true
+	r.ctes[strings.ToLower(p.ident(t.Raw))] = true
 	p.pos++
 	r.skipParens()
 	if p.peek().Text == "AS" && !p.peek().Quoted {
@@ -342,14 +346,4 @@ var notAlias = map[string]bool{
 	"RETURNING": true, "DEFAULT": true, "FROM": true, "WITH": true, "TABLE": true, "FIELDS": true, "COLUMNS": true,
 	"LINES": true, "CHARACTER": true, "ROWS": true, "OFFSET": true, "FETCH": true, "PROCEDURE": true,
 	"KEY": true, "INDEX": true, "TERMINATED": true, "ENCLOSED": true, "ESCAPED": true, "STARTING": true, "REPLACE": true,
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 32
-		}
-	}
-	return string(b)
 }

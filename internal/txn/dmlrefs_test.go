@@ -7,13 +7,6 @@ import (
 )
 
 func TestDMLRefs(t *testing.T) {
-	names := func(ns []TableName) string {
-		var out []string
-		for _, n := range ns {
-			out = append(out, n.Schema+"."+n.Table)
-		}
-		return strings.Join(out, ",")
-	}
 	cases := []struct {
 		q             string
 		writes, reads string
