@@ -140,15 +140,28 @@ func (w *worker) statementDML(ctx context.Context, t *txn.Txn, st *txn.Statement
 // binlog) from memory: the statement reads it as LOCAL INFILE under a name
 // of the worker's own, as a replica reads the file it wrote.
 func (w *worker) loadFile(st *txn.Statement) (done func(), err error) {
-	l := st.Load
 	if !w.conn.localInfile {
 		return nil, errors.New("a LOAD DATA logged as a statement needs local_infile=ON on the target")
 	}
-	q := st.Query
-	if int(l.FileEnd) > len(q) || l.FileStart > l.FileEnd {
-		return nil, fmt.Errorf("the LOAD DATA's file name is at %d-%d, outside the statement", l.FileStart, l.FileEnd)
+	name := fmt.Sprintf("%sload-%d", w.infilePrefix, st.Load.FileID)
+	if st.Exec, err = loadStatement(st.Query, st.Load, name); err != nil {
+		return nil, err
 	}
-	name := fmt.Sprintf("%sload-%d", w.infilePrefix, l.FileID)
+	data := st.Load.Data
+	handler := strings.TrimPrefix(name, infileScheme)
+	mysql.RegisterReaderHandler(handler, func() io.Reader { return bytes.NewReader(data) })
+	return func() { mysql.DeregisterReaderHandler(handler) }, nil
+}
+
+// loadStatement puts file name into a LOAD DATA logged as a statement, as
+// MariaDB's replica does (Execute_load_query_log_event::do_apply_event):
+// the clause at [FileStart, FileEnd), " INFILE 'name' [IGNORE|REPLACE]
+// INTO", is written again with the name, LOCAL (the file is the client's)
+// and the duplicate handling the source used.
+func loadStatement(q string, l *txn.LoadData, name string) (string, error) {
+	if int(l.FileEnd) > len(q) || l.FileStart > l.FileEnd {
+		return "", fmt.Errorf("the LOAD DATA's file name is at %d-%d, outside the statement", l.FileStart, l.FileEnd)
+	}
 	head := q[:l.FileStart]
 	local := ""
 	if f := strings.Fields(head); len(f) == 0 || !strings.EqualFold(f[len(f)-1], "LOCAL") {
@@ -161,9 +174,5 @@ func (w *worker) loadFile(st *txn.Statement) (done func(), err error) {
 	case 2:
 		dup = " REPLACE"
 	}
-	st.Exec = head + local + " INFILE '" + name + "'" + dup + " INTO " + q[l.FileEnd:]
-	data := l.Data
-	handler := strings.TrimPrefix(name, infileScheme)
-	mysql.RegisterReaderHandler(handler, func() io.Reader { return bytes.NewReader(data) })
-	return func() { mysql.DeregisterReaderHandler(handler) }, nil
+	return strings.TrimRight(head, " ") + local + " INFILE '" + name + "'" + dup + " INTO " + strings.TrimLeft(q[l.FileEnd:], " "), nil
 }

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -250,4 +251,40 @@ func itemKinds(b Body) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// TestTemporaryTableUse: what the applier learns of each statement of a
+// session with temporary tables (TempUse): what it builds, whether it can
+// be built as the source did, and what a statement on real tables reads.
+func TestTemporaryTableUse(t *testing.T) {
+	s := session{1, 10}
+	tt := tempTables{}
+	use := func(q string) string {
+		st := tempStatement(q, "d")
+		if _, err := tt.observe(s, st, nil); err != nil {
+			return "error: " + err.Error()
+		}
+		u := st.Temp
+		if u == nil {
+			return "none"
+		}
+		return fmt.Sprintf("only=%v create=%v drop=%v rebuild=%v writes=%s reads=%s real=%s",
+			u.Only, u.Create, u.Drop, u.Rebuild, names(u.Writes), names(u.Reads), names(u.RealReads))
+	}
+	steps := []struct{ q, want string }{
+		{"CREATE TEMPORARY TABLE a (x INT)", "only=true create=true drop=false rebuild=true writes=d.a reads= real="},
+		{"CREATE TEMPORARY TABLE b SELECT * FROM r", "only=true create=true drop=false rebuild=false writes=d.b reads= real="},
+		{"INSERT INTO a SELECT x FROM r", "only=true create=false drop=false rebuild=true writes=d.a reads= real=d.r"},
+		{"INSERT INTO a SELECT x FROM b", "only=true create=false drop=false rebuild=true writes=d.a reads=d.b real="},
+		{"INSERT INTO r SELECT x FROM a JOIN b USING (x)", "only=false create=false drop=false rebuild=false writes= reads=d.a,d.b real="},
+		{"UPDATE r JOIN a USING (x) SET r.y = 1", "only=false create=false drop=false rebuild=false writes= reads=d.a real="},
+		{"INSERT INTO r VALUES (1)", "none"},
+		{"ALTER TABLE a ADD y INT", "only=true create=false drop=false rebuild=true writes=d.a reads= real="},
+		{"DROP TEMPORARY TABLE IF EXISTS a, b", "only=true create=false drop=true rebuild=false writes=d.a,d.b reads= real="},
+	}
+	for _, c := range steps {
+		if got := use(c.q); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.q, got, c.want)
+		}
+	}
 }
