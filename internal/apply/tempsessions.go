@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -149,6 +150,11 @@ func (w *worker) useTempSession(ctx context.Context, k sessionKey) (done func(fa
 // records what it cannot as not live.
 func (w *worker) tempStatement(ctx context.Context, t *txn.Txn, st *txn.Statement, s *aloneState) error {
 	u, sess := st.Temp, w.tempSess
+	if sess == nil {
+		// The session is chosen from a transaction's first part.
+		return w.statementError(t, st, errors.New("a statement on a source session's temporary tables in a later part of a "+
+			"transaction larger than --max-txn-bytes: raise --max-txn-bytes above its size"))
+	}
 	if u.Drop {
 		var drop []string
 		for _, n := range u.Writes {
