@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -156,6 +157,10 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 					return err
 				}
 				continue
+			}
+			if w.tempSess != nil {
+				// DDL runs on a fresh connection of its own (see statement).
+				return w.statementError(t, it.Statement, errors.New("DDL in a transaction that uses a source session's temporary tables"))
 			}
 			if s.inTxn {
 				// The statement commits what came before it implicitly.
