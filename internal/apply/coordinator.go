@@ -270,23 +270,7 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		reason = AloneSavepoint
 	}
 	if w.body.HasStatements() && t.XA == nil {
-		// Statements run alone, also inside a group that rolled back: DDL
-		// commits on its own, so a rollback never undoes it (a failed
-		// CREATE OR REPLACE ... SELECT logs the DROP it really did between
-		// BEGIN and ROLLBACK). Statement-logged DML has no writeset.
-		dml, err := c.checkStatementDML(ctx, w)
-		if err != nil {
-			return err
-		}
-		w.statements = true
-		switch {
-		case reason != "":
-		case dml:
-			reason = AloneStatementDML
-		default:
-			reason = AloneDDL
-		}
-		if err := c.copyStatements(w); err != nil {
+		if err := c.addStatements(ctx, w, &reason); err != nil {
 			return err
 		}
 	}
@@ -332,6 +316,27 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		}
 	}
 	return nil
+}
+
+// addStatements prepares a transaction with statements, which runs alone,
+// also inside a group that rolled back: DDL commits on its own, so a
+// rollback never undoes it (a failed CREATE OR REPLACE ... SELECT logs the
+// DROP it really did between BEGIN and ROLLBACK). Statement-logged DML has
+// no writeset.
+func (c *coordinator) addStatements(ctx context.Context, w *work, reason *string) error {
+	dml, err := c.checkStatementDML(ctx, w)
+	if err != nil {
+		return err
+	}
+	w.statements = true
+	switch {
+	case *reason != "":
+	case dml:
+		*reason = AloneStatementDML
+	default:
+		*reason = AloneDDL
+	}
+	return c.copyStatements(w)
 }
 
 // updateNextTS publishes the commit time of the oldest transaction in

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/sqllex"
 )
@@ -22,6 +23,26 @@ import (
 // knows (a table it does not replicate, tables it cannot name). What only
 // the servers know (triggers on the source, a table being copied) the
 // applier checks.
+
+// dmlItem adds a statement-logged DML statement to the transaction, unless
+// it concerns no replicated table; load is its LOAD DATA file's place.
+func (a *Assembler) dmlItem(st *Statement, refs dmlRefsResult, load *binlog.LoadQuery) error {
+	run, err := a.statementDML(st, refs)
+	if err != nil || !run {
+		return err
+	}
+	if load != nil {
+		data, ok := a.loads[load.FileID]
+		if !ok {
+			return fmt.Errorf("a LOAD DATA logged as a statement without its file (file id %d) before it in the binlog", load.FileID)
+		}
+		st.Load = &LoadData{FileID: load.FileID, FileStart: load.FileStart, FileEnd: load.FileEnd, DupHandling: load.DupHandling, Data: data}
+		delete(a.loads, load.FileID)
+	}
+	a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
+	a.bytes += len(st.Query)
+	return nil
+}
 
 // statementDML decides what to do with a statement-logged DML statement:
 // run it (true), skip it (it writes no replicated table), or refuse it.

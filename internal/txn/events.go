@@ -291,23 +291,8 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 	case kind == stmtAccount:
 		a.logStatement(slog.LevelInfo, "skipping account statement (accounts are not replicated)", query)
 	case kind == stmtDML:
-		run, err := a.statementDML(st, refs)
-		if err != nil {
+		if err := a.dmlItem(st, refs, q.Load); err != nil {
 			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
-		}
-		if run && q.Load != nil {
-			data, ok := a.loads[q.Load.FileID]
-			if !ok {
-				return nil, fmt.Errorf("transaction %s at %s:%d: a LOAD DATA logged as a statement without its file (file id %d) "+
-					"before it in the binlog", a.curGTID(), ev.File, ev.Pos, q.Load.FileID)
-			}
-			st.Load = &LoadData{FileID: q.Load.FileID, FileStart: q.Load.FileStart, FileEnd: q.Load.FileEnd,
-				DupHandling: q.Load.DupHandling, Data: data}
-			delete(a.loads, q.Load.FileID)
-		}
-		if run {
-			a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
-			a.bytes += len(query)
 		}
 	case !a.selected(st):
 		a.logStatement(slog.LevelDebug, "skipping statement for tables not replicated", query)

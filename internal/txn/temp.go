@@ -124,6 +124,13 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 		return false, fmt.Errorf("%s: names temporary table %s of the source session (thread %d) together with %s, which the target cannot run "+
 			"(binlog_format must be ROW for every source session)", abbreviate(redact.Statement(st.Query), 200), temp[0], s.thread, other[0])
 	}
+	st.Temp = tt.onlyTemp(s, st, temp)
+	return true, nil
+}
+
+// onlyTemp is the use of a statement that changes session s's temporary
+// tables temp only: what else it names, it reads.
+func (tt tempTables) onlyTemp(s session, st *Statement, temp []TableName) *TempUse {
 	use := &TempUse{Only: true, Writes: temp, Rebuild: true}
 	for _, n := range st.Tables {
 		switch {
@@ -134,8 +141,7 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 			use.RealReads = append(use.RealReads, n)
 		}
 	}
-	st.Temp = use
-	return true, nil
+	return use
 }
 
 // readsTables reports a CREATE TEMPORARY TABLE that takes its rows or
