@@ -61,6 +61,9 @@ type coordinator struct {
 	// temps are the source sessions' connections with their temporary
 	// tables (tempsessions.go).
 	temps *tempSessions
+	// sourceOK caches the source's answers that let statement-logged DML
+	// run (statementdml.go).
+	sourceOK map[string]bool
 }
 
 type inflightTxn struct {
@@ -84,7 +87,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
 			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites, Domains: true}, start.FirstSeq),
 		jobs: make([]chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
-		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}}
+		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}, sourceOK: map[string]bool{}}
 	for i := a.cfg.Workers - 1; i >= 0; i-- {
 		c.jobs[i] = make(chan *batch, 1)
 		c.idle = append(c.idle, i)

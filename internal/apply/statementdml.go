@@ -22,10 +22,11 @@ import (
 // it runs inside the target transaction that saves the position (as rows
 // do): a crash leaves both or neither, and nothing is applied twice. It
 // runs in the session context the source ran it in (package session) on
-// the worker's connection, which gets the applier's own settings back for
-// the rows that may follow in the same transaction, and is replaced after
-// the transaction (user variables, LAST_INSERT_ID and the like stay with a
-// session).
+// the worker's connection, which gets the applier's own settings back
+// right after it, for the rows that may follow. What stays with the
+// session (user variables, LAST_INSERT_ID) no later statement reads
+// without its own values from the binlog: the source logs a User_var or
+// Intvar event for each it reads.
 //
 // Before it is scheduled, the coordinator refuses one whose result on the
 // target could differ from the source's for a reason only the servers know
@@ -45,6 +46,10 @@ func (c *coordinator) checkStatementDML(ctx context.Context, w *work) (dml bool,
 	ddl := false
 	for i := range w.body.Items {
 		it := &w.body.Items[i]
+		if it.Kind == txn.ItemDeferred || it.Kind == txn.ItemStatement && !it.Statement.DML && it.Statement.Temp == nil {
+			// Trigger or routine DDL: what the source has may change.
+			clear(c.sourceOK)
+		}
 		if it.Kind != txn.ItemStatement {
 			continue
 		}
@@ -77,13 +82,19 @@ func (c *coordinator) checkStatementDML(ctx context.Context, w *work) (dml bool,
 }
 
 // checkDMLSource asks the source about the tables and functions of a
-// statement.
+// statement. What it found fine is kept (c.sourceOK) until DDL passes in
+// the stream: a trigger or function created later is created by DDL the
+// stream sees first.
 func (c *coordinator) checkDMLSource(ctx context.Context, st *txn.Statement) error {
 	src := c.a.cfg.Source
 	if src == nil {
 		return errors.New("statement-logged DML needs the source's table definitions (triggers), which this run cannot read")
 	}
 	for _, n := range st.Tables {
+		key := "t\x00" + n.Schema + "\x00" + n.Table
+		if c.sourceOK[key] {
+			continue
+		}
 		has, err := src.HasTriggers(ctx, n.Schema, n.Table)
 		if err != nil {
 			return err
@@ -93,13 +104,13 @@ func (c *coordinator) checkDMLSource(ctx context.Context, st *txn.Statement) err
 				"the statement would change the target without the triggers' effects; make the source session log rows "+
 				"(SET SESSION binlog_format=ROW) for statements on tables with triggers, then start the stream again", n)
 		}
+		c.sourceOK[key] = true
 	}
-	seen := map[txn.TableName]bool{}
 	for _, f := range st.Calls {
-		if seen[f] {
+		key := "f\x00" + f.Schema + "\x00" + strings.ToLower(f.Table)
+		if c.sourceOK[key] {
 			continue
 		}
-		seen[f] = true
 		is, err := src.StoredFunction(ctx, f.Schema, f.Table)
 		if err != nil {
 			return err
@@ -108,6 +119,7 @@ func (c *coordinator) checkDMLSource(ctx context.Context, st *txn.Statement) err
 			return fmt.Errorf("the statement calls stored function %s, whose reads and writes binlane cannot see: "+
 				"make the source session log rows (SET SESSION binlog_format=ROW) for it, then start the stream again", f)
 		}
+		c.sourceOK[key] = true
 	}
 	return nil
 }

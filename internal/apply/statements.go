@@ -47,18 +47,13 @@ func (w *worker) runAlone(ctx context.Context, b *batch) (rerr error) {
 	}
 	w.sql.Collapse, w.sql.OneByOne, w.sql.Runs = false, false, false
 	s := aloneState{}
-	onTemp := false
-	defer func() {
-		if s.dml && !onTemp {
-			// The source sessions' context (user variables, insert ids)
-			// stays with the connection: the rows after it get a fresh one.
-			w.dropConn()
-		}
-	}()
+	// Statement-logged DML leaves the connection as it found it (see
+	// statementDML): what it does not reset (user variables,
+	// LAST_INSERT_ID) every statement that reads it gets from its own
+	// events.
 	if k, ok, err := tempSessionOf(t, &wk.body); err != nil {
 		return err
 	} else if ok {
-		onTemp = true
 		// The whole transaction runs where the session's temporary tables
 		// are, its position included.
 		done, err := w.useTempSession(ctx, k)
