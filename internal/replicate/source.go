@@ -11,6 +11,7 @@ import (
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlerr"
 )
 
 // sourceTables answers which source tables are transactional, from the
@@ -120,6 +121,12 @@ func (s *sourceTables) StoredFunction(ctx context.Context, schemaName, name stri
 	var n int
 	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.proc WHERE db = ? AND name = ? AND type = 'FUNCTION'",
 		schemaName, name).Scan(&n)
+	if sqlerr.Is(err, sqlerr.NoSuchTable) {
+		// MySQL 8 has no mysql.proc: information_schema shows the routines
+		// the account may see.
+		err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.ROUTINES
+			WHERE ROUTINE_SCHEMA = ? AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'FUNCTION'`, schemaName, name).Scan(&n)
+	}
 	if err != nil {
 		return false, fmt.Errorf("read the stored functions of %s on the source %s (the source account needs SELECT on mysql.proc): %w",
 			schema.QuoteName(schemaName), s.d, err)

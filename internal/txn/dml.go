@@ -110,6 +110,12 @@ func unsafeCall(st *Statement) error {
 		}
 	}
 	toks := tokenize(st.Query, 0)
+	for _, t := range toks {
+		if t.Kind == sqllex.Word && (t.Text == "CURRENT_USER" || t.Text == "CURRENT_ROLE") {
+			return fmt.Errorf("statement-logged DML reads %s, which the target would answer with its own account: make the "+
+				"source session log rows (SET SESSION binlog_format=ROW or MIXED)", t.Text)
+		}
+	}
 	for i := 0; i+1 < len(toks); i++ {
 		if toks[i].Kind == sqllex.Punct && toks[i].Text == "@" && toks[i+1].Kind == sqllex.Punct && toks[i+1].Text == "@" {
 			return errors.New("statement-logged DML reads a system variable (@@...), whose value on the target would be the " +
