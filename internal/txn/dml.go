@@ -24,6 +24,21 @@ import (
 // the servers know (triggers on the source, a table being copied) the
 // applier checks.
 
+// namesSelectedSchema reports a statement that qualifies a name with a
+// replicated database (SELECT shop.f() from another default database):
+// whose tables are unknown, it is not skipped by its default database.
+func (a *Assembler) namesSelectedSchema(st *Statement) bool {
+	toks := tokenize(st.Query, 0)
+	for i := 0; i+1 < len(toks); i++ {
+		t := toks[i]
+		if (t.Kind == sqllex.Word || t.Kind == sqllex.Ident) && toks[i+1].Text == "." && !toks[i+1].Quoted &&
+			a.cfg.Rules.MatchSchema(t.Raw) {
+			return true
+		}
+	}
+	return false
+}
+
 // dmlItem adds a statement-logged DML statement to the transaction, unless
 // it concerns no replicated table; load is its LOAD DATA file's place.
 func (a *Assembler) dmlItem(st *Statement, refs dmlRefsResult, load *binlog.LoadQuery) error {
@@ -48,8 +63,16 @@ func (a *Assembler) dmlItem(st *Statement, refs dmlRefsResult, load *binlog.Load
 // run it (true), skip it (it writes no replicated table), or refuse it.
 func (a *Assembler) statementDML(st *Statement, refs dmlRefsResult) (run bool, err error) {
 	q := abbreviate(redact.Statement(st.Query), 200)
+	if st.ErrorCode != 0 && a.selected(st) {
+		// The source logs DML with an error only when it changed a table
+		// that cannot roll back, in part: the target's transactional
+		// tables would undo all of it.
+		return false, fmt.Errorf("statement-logged DML that failed on the source with error %d after changing a non-transactional "+
+			"table in part: the target's transaction would undo all of it; apply its effect on the target by hand and start after "+
+			"this transaction (--skip-gtid), or make the source's tables InnoDB: %s", st.ErrorCode, q)
+	}
 	if st.Unknown {
-		if !a.selected(st) {
+		if !a.selected(st) && !a.namesSelectedSchema(st) {
 			// As for any statement whose tables are unknown, its default
 			// database decides (pt-table-checksum's own schema).
 			a.logStatement(slog.LevelDebug, "skipping statement for tables not replicated", st.Query)

@@ -64,3 +64,43 @@ func TestStatementDMLInTheStream(t *testing.T) {
 		t.Errorf("second transaction: %q, want nothing (it writes no replicated table)", got)
 	}
 }
+
+// TestStatementDMLDecisions: what the stream does with a statement-logged
+// DML statement, by the replicated databases (d) and its default database.
+func TestStatementDMLDecisions(t *testing.T) {
+	rules, err := filter.New([]string{"d"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAssembler(nil, Config{Rules: rules})
+	cases := []struct {
+		schema, q string
+		errCode   uint16
+		want      string // "run", "skip" or part of the refusal
+	}{
+		{"d", "UPDATE t SET a = 1", 0, "run"},
+		{"e", "UPDATE t SET a = 1", 0, "skip"},
+		{"e", "UPDATE d.t, e.u SET d.t.a = e.u.a", 0, "`e`.`u`"},
+		{"e", "SELECT f()", 0, "skip"},
+		{"e", "SELECT d.f()", 0, "cannot name"}, // a replicated database named: not skipped by the default one
+		{"d", "CALL p()", 0, "cannot name"},
+		{"d", "INSERT INTO t VALUES (1), (1)", 1062, "error 1062"},
+		{"e", "INSERT INTO t VALUES (1), (1)", 1062, "skip"},
+	}
+	for _, c := range cases {
+		r := dmlRefs(c.q, c.schema, nil)
+		st := &Statement{Schema: c.schema, Query: c.q, ErrorCode: c.errCode, DML: true, Tables: union(r.writes, r.reads),
+			Writes: r.writes, Unknown: r.unknown, Calls: r.calls}
+		run, err := a.statementDML(st, r)
+		got := "skip"
+		switch {
+		case err != nil:
+			got = err.Error()
+		case run:
+			got = "run"
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s (in %s): %s, want %s", c.q, c.schema, got, c.want)
+		}
+	}
+}
