@@ -160,6 +160,9 @@ func (r *refReader) step() {
 		if r.verb == "UPDATE" {
 			r.head = false
 		}
+	case "TABLE":
+		// MySQL 8's TABLE t (INSERT INTO t2 TABLE t, a subquery).
+		r.expect, r.head = true, false
 	case "WITH":
 		r.with()
 	default:
