@@ -4,8 +4,11 @@
 // to workers; each worker renders a batch (rowsql) and applies it on its own
 // connection as one target transaction, committed strictly in source order
 // with the stream's position in that same transaction (the commit protocol:
-// committer). Statements (DDL) and transactions too large to hold run
-// alone, the latter in parts relayed by the coordinator as they arrive.
+// committer). Statements (DDL, and row changes a session logged as
+// statements: statementdml.go) and transactions too large to hold run
+// alone, the latter in parts relayed by the coordinator as they arrive. A
+// source session's temporary tables live on a target connection of that
+// session's own while the run lasts (tempsessions.go).
 //
 // Goroutines and teardown: Run starts the workers and the lock-wait
 // monitor, then loops in the coordinator, the only goroutine that touches

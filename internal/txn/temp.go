@@ -14,26 +14,32 @@ import (
 // Temporary tables. A source session whose binlog_format is MIXED or
 // STATEMENT logs CREATE TEMPORARY TABLE and the statements on its
 // temporary tables; in ROW format MariaDB logs none of them. A temporary
-// table belongs to the source session that made it and never holds
-// replicated data itself: data reaches a replicated table from it only
-// through a later statement, which a ROW session logs as rows and binlane
-// otherwise refuses as statement-based DML. So the target runs none of
-// these statements (MariaDB's replica keeps the tables per source session
-// instead; binlane's workers have no session of the source's).
+// table belongs to the source session that made it; data reaches a
+// replicated table from it only through a later statement, which a ROW
+// session logs as rows, and a MIXED or STATEMENT one may log as a
+// statement that reads it (INSERT INTO t SELECT ... FROM tmp). So the
+// statements on a session's temporary tables reach the applier marked with
+// the session (Statement.Temp): it runs them on a target connection of that
+// session's own, where such a statement on real tables then runs too
+// (package apply), as MariaDB's replica keeps the tables per source
+// session.
 //
 // What binlane must not do is run them against the target's real tables:
 // a temporary table may have the name of a real one, and ALTER TABLE t or
 // TRUNCATE t on it is logged without the word TEMPORARY. So the names
 // each source session (server id, thread id) holds are kept: a statement
-// naming only those is skipped, one naming them together with other
-// tables is refused, and a name that matches one only when letter case is
-// ignored is refused too (whether the source folds case is its setting).
-// A session's names are forgotten when it drops them (the source logs a
-// DROP TEMPORARY TABLE for those still open when the session ends) and
-// when the source restarts (its thread ids start again).
+// naming only those is the session's; DML naming them together with other
+// tables runs on the session's connection; any other statement naming
+// them together with other tables is refused, and a name that matches one
+// only when letter case is ignored is refused too (whether the source
+// folds case is its setting). A session's names are forgotten when it
+// drops them (the source logs a DROP TEMPORARY TABLE for those still open
+// when the session ends) and when the source restarts (its thread ids
+// start again).
 //
 // The names are saved with the position (see encode): a restart or a
-// reconnect knows the tables the sessions held where it resumes.
+// reconnect knows the tables the sessions held where it resumes (the
+// tables themselves went with the previous run's connections).
 
 // session is a source session: its server id and thread id.
 type session struct{ server, thread uint32 }

@@ -2,8 +2,10 @@
 // that flows from the source to the applier. The Assembler groups events
 // from GTID to XID/COMMIT, drops tables the filter does not select, decodes
 // row images once, and classifies statements (DDL to run, trigger and event
-// DDL to defer, account statements and statements on a source session's
-// temporary tables to skip, statement-based DML to refuse).
+// DDL to defer, account statements to skip, row changes logged as
+// statements to run as the source ran them or to refuse when their result
+// could differ (dml.go, dmlrefs.go), statements on a source session's
+// temporary tables to run where its temporary tables are (temp.go)).
 //
 // Every transaction travels the same typed path, however large: one or more
 // Parts on one channel, the first with First set, the last with Last set.
