@@ -107,6 +107,9 @@ type SourceTables interface {
 	// a stored function there. Statement-logged DML needs both.
 	HasTriggers(ctx context.Context, schema, table string) (bool, error)
 	StoredFunction(ctx context.Context, schema, name string) (bool, error)
+	// UnsafeDefault names a column of a source table whose DEFAULT the
+	// target would evaluate as its own (UUID(), ...), and the call ("": none).
+	UnsafeDefault(ctx context.Context, schema, table string) (column, call string, err error)
 }
 
 func (c *Config) defaults() {

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/rowsql"
+	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -57,7 +59,7 @@ func (c *coordinator) checkStatementDML(ctx context.Context, w *work) (dml bool,
 			// On temporary tables only: what the target cannot build as the
 			// source did is not built (a later use of it on real tables
 			// stops the stream).
-			if u.Rebuild && it.Statement.DML {
+			if u.Rebuild && (it.Statement.DML || len(it.Statement.Calls) > 0) {
 				if err := c.checkDMLSource(ctx, it.Statement); err != nil {
 					u.Rebuild = false
 				}
@@ -103,6 +105,22 @@ func (c *coordinator) checkDMLSource(ctx context.Context, st *txn.Statement) err
 			return fmt.Errorf("table %s has triggers on the source, which binlane keeps off the target until the cut-over: "+
 				"the statement would change the target without the triggers' effects; make the source session log rows "+
 				"(SET SESSION binlog_format=ROW) for statements on tables with triggers, then start the stream again", n)
+		}
+		c.sourceOK[key] = true
+	}
+	for _, n := range st.Writes {
+		key := "d\x00" + n.Schema + "\x00" + n.Table
+		if c.sourceOK[key] || st.Temp != nil && slices.Contains(st.Temp.Reads, n) {
+			continue
+		}
+		col, call, err := src.UnsafeDefault(ctx, n.Schema, n.Table)
+		if err != nil {
+			return err
+		}
+		if call != "" {
+			return fmt.Errorf("column %s of %s has DEFAULT %s, which the target would compute as its own for the rows the "+
+				"statement writes; make the source session log rows (SET SESSION binlog_format=ROW or MIXED) for it, then "+
+				"start the stream again", schema.QuoteName(col), n, call)
 		}
 		c.sourceOK[key] = true
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/txn"
 )
 
 // sourceTables answers which source tables are transactional, from the
@@ -142,4 +143,30 @@ func formatNotice(log *slog.Logger, src replica.SourceInfo) {
 			"in source order, on the target (ROW keeps them parallel); `binlane status` counts them among the transactions that ran alone",
 			"binlog_format", src.BinlogFormat)
 	}
+}
+
+// UnsafeDefault names a column of a source table whose DEFAULT expression
+// the target would evaluate as its own (txn.UnsafeDefault).
+func (s *sourceTables) UnsafeDefault(ctx context.Context, schemaName, table string) (column, call string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return "", "", err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_DEFAULT IS NOT NULL`, schemaName, table)
+	if err != nil {
+		return "", "", fmt.Errorf("read the column defaults of %s.%s on the source %s: %w", schema.QuoteName(schemaName), schema.QuoteName(table), s.d, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, def string
+		if err := rows.Scan(&name, &def); err != nil {
+			return "", "", err
+		}
+		if c := txn.UnsafeDefault(def); c != "" {
+			return name, c, nil
+		}
+	}
+	return "", "", rows.Err()
 }

@@ -108,17 +108,34 @@ func (a *Assembler) statementDML(st *Statement, refs dmlRefsResult) (run bool, e
 	return true, nil
 }
 
-// unsafeFunctions are the functions whose value a replica computes
-// differently from the source, and which no event before the statement
-// carries (NOW() has the event's timestamp, RAND() its seeds,
-// LAST_INSERT_ID() its Intvar event): MIXED logs statements that call them
-// as rows; a STATEMENT session logs them as statements with a warning.
-var unsafeFunctions = map[string]bool{
-	"UUID": true, "UUID_SHORT": true, "SYS_GUID": true, "SYSDATE": true, "USER": true, "SYSTEM_USER": true, "SESSION_USER": true,
-	"CURRENT_USER": true, "CURRENT_ROLE": true, "CONNECTION_ID": true, "VERSION": true, "LOAD_FILE": true, "FOUND_ROWS": true,
-	"ROW_COUNT": true, "GET_LOCK": true, "RELEASE_LOCK": true, "RELEASE_ALL_LOCKS": true, "IS_FREE_LOCK": true,
-	"IS_USED_LOCK": true, "SLEEP": true, "MASTER_POS_WAIT": true, "MASTER_GTID_WAIT": true, "BENCHMARK": true,
-	"RANDOM_BYTES": true,
+// statementCalls are the functions besides sessionCalls (fill.go) whose
+// value a replica computes differently from the source, and which no event
+// before the statement carries (NOW() has the event's timestamp, RAND() its
+// seeds, LAST_INSERT_ID() its Intvar event): MIXED logs statements that
+// call them as rows; a STATEMENT session logs them as statements with a
+// warning.
+var statementCalls = map[string]bool{
+	"LOAD_FILE": true, "FOUND_ROWS": true, "ROW_COUNT": true, "GET_LOCK": true, "RELEASE_LOCK": true, "RELEASE_ALL_LOCKS": true,
+	"IS_FREE_LOCK": true, "IS_USED_LOCK": true, "SLEEP": true, "MASTER_POS_WAIT": true, "MASTER_GTID_WAIT": true, "BENCHMARK": true,
+}
+
+// unsafeFunction reports a function whose value in a statement-logged DML
+// statement would not be the source's. A sequence's NEXTVAL is not one: the
+// statement advances the target's copy of the sequence as it advanced the
+// source's.
+func unsafeFunction(name string) bool {
+	switch name {
+	case "NEXTVAL", "LASTVAL", "SETVAL":
+		return false
+	}
+	return sessionCalls[name] || statementCalls[name]
+}
+
+// UnsafeDefault returns the call in a column's DEFAULT expression (as
+// information_schema shows it) that the target would evaluate as its own,
+// or "": a statement that inserts rows fills the column on each server.
+func UnsafeDefault(expr string) string {
+	return defaultCall(tokenize(expr, 0), false)
 }
 
 // unsafeCall refuses a statement whose result depends on the server or
@@ -126,7 +143,7 @@ var unsafeFunctions = map[string]bool{
 // (@@server_id, ...), which the target reads as its own.
 func unsafeCall(st *Statement) error {
 	for _, c := range st.Calls {
-		if unsafeFunctions[strings.ToUpper(c.Table)] {
+		if unsafeFunction(strings.ToUpper(c.Table)) {
 			return fmt.Errorf("statement-logged DML calls %s(), whose value on the target would not be the source's "+
 				"(a MIXED session logs such statements as rows; this one was logged by a STATEMENT session): make the source "+
 				"session log rows (SET SESSION binlog_format=ROW or MIXED)", strings.ToUpper(c.Table))
@@ -159,7 +176,7 @@ func (a *Assembler) tempStatement(st *Statement) bool {
 	if u == nil {
 		return false
 	}
-	if st.DML && unsafeCall(st) != nil {
+	if unsafeCall(st) != nil {
 		u.Rebuild = false // UUID() into a temporary table: not the source's rows
 	}
 	for _, n := range u.RealReads {

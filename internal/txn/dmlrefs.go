@@ -75,6 +75,21 @@ func dmlRefs(q, defSchema string, dec decoder) dmlRefsResult {
 	return r.res
 }
 
+// queryRefs names the tables a query reads (the SELECT of CREATE TEMPORARY
+// TABLE t SELECT ...), from toks, its tokens from the SELECT on.
+func queryRefs(toks []token, defSchema string, dec decoder) dmlRefsResult {
+	r := &refReader{p: &ddlParser{toks: toks, def: defSchema, dec: dec}, verb: "SELECT",
+		aliases: map[string]TableName{}, ctes: map[string]bool{}}
+	for r.p.pos < len(r.p.toks) && !r.res.unknown {
+		r.step()
+	}
+	if r.p.bad || r.res.unknown || len(r.parens) > 0 {
+		return dmlRefsResult{unknown: true}
+	}
+	r.res.reads = r.dropCTEs(r.res.reads)
+	return r.res
+}
+
 // dropCTEs leaves out unqualified names of common table expressions: they
 // are not tables.
 func (r *refReader) dropCTEs(names []TableName) []TableName {

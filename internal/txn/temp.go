@@ -63,9 +63,7 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 				tt.add(s, n)
 			}
 		}
-		// CREATE TEMPORARY TABLE t SELECT ... / LIKE ... fills it from
-		// tables the target may not have as the source had them.
-		st.Temp = &TempUse{Only: true, Create: true, Writes: st.Tables, Rebuild: !st.Unknown && !readsTables(toks)}
+		st.Temp = tt.createTemp(s, st, toks, dec)
 		return true, nil
 	case len(toks) > 1 && toks[0].Text == "DROP" && !toks[1].Quoted && toks[1].Text == "TEMPORARY":
 		// DROP TEMPORARY TABLE never drops a real table.
@@ -150,15 +148,44 @@ func (tt tempTables) onlyTemp(s session, st *Statement, temp []TableName) *TempU
 	return use
 }
 
-// readsTables reports a CREATE TEMPORARY TABLE that takes its rows or
-// definition from other tables (... SELECT, ... LIKE).
-func readsTables(toks []token) bool {
-	for _, t := range toks {
-		if !t.Quoted && (t.Text == "SELECT" || t.Text == "LIKE") {
-			return true
+// createTemp is the use of CREATE TEMPORARY TABLE. One that takes its
+// rows from a query (... SELECT) reads the query's tables: the session's
+// temporary ones must be on the target, the real ones replicated (see
+// Assembler.tempStatement); one that copies a definition (... LIKE) is not
+// rebuilt.
+func (tt tempTables) createTemp(s session, st *Statement, toks []token, dec decoder) *TempUse {
+	use := &TempUse{Only: true, Create: true, Writes: st.Tables, Rebuild: !st.Unknown}
+	for i, t := range toks {
+		// Calls in the definition (a DEFAULT (UUID())) too: see tempStatement.
+		if i+1 < len(toks) && toks[i+1].Text == "(" && !toks[i+1].Quoted && t.Kind == sqllex.Word {
+			st.Calls = append(st.Calls, TableName{Schema: st.Schema, Table: t.Raw})
 		}
 	}
-	return false
+	for i, t := range toks {
+		if t.Quoted {
+			continue
+		}
+		switch t.Text {
+		case "LIKE":
+			use.Rebuild = false
+			return use
+		case "SELECT", "WITH":
+			refs := queryRefs(toks[i:], st.Schema, dec)
+			if refs.unknown {
+				use.Rebuild = false
+			}
+			st.Calls = append(st.Calls, refs.calls...)
+			for _, n := range refs.reads {
+				if tt.kind(s, n) == isTemp {
+					use.Reads = append(use.Reads, n)
+				} else {
+					use.RealReads = append(use.RealReads, n)
+				}
+			}
+			return use
+		}
+	}
+	return use
 }
 
 // reads finds the names of the session's temporary tables anywhere in a

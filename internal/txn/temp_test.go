@@ -16,7 +16,7 @@ func tempStatement(q, schema string) *Statement {
 	st := &Statement{Schema: schema, Query: q}
 	if classify(q) == stmtDML {
 		r := dmlRefs(q, schema, nil)
-		st.Tables, st.Writes, st.Unknown, st.DML = union(r.writes, r.reads), r.writes, r.unknown, true
+		st.Tables, st.Writes, st.Unknown, st.DML, st.Calls = union(r.writes, r.reads), r.writes, r.unknown, true, r.calls
 	} else {
 		st.Tables, st.Unknown = ddlTables(q, schema, nil)
 	}
@@ -273,7 +273,10 @@ func TestTemporaryTableUse(t *testing.T) {
 	}
 	steps := []struct{ q, want string }{
 		{"CREATE TEMPORARY TABLE a (x INT)", "only=true create=true drop=false rebuild=true writes=d.a reads= real="},
-		{"CREATE TEMPORARY TABLE b SELECT * FROM r", "only=true create=true drop=false rebuild=false writes=d.b reads= real="},
+		{"CREATE TEMPORARY TABLE b SELECT * FROM r JOIN a USING (x)", "only=true create=true drop=false rebuild=true writes=d.b reads=d.a real=d.r"},
+		{"CREATE TEMPORARY TABLE u (x INT, v CHAR(36) DEFAULT (UUID()))", "only=true create=true drop=false rebuild=true writes=d.u reads= real="},
+		{"CREATE TEMPORARY TABLE c LIKE r", "only=true create=true drop=false rebuild=false writes=d.c reads= real="},
+		{"CREATE TEMPORARY TABLE c2 AS SELECT * FROM JSON_TABLE('[]', '$' COLUMNS (x INT PATH '$')) j", "only=true create=true drop=false rebuild=false writes=d.c2 reads= real="},
 		{"INSERT INTO a SELECT x FROM r", "only=true create=false drop=false rebuild=true writes=d.a reads= real=d.r"},
 		{"INSERT INTO a SELECT x FROM b", "only=true create=false drop=false rebuild=true writes=d.a reads=d.b real="},
 		{"INSERT INTO r SELECT x FROM a JOIN b USING (x)", "only=false create=false drop=false rebuild=false writes= reads=d.a,d.b real="},
@@ -285,6 +288,38 @@ func TestTemporaryTableUse(t *testing.T) {
 	for _, c := range steps {
 		if got := use(c.q); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.q, got, c.want)
+		}
+	}
+}
+
+// TestTemporaryTableNotRebuilt: the stream marks what the target cannot
+// build as the source did: a temporary table filled from a table it does
+// not replicate, or with a DEFAULT the target computes as its own.
+func TestTemporaryTableNotRebuilt(t *testing.T) {
+	rules, err := filter.New([]string{"d"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAssembler(nil, Config{Rules: rules})
+	s := session{1, 10}
+	for _, c := range []struct {
+		q       string
+		rebuild bool
+	}{
+		{"CREATE TEMPORARY TABLE a (x INT)", true},
+		{"CREATE TEMPORARY TABLE u (x INT, v CHAR(36) DEFAULT (UUID()))", false},
+		{"CREATE TEMPORARY TABLE b SELECT * FROM d.r", true},
+		{"CREATE TEMPORARY TABLE c SELECT * FROM e.r", false},
+		{"INSERT INTO a SELECT x FROM e.r", false},
+		{"INSERT INTO a VALUES (UUID_SHORT())", false},
+		{"INSERT INTO a SELECT x FROM b", true},
+	} {
+		st := tempStatement(c.q, "d")
+		if _, err := a.temps.observe(s, st, nil); err != nil || st.Temp == nil {
+			t.Fatalf("%s: %v %v", c.q, st.Temp, err)
+		}
+		if !a.tempStatement(st) || st.Temp.Rebuild != c.rebuild {
+			t.Errorf("%s: rebuild %v, want %v", c.q, st.Temp.Rebuild, c.rebuild)
 		}
 	}
 }
