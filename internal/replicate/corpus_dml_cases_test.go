@@ -77,7 +77,8 @@ func statementDML() []corpusWorkload {
 			"CREATE TEMPORARY TABLE tmp (id INT PRIMARY KEY, v INT)", "INSERT INTO tmp VALUES (2, 2), (3, 3)",
 			"INSERT INTO tmp SELECT id + 10, v FROM t", "UPDATE tmp SET v = v * 10 WHERE id > 2",
 			"INSERT INTO t SELECT * FROM tmp", "UPDATE t JOIN tmp USING (id) SET t.v = t.v + tmp.v WHERE tmp.id = 2",
-			"DELETE t FROM t JOIN tmp USING (id) WHERE tmp.v = 30", "DROP TEMPORARY TABLE tmp"}},
+			"DELETE t FROM t JOIN tmp USING (id) WHERE tmp.v = 30", "DROP TEMPORARY TABLE tmp",
+			"CREATE TEMPORARY TABLE tmp2 SELECT id, v FROM t WHERE id < 12", "INSERT INTO t SELECT id + 100, v FROM tmp2"}},
 		{name: "temporary table shadowing a real one, in a transaction", stmts: []string{
 			"CREATE TABLE r (id INT PRIMARY KEY)", "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO r VALUES (7)",
 			"BEGIN", "CREATE TEMPORARY TABLE r (id INT)", "INSERT INTO r VALUES (1), (2)", "INSERT INTO t SELECT id FROM r", "COMMIT",
