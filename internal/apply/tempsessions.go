@@ -156,11 +156,11 @@ func (w *worker) tempStatement(ctx context.Context, t *txn.Txn, st *txn.Statemen
 			"transaction larger than --max-txn-bytes: raise --max-txn-bytes above its size"))
 	}
 	if u.Drop {
+		// Also the ones built and then no longer trusted: the session's
+		// next CREATE of that name must find none.
 		var drop []string
 		for _, n := range u.Writes {
-			if sess.live[n] {
-				drop = append(drop, n.String())
-			}
+			drop = append(drop, n.String())
 			delete(sess.live, n)
 		}
 		if len(drop) == 0 {
