@@ -78,16 +78,16 @@ func TestFirstContact(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	src.ExecT(t, "SET GLOBAL binlog_format = 'MIXED'")
+	src.ExecT(t, "SET GLOBAL binlog_row_metadata = 'MINIMAL'")
 	out, err := runReplicateCmd(ctx, "--source", srcURL, "--target", dstURL, "--databases", "app")
-	if err == nil || !strings.Contains(err.Error(), "@@binlog_format is MIXED, need ROW") {
+	if err == nil || !strings.Contains(err.Error(), "@@binlog_row_metadata is MINIMAL, need FULL") {
 		t.Fatalf("refused start: %v\n%s", err, out)
 	}
 	noBinlaneSchema(t, dst)
 	if out, _ := runStatusCmd(t, "--target", dstURL, "--check"); strings.Contains(out, "CRITICAL") {
 		t.Errorf("status --check after a refused start: %s", out)
 	}
-	src.ExecT(t, "SET GLOBAL binlog_format = 'ROW'")
+	src.ExecT(t, "SET GLOBAL binlog_row_metadata = 'FULL'")
 
 	out, err = runReplicateCmd(ctx, "--source", "mysql://binlane@127.0.0.1:1/", "--target", dstURL, "--databases", "app", "--stream", "first")
 	if err == nil || !strings.Contains(err.Error(), "giving up after 3 attempts") {
@@ -108,7 +108,7 @@ func TestFirstContact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.ExecT(t, "SET GLOBAL binlog_format = 'STATEMENT'")
+	src.ExecT(t, "SET GLOBAL binlog_row_metadata = 'MINIMAL'")
 	if _, err := runReplicateCmd(ctx, "--source", srcURL, "--target", dstURL, "--databases", "app", "--stream", "first"); err == nil {
 		t.Fatal("a refused source was accepted")
 	}

@@ -325,6 +325,7 @@ func abbreviate(s string, n int) string {
 // aloneReasons explains the codes of transactions that ran alone.
 var aloneReasons = map[string]string{
 	apply.AloneDDL:                  "statements (DDL)",
+	apply.AloneStatementDML:         "row changes logged as statements (MIXED/STATEMENT sessions), run one at a time",
 	apply.AloneTooLarge:             "transactions too large to hold in memory (sent in parts)",
 	apply.AloneSavepoint:            "transactions rolled back to a savepoint over non-transactional changes",
 	plan.SerializeTriggers:          "transactions on tables with (allowed) triggers on the target",

@@ -33,6 +33,8 @@ const (
 	AloneDDL       = "ddl"        // statements: DDL, deferred trigger DDL
 	AloneTooLarge  = "too_large"  // larger than --max-txn-bytes: sent in parts
 	AloneSavepoint = "savepoints" // ROLLBACK TO SAVEPOINT or ROLLBACK over non-transactional changes
+	// AloneStatementDML: row changes a MIXED or STATEMENT session logged as statements.
+	AloneStatementDML = "statement_dml"
 )
 
 // Txn is one source transaction as the applier sees it.

@@ -71,6 +71,8 @@ func (c *Collector) Add(p txn.Part) error {
 		switch {
 		case t.Savepoints || t.RolledBack:
 			cur.Alone = AloneSavepoint
+		case hasStatementDML(&p.Body):
+			cur.Alone = AloneStatementDML
 		case p.Body.HasStatements():
 			cur.Alone = AloneDDL
 		}
@@ -264,4 +266,14 @@ func TableMapPlan(tm *binlog.TableMap) *plan.Table {
 		p.Keys = []plan.Key{{Seed: plan.IndexSeed(id, "PRIMARY"), Cols: tm.PrimaryKey, Primary: true}}
 	}
 	return p
+}
+
+// hasStatementDML reports a body with row changes logged as statements.
+func hasStatementDML(b *txn.Body) bool {
+	for i := range b.Items {
+		if it := &b.Items[i]; it.Kind == txn.ItemStatement && it.Statement.DML {
+			return true
+		}
+	}
+	return false
 }

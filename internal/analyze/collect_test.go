@@ -14,7 +14,8 @@ import (
 
 // TestReasonCodes: the run-alone codes are the applier's.
 func TestReasonCodes(t *testing.T) {
-	if AloneDDL != apply.AloneDDL || AloneTooLarge != apply.AloneTooLarge || AloneSavepoint != apply.AloneSavepoint {
+	if AloneDDL != apply.AloneDDL || AloneTooLarge != apply.AloneTooLarge || AloneSavepoint != apply.AloneSavepoint ||
+		AloneStatementDML != apply.AloneStatementDML {
 		t.Fatal("reason codes differ from package apply's")
 	}
 }

@@ -4,8 +4,11 @@
 // to workers; each worker renders a batch (rowsql) and applies it on its own
 // connection as one target transaction, committed strictly in source order
 // with the stream's position in that same transaction (the commit protocol:
-// committer). Statements (DDL) and transactions too large to hold run
-// alone, the latter in parts relayed by the coordinator as they arrive.
+// committer). Statements (DDL, and row changes a session logged as
+// statements: statementdml.go) and transactions too large to hold run
+// alone, the latter in parts relayed by the coordinator as they arrive. A
+// source session's temporary tables live on a target connection of that
+// session's own while the run lasts (tempsessions.go).
 //
 // Goroutines and teardown: Run starts the workers and the lock-wait
 // monitor, then loops in the coordinator, the only goroutine that touches
@@ -99,6 +102,14 @@ type SourceTables interface {
 	// Transactional reports whether a table's engine can roll back on the
 	// source.
 	Transactional(ctx context.Context, tm *binlog.TableMap) (bool, error)
+	// HasTriggers reports whether a table has triggers on the source (false
+	// for one that does not exist there); StoredFunction whether a name is
+	// a stored function there. Statement-logged DML needs both.
+	HasTriggers(ctx context.Context, schema, table string) (bool, error)
+	StoredFunction(ctx context.Context, schema, name string) (bool, error)
+	// UnsafeDefault names a column of a source table whose DEFAULT the
+	// target would evaluate as its own (UUID(), ...), and the call ("": none).
+	UnsafeDefault(ctx context.Context, schema, table string) (column, call string, err error)
 }
 
 func (c *Config) defaults() {

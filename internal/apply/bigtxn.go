@@ -62,6 +62,9 @@ func (c *coordinator) extendSet(ctx context.Context, w *work, body *txn.Body) er
 func (c *coordinator) nextPart(ctx context.Context, w *work, p *txn.Part) error {
 	if p.Body.HasStatements() {
 		w.statements = true
+		if err := c.checkLaterPart(ctx, w, p); err != nil {
+			return err
+		}
 	}
 	if !w.unit.Open {
 		return nil
@@ -71,6 +74,23 @@ func (c *coordinator) nextPart(ctx context.Context, w *work, p *txn.Part) error 
 	}
 	if p.Last && p.Abort == nil && !w.statements && !w.t.Savepoints && !w.t.RolledBack && w.set.Barrier == "" {
 		c.sched.Seal(&w.unit, &w.set)
+	}
+	return nil
+}
+
+// checkLaterPart refuses statement-logged DML in a later part of a
+// transaction sent in parts that the first part's checks did not see.
+func (c *coordinator) checkLaterPart(ctx context.Context, w *work, p *txn.Part) error {
+	part := &work{t: w.t, body: p.Body}
+	dml, err := c.checkStatementDML(ctx, part)
+	if err != nil || !dml {
+		return err
+	}
+	if cp := c.a.cfg.Copy; cp != nil && cp.Copying() {
+		// The indexes a copy deferred are built before a transaction's
+		// first statement; one in a later part comes too late for that.
+		return fmt.Errorf("transaction %s is larger than --max-txn-bytes and holds row changes logged as statements while a copy "+
+			"runs: raise --max-txn-bytes above its size, or let the copy finish first", w.t.Describe())
 	}
 	return nil
 }

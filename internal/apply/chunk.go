@@ -143,6 +143,14 @@ func (c *coordinator) copyStatements(w *work) error {
 		if it.Kind != txn.ItemStatement {
 			continue
 		}
+		if u := it.Statement.Temp; u != nil && u.Only {
+			// It changes no real table. Rows it reads from real tables while
+			// a copy runs may be partial: the temporary table is not built.
+			if len(u.RealReads) > 0 {
+				u.Rebuild = false
+			}
+			continue
+		}
 		got, builds, err := cp.Statement(it.Statement)
 		if err != nil {
 			return fmt.Errorf("transaction %s: %w", w.t.GTID, err)

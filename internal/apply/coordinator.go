@@ -15,6 +15,7 @@ import (
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
 )
@@ -59,6 +60,12 @@ type coordinator struct {
 	lastOrdered  uint64
 	// domainsAt is when the per-domain NextTS was last published.
 	domainsAt time.Time
+	// temps are the source sessions' connections with their temporary
+	// tables (tempsessions.go).
+	temps *tempSessions
+	// sourceOK caches the source's answers that let statement-logged DML
+	// run (statementdml.go).
+	sourceOK map[string]bool
 }
 
 type inflightTxn struct {
@@ -71,7 +78,8 @@ type inflightTxn struct {
 // it rolls back everything not committed and returns the error). ctx ends
 // everything at once.
 func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
-	pool, err := OpenPool(a.cfg.Target, a.cfg.Workers+2, dsn.ApplySession(!a.cfg.SkipBinlog, a.cfg.LockWaitTimeout))
+	session := dsn.ApplySession(!a.cfg.SkipBinlog, a.cfg.LockWaitTimeout)
+	pool, err := OpenPool(a.cfg.Target, a.cfg.Workers+2, session)
 	if err != nil {
 		return err
 	}
@@ -82,14 +90,18 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
 			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites, Domains: true}, start.FirstSeq),
 		jobs: make([]chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
-		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}}
+		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}, sourceOK: map[string]bool{}}
 	for i := a.cfg.Workers - 1; i >= 0; i-- {
 		c.jobs[i] = make(chan *batch, 1)
 		c.idle = append(c.idle, i)
 	}
+	c.temps = newTempSessions(a.cfg.Target, session)
+	defer c.temps.endAll()
 	workers := make([]*worker, a.cfg.Workers)
 	for i := range workers {
-		if workers[i], err = newWorker(ctx, a.workerConfig(i, pool, seq, c.abortAll)); err != nil {
+		wc := a.workerConfig(i, pool, seq, c.abortAll)
+		wc.temps, wc.restore = c.temps, session.Restore(a.cfg.Flavor == sqlerr.MariaDB)
+		if workers[i], err = newWorker(ctx, wc); err != nil {
 			for _, w := range workers[:i] {
 				w.dropConn()
 			}
@@ -220,6 +232,7 @@ const (
 	AloneTooLarge  = "too_large"  // sent in parts
 	AloneSavepoint = "savepoints" // ROLLBACK TO SAVEPOINT or ROLLBACK over non-transactional changes
 	AloneXA        = "xa"         // a step of an XA transaction the source prepared
+	// AloneStatementDML (statementdml.go): row changes logged as statements.
 )
 
 // add analyses a transaction and puts it into the scheduler.
@@ -228,6 +241,11 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		return c.addChunk(ctx, p)
 	}
 	t := p.Txn
+	if t.SessionsEnded {
+		// The source restarted: its sessions and their temporary tables are
+		// gone. Nothing that uses them is in flight (they run alone).
+		c.temps.endAll()
+	}
 	w := &work{t: t, body: p.Body, added: time.Now()}
 	u := &w.unit
 	u.Seq, u.Payload, u.Bytes = t.Seq, w, p.Bytes+256
@@ -258,15 +276,7 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		reason = AloneSavepoint
 	}
 	if w.body.HasStatements() && t.XA == nil {
-		// Statements run alone, also inside a group that rolled back: DDL
-		// commits on its own, so a rollback never undoes it (a failed
-		// CREATE OR REPLACE ... SELECT logs the DROP it really did between
-		// BEGIN and ROLLBACK).
-		w.statements = true
-		if reason == "" {
-			reason = AloneDDL
-		}
-		if err := c.copyStatements(w); err != nil {
+		if err := c.addStatements(ctx, w, &reason); err != nil {
 			return err
 		}
 	}
@@ -314,6 +324,27 @@ func (c *coordinator) add(ctx context.Context, p txn.Part) error {
 		}
 	}
 	return nil
+}
+
+// addStatements prepares a transaction with statements, which runs alone,
+// also inside a group that rolled back: DDL commits on its own, so a
+// rollback never undoes it (a failed CREATE OR REPLACE ... SELECT logs the
+// DROP it really did between BEGIN and ROLLBACK). Statement-logged DML has
+// no writeset.
+func (c *coordinator) addStatements(ctx context.Context, w *work, reason *string) error {
+	dml, err := c.checkStatementDML(ctx, w)
+	if err != nil {
+		return err
+	}
+	w.statements = true
+	switch {
+	case *reason != "":
+	case dml:
+		*reason = AloneStatementDML
+	default:
+		*reason = AloneDDL
+	}
+	return c.copyStatements(w)
 }
 
 // updateNextTS publishes the commit time of the oldest transaction in

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,7 +30,7 @@ import (
 // server); unchanged, it was not, and runs. A statement that fails is
 // recorded as failed: it was not applied, and runs again after a restart —
 // an error code never counts as "already applied".
-func (w *worker) runAlone(ctx context.Context, b *batch) error {
+func (w *worker) runAlone(ctx context.Context, b *batch) (rerr error) {
 	if err := w.commit.waitTurn(ctx, w, b); err != nil {
 		return err
 	}
@@ -46,6 +47,21 @@ func (w *worker) runAlone(ctx context.Context, b *batch) error {
 	}
 	w.sql.Collapse, w.sql.OneByOne, w.sql.Runs = false, false, false
 	s := aloneState{}
+	// Statement-logged DML leaves the connection as it found it (see
+	// statementDML): what it does not reset (user variables,
+	// LAST_INSERT_ID) every statement that reads it gets from its own
+	// events.
+	if k, ok, err := tempSessionOf(t, &wk.body); err != nil {
+		return err
+	} else if ok {
+		// The whole transaction runs where the session's temporary tables
+		// are, its position included.
+		done, err := w.useTempSession(ctx, k)
+		if err != nil {
+			return err
+		}
+		defer func() { done(rerr != nil) }()
+	}
 	body := wk.body
 	for {
 		if err := w.aloneBody(ctx, t, &body, &s); err != nil {
@@ -89,6 +105,7 @@ func (w *worker) runAlone(ctx context.Context, b *batch) error {
 type aloneState struct {
 	inTxn     bool // a target transaction is open for its rows
 	statement bool // a statement ran (or was found applied)
+	dml       bool // a statement-logged DML statement ran in the transaction
 	rows      int
 	deferred  []position.Deferred
 }
@@ -111,6 +128,35 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 		it := &body.Items[i]
 		switch it.Kind {
 		case txn.ItemStatement:
+			if st := it.Statement; st.Temp != nil && st.Temp.Only {
+				if err := w.tempStatement(ctx, t, st, s); err != nil {
+					return err
+				}
+				continue
+			}
+			if it.Statement.DML {
+				// Row changes: in the transaction, with the position.
+				if !s.inTxn {
+					if err := w.sql.Begin(); err != nil {
+						return err
+					}
+					s.inTxn = true
+				}
+				s.dml = true
+				if st := it.Statement; st.Temp != nil {
+					if err := w.checkTempReads(st); err != nil {
+						return w.statementError(t, st, err)
+					}
+				}
+				if err := w.statementDML(ctx, t, it.Statement); err != nil {
+					return err
+				}
+				continue
+			}
+			if w.tempSess != nil {
+				// DDL runs on a fresh connection of its own (see statement).
+				return w.statementError(t, it.Statement, errors.New("DDL in a transaction that uses a source session's temporary tables"))
+			}
 			if s.inTxn {
 				// The statement commits what came before it implicitly.
 				if err := w.sql.Flush(); err != nil {

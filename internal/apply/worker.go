@@ -33,6 +33,10 @@ type workerConfig struct {
 	flavor       sqlerr.Flavor
 	recoveredDDL position.DDLMark
 	copy         Copy
+	temps        *tempSessions
+	// restore puts the apply session back after a statement ran in its
+	// source session's context on the worker's connection.
+	restore string
 }
 
 func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-chan struct{}) workerConfig {
@@ -55,6 +59,9 @@ type worker struct {
 	// infilePrefix names the worker's LOAD DATA files (see targetConn.exec).
 	infilePrefix string
 	batch        *batch // being applied (owned by the worker goroutine)
+	// tempSess is the source session whose connection the worker uses for
+	// the transaction it applies (see useTempSession), nil for its own.
+	tempSess *tempSession
 
 	// Published for the lock-wait monitor.
 	cur         atomic.Pointer[batch]

@@ -314,13 +314,24 @@ func (s *State) Statement(st *txn.Statement) (cps []position.CopyProgress, build
 	// text says REFERENCES) needs the parent's index, which may be one the
 	// copy deferred: it counts as touching every table, like one whose
 	// tables could not be read.
-	anyTable := st.Unknown || containsFold(st.Query, "REFERENCES")
+	anyTable := st.Unknown || !st.DML && containsFold(st.Query, "REFERENCES")
 	var hit []*tableState
 	for _, ts := range s.tables {
 		if !anyTable && !touches(st, ts.t) || ts.cov.All && ts.build == nil {
 			continue
 		}
 		hit = append(hit, ts)
+	}
+	if st.DML {
+		// A statement computes its rows from the target's tables: one the
+		// copy has not completed lacks rows the source had.
+		for _, ts := range hit {
+			if !ts.cov.All {
+				return nil, nil, fmt.Errorf("statement-logged DML %q reads or writes %s, which binlane is still copying: the target "+
+					"would compute its rows from a partial table; let the copy finish before such statements, or make the source "+
+					"session log rows (SET SESSION binlog_format=ROW)", abbreviate(st.Query), ts.t.Quoted())
+			}
+		}
 	}
 	if st.Renames() {
 		for _, ts := range hit {

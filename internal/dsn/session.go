@@ -120,6 +120,24 @@ func CutoverSession() Session { return Session{Role: "cut-over"} }
 // statements it reads.
 func ThrottleSession() Session { return Session{Role: "throttle"} }
 
+// Restore is the statement that puts a connection of the session back
+// after a statement ran there in its source session's context (package
+// session): the session's variables, and those that context may set
+// beyond them (mariadb: two more MariaDB has).
+func (s Session) Restore(mariadb bool) string {
+	parts := make([]string, 0, len(s.vars)+10)
+	for _, v := range s.vars {
+		parts = append(parts, v.name+" = "+v.value)
+	}
+	parts = append(parts, "timestamp = DEFAULT", "insert_id = 0", "sql_auto_is_null = 0",
+		"explicit_defaults_for_timestamp = DEFAULT", "auto_increment_increment = DEFAULT", "auto_increment_offset = DEFAULT",
+		"lc_time_names = DEFAULT", "collation_server = DEFAULT")
+	if mariadb {
+		parts = append(parts, "sql_if_exists = 0", "system_versioning_insert_history = 0")
+	}
+	return "SET SESSION " + strings.Join(parts, ", ")
+}
+
 // Statements are the statements Set runs: the variables in one SET, then
 // the statements.
 func (s Session) Statements() []string {

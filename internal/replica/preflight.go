@@ -22,6 +22,8 @@ type SourceInfo struct {
 	// RowImage is @@binlog_row_image: FULL, or an image that leaves
 	// columns out (see RowImageNotice).
 	RowImage string
+	// BinlogFormat is @@global.binlog_format: ROW, MIXED or STATEMENT.
+	BinlogFormat string
 	// GTIDs is @@gtid_binlog_pos (MariaDB) or @@gtid_executed (MySQL) when
 	// the connection was made.
 	GTIDs        gtid.Set
@@ -50,7 +52,9 @@ func equalFold(want ...string) func(string) bool {
 // requirements are checked on both flavors, in this order.
 var requirements = []requirement{
 	{"log_bin", equalFold("1", "ON"), "ON", "start the source with binary logging (log_bin in its config file) and restart it"},
-	{"binlog_format", equalFold("ROW"), "ROW", "run SET GLOBAL binlog_format='ROW' on the source and set binlog_format=ROW in its config file (open sessions keep their old format until they reconnect)"},
+	// MIXED and STATEMENT are accepted: what a session logs as a statement
+	// the applier runs alone (SourceInfo.BinlogFormat, for the notice).
+	{"binlog_format", equalFold("ROW", "MIXED", "STATEMENT"), "ROW, MIXED or STATEMENT", "run SET GLOBAL binlog_format='ROW' on the source and set binlog_format=ROW in its config file"},
 	{"binlog_row_image", equalFold("FULL", "MINIMAL", "NOBLOB", "FULL_NODUP"), "FULL, MINIMAL or NOBLOB", "run SET GLOBAL binlog_row_image='FULL' on the source and set binlog_row_image=FULL in its config file"},
 	{"binlog_row_metadata", equalFold("FULL"), "FULL", "run SET GLOBAL binlog_row_metadata='FULL' on the source and set binlog_row_metadata=FULL in its config file"},
 	{"binlog_checksum", equalFold("NONE", "CRC32"), "NONE or CRC32", "run SET GLOBAL binlog_checksum='CRC32' on the source"},
@@ -124,6 +128,7 @@ func (info *SourceInfo) fill(vals map[string]string, serverID uint32, start *Pos
 	var problems []string
 	info.Checksum = strings.ToUpper(vals["binlog_checksum"])
 	info.RowImage = strings.ToUpper(vals["binlog_row_image"])
+	info.BinlogFormat = strings.ToUpper(vals["binlog_format"])
 	id, err := strconv.ParseUint(vals["server_id"], 10, 32)
 	switch {
 	case err != nil || id == 0:

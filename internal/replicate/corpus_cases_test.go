@@ -18,7 +18,9 @@ func statementCorpus() []corpusWorkload {
 		}
 	}
 	out = append(out, statementForms()...)
+	out = append(out, statementDML()...)
 	out = append(out, refusals()...)
+	out = append(out, dmlRefusals()...)
 	return out
 }
 
@@ -262,9 +264,7 @@ func refusals() []corpusWorkload {
 			"CREATE TABLE t (a INT PRIMARY KEY)", "CREATE TABLE v (a INT PRIMARY KEY) WITH SYSTEM VERSIONING"}},
 		{name: "refuse/system versioning added", refuse: "system-versioned tables", stmts: []string{
 			"CREATE TABLE t (a INT PRIMARY KEY)", "INSERT INTO t VALUES (1)", "ALTER TABLE t ADD SYSTEM VERSIONING"}},
-		{name: "refuse/statement-based DML", refuse: "statement-based DML", stmts: []string{
-			"CREATE TABLE t (a INT PRIMARY KEY)", "SET SESSION binlog_format=STATEMENT", "INSERT INTO t VALUES (1)"}},
-		{name: "refuse/a writing function called in a STATEMENT session", refuse: "statement-based DML",
+		{name: "refuse/a writing function called in a STATEMENT session", refuse: "whose tables binlane cannot name",
 			pre: []string{"CREATE TABLE t (a INT PRIMARY KEY AUTO_INCREMENT, v INT)",
 				"CREATE FUNCTION f() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO t (v) VALUES (1); RETURN 1; END"},
 			preTarget: []string{"CREATE TABLE t (a INT PRIMARY KEY AUTO_INCREMENT, v INT)",

@@ -361,6 +361,7 @@ func (r *run) once(ctx context.Context) error {
 	}
 	defer stream.Close()
 	src := stream.Source()
+	formatNotice(r.log, src)
 	sourceID := src.ServerUUID
 	if sourceID == "" {
 		sourceID = fmt.Sprintf("server_id=%d", src.ServerID)

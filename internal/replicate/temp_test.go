@@ -49,6 +49,60 @@ func TestTemporaryTablesAcrossRestart(t *testing.T) {
 	}
 }
 
+// TestTemporaryTableUsedAcrossRestart: a source session fills a temporary
+// table and later copies it into a replicated table with a statement. In
+// one run the target builds the temporary table on the session's own
+// connection and ends equal; when binlane restarts between the table's
+// creation and its use (the temporary table goes with its connection), the
+// stream stops before the statement, naming the table and why, with the
+// position and the target as they were: never rows computed from the
+// target's real table of that name.
+func TestTemporaryTableUsedAcrossRestart(t *testing.T) {
+	ctx := context.Background()
+	src, dst, from := sourceAndTarget(t)
+	dst2 := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target, Name: "target2", ServerID: 3})
+	const db = "tmpuse"
+	src.ExecT(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".t (a INT PRIMARY KEY)",
+		"CREATE TABLE "+db+".r (a INT PRIMARY KEY)", "INSERT INTO "+db+".r VALUES (7)")
+	run := mixedSession(t, src, db)
+	// r shadows the real r: run on the target's real r, the INSERT below
+	// would copy 7 instead of 1 and 2.
+	run("SET SESSION binlog_format=STATEMENT", "CREATE TEMPORARY TABLE r (a INT)", "INSERT INTO r VALUES (1), (2)",
+		"INSERT INTO r SELECT a + 10 FROM t")
+	mid := gtidPos(t, src)
+	run("INSERT INTO t SELECT a FROM r", "UPDATE t JOIN r USING (a) SET t.a = t.a + 100 WHERE r.a = 2", "DROP TEMPORARY TABLE r")
+	end := gtidPos(t, src)
+
+	// One run: equal.
+	if err := corpusRun(t, src, dst2, "tmpuse", from, end, 4, []string{db}); err != nil {
+		t.Fatalf("one run: %v", err)
+	}
+	want := dumpDatabases(t, src, []string{db})[db]
+	if got := dumpDatabases(t, dst2, []string{db})[db]; got != want {
+		t.Fatalf("target differs from the source:\n%s", diffLines(want, got))
+	}
+	verifyServers(t, src, dst2, db)
+
+	// A restart between: a clear stop before the statement.
+	if err := corpusRun(t, src, dst, "tmpuse", from, mid, 1, []string{db}); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	before := dumpDatabases(t, dst, []string{db})[db]
+	err := corpusRun(t, src, dst, "tmpuse", "", end, 4, []string{db})
+	for _, w := range []string{"INSERT INTO t SELECT a FROM r", "reads temporary table `tmpuse`.`r`", "created before this run"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Fatalf("second run ended with %v; want an error naming %q", err, w)
+		}
+	}
+	st, ok, lerr := position.Load(ctx, dst.OpenT(t, ""), "tmpuse")
+	if lerr != nil || !ok || st.GTID != mid || st.State != position.StateError {
+		t.Fatalf("position %q state %q (%v %v), want %q in state error", st.GTID, st.State, ok, lerr, mid)
+	}
+	if got := dumpDatabases(t, dst, []string{db})[db]; got != before {
+		t.Fatalf("target changed by the refused statement:\n%s", diffLines(before, got))
+	}
+}
+
 // TestTemporaryTableRefusals: a statement naming a session's temporary
 // table together with a replicated one, or reading one (CREATE TABLE ...
 // SELECT from a temporary r that shadows the replicated r: run on the

@@ -28,14 +28,16 @@ const (
 // user (an account name such as 'binlane'@'%') and the replicated
 // databases: the replication stream, reading the current binlog position,
 // and SELECT for the copy, verify and the table engines of transactions
-// that roll back to a savepoint; SHOW VIEW, EVENT and SELECT on mysql.proc
+// that roll back to a savepoint; TRIGGER shows the tables' triggers (a
+// statement-logged DML statement on a table with triggers is refused);
+// SHOW VIEW, EVENT and SELECT on mysql.proc
 // let the copy read the definitions of views, events and stored routines
 // (MariaDB 10.11 shows a routine's body only to its definer and to an
 // account that can read mysql.proc).
 func SourceGrants(user string, dbs ...string) []string {
 	out := []string{"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO " + user}
 	for _, db := range dbs {
-		out = append(out, "GRANT SELECT, SHOW VIEW, EVENT ON "+sqlquote.Name(db)+".* TO "+user)
+		out = append(out, "GRANT SELECT, SHOW VIEW, TRIGGER, EVENT ON "+sqlquote.Name(db)+".* TO "+user)
 	}
 	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user)
 }
@@ -45,7 +47,9 @@ func SourceGrants(user string, dbs ...string) []string {
 // indexes, views, routines; EVENT for the events a copy creates), and
 // TRIGGER, without which information_schema
 // hides a table's triggers from binlane (it never creates one: trigger DDL
-// from the source is kept for cut-over); everything on its own binlane
+// from the source is kept for cut-over), and CREATE TEMPORARY TABLES for
+// the source sessions' temporary tables (statement-logged DML that reads
+// them); everything on its own binlane
 // schema; SELECT on mysql.proc lets verify read the bodies of the
 // target's stored routines it compares with the source's. PROCESS is
 // optional (see TargetOptionalGrants).
@@ -53,7 +57,7 @@ func TargetGrants(user string, dbs ...string) []string {
 	var out []string
 	for _, db := range dbs {
 		out = append(out, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, REFERENCES, "+
-			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER ON "+sqlquote.Name(db)+".* TO "+user)
+			"CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER, CREATE TEMPORARY TABLES ON "+sqlquote.Name(db)+".* TO "+user)
 	}
 	return append(out, "GRANT SELECT ON `mysql`.`proc` TO "+user, "GRANT ALL PRIVILEGES ON `binlane`.* TO "+user)
 }

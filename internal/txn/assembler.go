@@ -85,6 +85,11 @@ type Assembler struct {
 	// tempsChanged says the next transaction to end carries them.
 	temps        tempTables
 	tempsChanged bool
+	// loads are the files of statement-based LOAD DATA statements of the
+	// current group, by file id.
+	loads map[uint32][]byte
+	// restarted says the source restarted since the last transaction.
+	restarted bool
 	// skipping is set while the transaction of Config.Skip is read;
 	// skipChecked once the first transaction was compared with it.
 	skipping, skipChecked bool
@@ -227,6 +232,7 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 				a.temps.forget()
 				a.tempsChanged = true
 			}
+			a.restarted = true
 		}
 	case *binlog.MariaGTIDEvent:
 		return nil, a.startMaria(ev, d)
@@ -264,9 +270,16 @@ func (a *Assembler) handle(ctx context.Context, ev *binlog.Event) (*Txn, error) 
 		// Ignored: each rows event carries its table map.
 	case *binlog.AnnotateRowsEvent, *binlog.RowsQueryEvent:
 		// Ignored: the SQL behind rows events; the rows are what is applied.
-	case *binlog.LoadBlockEvent, *binlog.DeleteFileEvent:
-		// Ignored: the file of a statement-based LOAD DATA, whose statement
-		// (a query event) is refused as statement-based DML.
+	case *binlog.LoadBlockEvent:
+		// The file of a statement-based LOAD DATA, for its statement (an
+		// Execute_load_query event) later in the group.
+		if a.loads == nil {
+			a.loads = map[uint32][]byte{}
+		}
+		a.loads[d.FileID] = append(a.loads[d.FileID], d.Data...)
+		a.bytes += len(d.Data)
+	case *binlog.DeleteFileEvent:
+		delete(a.loads, d.FileID)
 	case *binlog.SkippedEvent:
 		// Ignored: read past by the decoder (its Reason says why).
 	}
@@ -281,11 +294,13 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 		return err
 	}
 	a.seq++
-	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File, StartPos: ev.Pos}
+	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File, StartPos: ev.Pos, SessionsEnded: a.restarted}
+	a.restarted = false
 	a.body, a.sent = Body{}, false
 	a.values, a.bytes = nil, 0
 	a.single = false
 	a.vars, a.alter = Vars{}, binlog.AlterNone
+	a.loads = nil
 	return nil
 }
 

@@ -14,7 +14,8 @@ const (
 	stmtAccount          // accounts, privileges, plugins, FLUSH: not replicated
 	stmtTrigger          // CREATE/DROP TRIGGER: deferred (the source's trigger effects are in its binlog as rows)
 	stmtEvent            // CREATE/ALTER/DROP EVENT: deferred (a replica must not run the source's events)
-	stmtSkip             // nothing for the target to do (set after classify: temporary tables)
+	stmtSkip             // nothing for the target to do (set after classify)
+	stmtTemp             // about a source session's temporary tables only (set after classify; see temp.go)
 )
 
 // objectWords are the object kinds of CREATE/ALTER/DROP/RENAME.
@@ -56,48 +57,6 @@ func classify(query string, m sqllex.Mode) stmtKind {
 		}
 	}
 	return stmtDDL
-}
-
-// dmlTables names the table a statement-based DML statement writes, when
-// its form is a simple one: INSERT/REPLACE [INTO] t, UPDATE t, DELETE FROM
-// t, LOAD DATA ... INTO TABLE t. unknown is set otherwise (multi-table
-// forms, CALL, ...).
-func dmlTables(q string, m sqllex.Mode, defSchema string, dec decoder) (names []TableName, unknown bool) {
-	p := &ddlParser{toks: tokenize(q, m, 0), def: defSchema, dec: dec}
-	defer func() {
-		if p.bad {
-			names, unknown = nil, true
-		}
-	}()
-	switch p.next() {
-	case "INSERT", "REPLACE":
-		p.skipWords("LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO")
-	case "UPDATE":
-		p.skipWords("LOW_PRIORITY", "IGNORE")
-		n := p.nameList()
-		if len(n) == 1 && p.peek().Text == "SET" {
-			return n, false
-		}
-		return nil, true
-	case "DELETE":
-		p.skipWords("LOW_PRIORITY", "QUICK", "IGNORE")
-		if p.next() != "FROM" {
-			return nil, true
-		}
-	case "LOAD":
-		for p.pos < len(p.toks) && p.peek().Text != "INTO" {
-			p.pos++
-		}
-		p.pos++
-		p.skipWords("TABLE")
-	default:
-		return nil, true
-	}
-	n, ok := p.name()
-	if !ok {
-		return nil, true
-	}
-	return []TableName{n}, false
 }
 
 // parseSavepoint reads SAVEPOINT x, ROLLBACK [WORK] TO [SAVEPOINT] x and

@@ -84,30 +84,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestDMLTables(t *testing.T) {
-	cases := []struct {
-		q       string
-		want    []TableName
-		unknown bool
-	}{
-		{"REPLACE INTO `percona`.`checksums` (db, tbl, chunk) SELECT 'shop', 't', 1 FROM `shop`.`t`", []TableName{{"percona", "checksums"}}, false},
-		{"INSERT IGNORE INTO t VALUES (1)", []TableName{{"db", "t"}}, false},
-		{"insert low_priority t (a) values (1)", []TableName{{"db", "t"}}, false},
-		{"UPDATE `percona`.`checksums` SET master_crc = 'x' WHERE db = 'shop'", []TableName{{"percona", "checksums"}}, false},
-		{"UPDATE a, b SET a.x = b.x", nil, true},
-		{"DELETE FROM s.t WHERE id = 1", []TableName{{"s", "t"}}, false},
-		{"DELETE t1 FROM t1 JOIN t2", nil, true},
-		{"LOAD DATA INFILE '/tmp/x' INTO TABLE s.t", []TableName{{"s", "t"}}, false},
-		{"CALL p()", nil, true},
-	}
-	for _, c := range cases {
-		got, unknown := dmlTables(c.q, 0, "db", nil)
-		if !reflect.DeepEqual(got, c.want) || unknown != c.unknown {
-			t.Errorf("dmlTables(%q) = %v, %v; want %v, %v", c.q, got, unknown, c.want, c.unknown)
-		}
-	}
-}
-
 func TestParseSavepoint(t *testing.T) {
 	cases := []struct {
 		q    string

@@ -286,8 +286,10 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 		return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
 	}
 	kind := classify(query, st.lexMode())
+	var refs dmlRefsResult
 	if kind == stmtDML {
-		st.Tables, st.Unknown = dmlTables(query, st.lexMode(), q.Schema, dec)
+		refs = dmlRefs(query, st.lexMode(), q.Schema, dec)
+		st.Tables, st.Writes, st.Unknown, st.Calls, st.DML = union(refs.writes, refs.reads), refs.writes, refs.unknown, refs.calls, true
 	} else {
 		st.Tables, st.Unknown = ddlTables(query, st.lexMode(), q.Schema, dec)
 	}
@@ -297,18 +299,24 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 			return nil, err
 		}
 		if skip {
-			kind, a.tempsChanged = stmtSkip, true
+			kind, a.tempsChanged = stmtTemp, true
 		}
 	}
 	switch {
 	case kind == stmtSkip:
+	case kind == stmtTemp:
+		if a.tempStatement(st) {
+			a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
+			a.bytes += len(query)
+		}
 	case kind == stmtAccount:
 		a.logStatement(slog.LevelInfo, "skipping account statement (accounts are not replicated)", query)
+	case kind == stmtDML:
+		if err := a.dmlItem(st, refs, q.Load); err != nil {
+			return nil, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
+		}
 	case !a.selected(st):
 		a.logStatement(slog.LevelDebug, "skipping statement for tables not replicated", query)
-	case kind == stmtDML:
-		return nil, fmt.Errorf("transaction %s at %s:%d: statement-based DML in the binlog (binlog_format must be ROW for every source session): %s",
-			a.curGTID(), ev.File, ev.Pos, abbreviate(redact.Statement(query), 200))
 	case kind == stmtTrigger || kind == stmtEvent:
 		st.Deferred = deferReason(kind)
 		a.logStatement(slog.LevelWarn, "not running "+st.Deferred+" on the target while it is a replica; recorded for cut-over", query)
@@ -338,6 +346,9 @@ func (a *Assembler) temporary(ev *binlog.Event, q *binlog.QueryEvent, st *Statem
 	sess := session{ev.Header.ServerID, q.ThreadID}
 	had := len(a.temps[sess]) > 0
 	skip, err = a.temps.observe(sess, st, dec)
+	if st.Temp != nil {
+		st.Temp.Server, st.Temp.Thread = sess.server, sess.thread
+	}
 	switch {
 	case err != nil && a.selected(st):
 		return false, fmt.Errorf("transaction %s at %s:%d: %w", a.curGTID(), ev.File, ev.Pos, err)
@@ -347,8 +358,8 @@ func (a *Assembler) temporary(ev *binlog.Event, q *binlog.QueryEvent, st *Statem
 	case skip && !had && len(a.temps[sess]) > 0:
 		// Once per session's run of temporary tables: a reporting job may
 		// write them a statement at a time.
-		a.log.Warn("a source session logs statements (its binlog_format is not ROW): its temporary tables are not replicated, "+
-			"and its row changes to replicated tables would stop the stream", "server_id", sess.server, "thread", sess.thread,
+		a.log.Info("a source session logs statements (its binlog_format is not ROW): the target keeps its temporary tables on a "+
+			"connection of its own while this run lasts", "server_id", sess.server, "thread", sess.thread,
 			"gtid", a.curGTID(), "query", abbreviate(redact.Statement(st.Query), 200))
 	case skip:
 		a.logStatement(slog.LevelDebug, "not running a statement on temporary tables of a source session", st.Query)

@@ -14,26 +14,32 @@ import (
 // Temporary tables. A source session whose binlog_format is MIXED or
 // STATEMENT logs CREATE TEMPORARY TABLE and the statements on its
 // temporary tables; in ROW format MariaDB logs none of them. A temporary
-// table belongs to the source session that made it and never holds
-// replicated data itself: data reaches a replicated table from it only
-// through a later statement, which a ROW session logs as rows and binlane
-// otherwise refuses as statement-based DML. So the target runs none of
-// these statements (MariaDB's replica keeps the tables per source session
-// instead; binlane's workers have no session of the source's).
+// table belongs to the source session that made it; data reaches a
+// replicated table from it only through a later statement, which a ROW
+// session logs as rows, and a MIXED or STATEMENT one may log as a
+// statement that reads it (INSERT INTO t SELECT ... FROM tmp). So the
+// statements on a session's temporary tables reach the applier marked with
+// the session (Statement.Temp): it runs them on a target connection of that
+// session's own, where such a statement on real tables then runs too
+// (package apply), as MariaDB's replica keeps the tables per source
+// session.
 //
 // What binlane must not do is run them against the target's real tables:
 // a temporary table may have the name of a real one, and ALTER TABLE t or
 // TRUNCATE t on it is logged without the word TEMPORARY. So the names
 // each source session (server id, thread id) holds are kept: a statement
-// naming only those is skipped, one naming them together with other
-// tables is refused, and a name that matches one only when letter case is
-// ignored is refused too (whether the source folds case is its setting).
-// A session's names are forgotten when it drops them (the source logs a
-// DROP TEMPORARY TABLE for those still open when the session ends) and
-// when the source restarts (its thread ids start again).
+// naming only those is the session's; DML naming them together with other
+// tables runs on the session's connection; any other statement naming
+// them together with other tables is refused, and a name that matches one
+// only when letter case is ignored is refused too (whether the source
+// folds case is its setting). A session's names are forgotten when it
+// drops them (the source logs a DROP TEMPORARY TABLE for those still open
+// when the session ends) and when the source restarts (its thread ids
+// start again).
 //
 // The names are saved with the position (see encode): a restart or a
-// reconnect knows the tables the sessions held where it resumes.
+// reconnect knows the tables the sessions held where it resumes (the
+// tables themselves went with the previous run's connections).
 
 // session is a source session: its server id and thread id.
 type session struct{ server, thread uint32 }
@@ -43,10 +49,13 @@ type tempTables map[session]map[TableName]struct{}
 
 // observe reads a statement of session s (dec reads its identifiers; nil:
 // UTF-8). skip reports a statement about the session's temporary tables
-// only (the target runs nothing); err a statement that names one together
-// with another table, or that reads one (see reads).
+// only, which the target runs on the session's own connection (st.Temp
+// says how), never on its real tables; err a statement that names one
+// together with another table, or a statement other than DML that reads
+// one (see reads). A DML statement that writes real tables and reads
+// temporary ones sets st.Temp with the temporary tables it reads.
 func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, err error) {
-	toks := tokenize(st.Query, st.lexMode(), 6)
+	toks := tokenize(st.Query, st.lexMode(), 0)
 	switch {
 	case isCreateTemporary(toks):
 		if !st.Unknown {
@@ -54,12 +63,14 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 				tt.add(s, n)
 			}
 		}
+		st.Temp = tt.createTemp(s, st, toks, dec)
 		return true, nil
 	case len(toks) > 1 && toks[0].Text == "DROP" && !toks[1].Quoted && toks[1].Text == "TEMPORARY":
 		// DROP TEMPORARY TABLE never drops a real table.
 		for _, n := range st.Tables {
 			tt.remove(s, n)
 		}
+		st.Temp = &TempUse{Only: true, Drop: true, Writes: st.Tables}
 		return true, nil
 	}
 	names := tt[s]
@@ -67,7 +78,13 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 		return false, nil
 	}
 	var temp, other []TableName
-	for _, n := range st.Tables {
+	named := st.Tables
+	if st.DML {
+		// Row changes decide by what they write: INSERT INTO tmp SELECT
+		// ... FROM real changes the temporary table only.
+		named = st.Writes
+	}
+	for _, n := range named {
 		switch tt.kind(s, n) {
 		case isTemp:
 			temp = append(temp, n)
@@ -79,9 +96,16 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 		}
 	}
 	if len(temp) == 0 {
-		if n, ok := tt.reads(s, st, dec); ok {
+		reads := tt.reads(s, st, dec)
+		switch {
+		case len(reads) > 0 && st.DML:
+			// Runs on the session's connection, where its temporary tables
+			// are (the applier stops if they are not).
+			st.Temp = &TempUse{Reads: reads}
+		case len(reads) > 0:
 			return false, fmt.Errorf("%s: reads temporary table %s of the source session (thread %d), whose rows and definition the target "+
-				"does not have (binlog_format must be ROW for every source session)", abbreviate(redact.Statement(st.Query), 200), n, s.thread)
+				"does not have for this statement (binlog_format must be ROW for every source session)",
+				abbreviate(redact.Statement(st.Query), 200), reads[0], s.thread)
 		}
 		return false, nil
 	}
@@ -89,24 +113,91 @@ func (tt tempTables) observe(s session, st *Statement, dec decoder) (skip bool, 
 		if err := tt.rename(s, st); err != nil {
 			return false, err
 		}
+		// The target's copies do not follow renames: the new names are
+		// not rebuilt (a later use of them on real tables stops).
+		st.Temp = &TempUse{Only: true, Writes: st.Tables}
 		return true, nil
+	}
+	if len(other) > 0 && st.DML {
+		// UPDATE t JOIN tmp ...: it may write both; it runs where the
+		// temporary tables are, which must all be there.
+		st.Temp = &TempUse{Reads: tt.reads(s, st, dec)}
+		return false, nil
 	}
 	if len(other) > 0 {
 		return false, fmt.Errorf("%s: names temporary table %s of the source session (thread %d) together with %s, which the target cannot run "+
 			"(binlog_format must be ROW for every source session)", abbreviate(redact.Statement(st.Query), 200), temp[0], s.thread, other[0])
 	}
+	st.Temp = tt.onlyTemp(s, st, temp)
 	return true, nil
 }
 
-// reads finds a name of the session's temporary tables anywhere in a
+// onlyTemp is the use of a statement that changes session s's temporary
+// tables temp only: what else it names, it reads.
+func (tt tempTables) onlyTemp(s session, st *Statement, temp []TableName) *TempUse {
+	use := &TempUse{Only: true, Writes: temp, Rebuild: true}
+	for _, n := range st.Tables {
+		switch {
+		case slices.Contains(temp, n):
+		case tt.kind(s, n) == isTemp:
+			use.Reads = append(use.Reads, n)
+		default:
+			use.RealReads = append(use.RealReads, n)
+		}
+	}
+	return use
+}
+
+// createTemp is the use of CREATE TEMPORARY TABLE. One that takes its
+// rows from a query (... SELECT) reads the query's tables: the session's
+// temporary ones must be on the target, the real ones replicated (see
+// Assembler.tempStatement); one that copies a definition (... LIKE) is not
+// rebuilt.
+func (tt tempTables) createTemp(s session, st *Statement, toks []token, dec decoder) *TempUse {
+	use := &TempUse{Only: true, Create: true, Writes: st.Tables, Rebuild: !st.Unknown}
+	for i, t := range toks {
+		// Calls in the definition (a DEFAULT (UUID())) too: see tempStatement.
+		if i+1 < len(toks) && toks[i+1].Text == "(" && !toks[i+1].Quoted && t.Kind == sqllex.Word {
+			st.Calls = append(st.Calls, TableName{Schema: st.Schema, Table: t.Raw})
+		}
+	}
+	for i, t := range toks {
+		if t.Quoted {
+			continue
+		}
+		switch t.Text {
+		case "LIKE":
+			use.Rebuild = false
+			return use
+		case "SELECT", "WITH":
+			refs := queryRefs(toks[i:], st.Schema, dec)
+			if refs.unknown {
+				use.Rebuild = false
+			}
+			st.Calls = append(st.Calls, refs.calls...)
+			for _, n := range refs.reads {
+				if tt.kind(s, n) == isTemp {
+					use.Reads = append(use.Reads, n)
+				} else {
+					use.RealReads = append(use.RealReads, n)
+				}
+			}
+			return use
+		}
+	}
+	return use
+}
+
+// reads finds the names of the session's temporary tables anywhere in a
 // statement that does not change them: CREATE TABLE c SELECT ... FROM t or
 // CREATE TABLE c LIKE t, logged as statements, would read the target's real
 // t where the source read its temporary t. Any identifier that is such a
 // name, as [schema.]name or only when case is ignored, counts: a column of
-// that name too (refused: fail closed).
-func (tt tempTables) reads(s session, st *Statement, dec decoder) (TableName, bool) {
+// that name too (fail closed).
+func (tt tempTables) reads(s session, st *Statement, dec decoder) []TableName {
 	toks := tokenize(st.Query, st.lexMode(), 0)
 	p := &ddlParser{dec: dec}
+	var out []TableName
 	for i, t := range toks {
 		if !t.Quoted && (t.Raw == "" || !sqllex.IsWordByte(t.Raw[0])) {
 			continue // punctuation, string literals
@@ -115,11 +206,11 @@ func (tt tempTables) reads(s session, st *Statement, dec decoder) (TableName, bo
 		if i >= 2 && toks[i-1].Text == "." && !toks[i-1].Quoted {
 			n.Schema = p.ident(toks[i-2].Raw)
 		}
-		if tt.kind(s, n) != notTemp {
-			return n, true
+		if tt.kind(s, n) != notTemp && !slices.Contains(out, n) {
+			out = append(out, n)
 		}
 	}
-	return TableName{}, false
+	return out
 }
 
 // rename follows RENAME TABLE a TO b[, ...] and ALTER TABLE a RENAME b

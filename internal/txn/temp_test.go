@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -14,7 +15,8 @@ import (
 func tempStatement(q, schema string) *Statement {
 	st := &Statement{Schema: schema, Query: q}
 	if classify(q, 0) == stmtDML {
-		st.Tables, st.Unknown = dmlTables(q, 0, schema, nil)
+		r := dmlRefs(q, 0, schema, nil)
+		st.Tables, st.Writes, st.Unknown, st.DML, st.Calls = union(r.writes, r.reads), r.writes, r.unknown, true, r.calls
 	} else {
 		st.Tables, st.Unknown = ddlTables(q, 0, schema, nil)
 	}
@@ -59,8 +61,8 @@ func TestTemporaryTables(t *testing.T) {
 			{a, "CREATE OR REPLACE TEMPORARY TABLE m2 SELECT * FROM r", true, ""},
 			{a, "CREATE TEMPORARY SEQUENCE s1", true, ""},
 			{a, "ALTER TABLE s1 ENGINE=InnoDB", true, ""},
-			{a, "INSERT INTO m2 SELECT * FROM r", true, ""}, // writes the temporary table only
-			{a, "INSERT INTO r SELECT * FROM m2", false, "reads temporary table `d`.`m2`"},
+			{a, "INSERT INTO m2 SELECT * FROM r", true, ""},  // writes the temporary table only
+			{a, "INSERT INTO r SELECT * FROM m2", false, ""}, // runs where m2 is (Temp.Reads)
 		}},
 		{"renames", []step{
 			{a, "CREATE TEMPORARY TABLE m (id INT)", true, ""},
@@ -157,12 +159,13 @@ func TestTemporaryTablesInTheStream(t *testing.T) {
 	evs = append(evs, sessionStmt(3, 5, "ALTER TABLE r ADD y INT")...)
 	pipe := NewPipe(1 << 20)
 	_ = NewAssembler(&script{evs: evs, err: context.Canceled}, Config{}).Run(context.Background(), pipe)
-	var items []int
+	var items []string
 	for _, p := range drain(pipe) {
-		items = append(items, len(p.Body.Items))
+		items = append(items, itemKinds(p.Body))
 	}
-	if want := []int{0, 0, 1}; !slices.Equal(items, want) {
-		t.Fatalf("statements per transaction %v, want %v (create and alter of the temporary table skipped, the alter after the source's restart run)", items, want)
+	if want := []string{"temp", "temp", "run"}; !slices.Equal(items, want) {
+		t.Fatalf("statements per transaction %v, want %v (create and alter of the temporary table on the session's "+
+			"connection, the alter after the source's restart on the real table)", items, want)
 	}
 }
 
@@ -193,16 +196,16 @@ func TestTemporaryTablesSaved(t *testing.T) {
 	evs = append(evs, sessionStmt(3, 10, "DROP TEMPORARY TABLE r")...) // changes them
 	pipe := NewPipe(1 << 20)
 	_ = NewAssembler(&script{evs: evs, err: context.Canceled}, Config{TempTables: enc}).Run(context.Background(), pipe)
-	var items []int
+	var items []string
 	var carried []string
 	for _, p := range drain(pipe) {
-		items = append(items, len(p.Body.Items))
+		items = append(items, itemKinds(p.Body))
 		if p.Txn.TempTables != nil {
 			carried = append(carried, *p.Txn.TempTables)
 		}
 	}
 	delete(tt[session{1, 10}], TableName{"d", "r"})
-	if want := []int{0, 1, 0}; !slices.Equal(items, want) {
+	if want := []string{"temp", "run", "temp"}; !slices.Equal(items, want) {
 		t.Fatalf("statements per transaction %v, want %v", items, want)
 	}
 	if want := []string{enc, tt.encode()}; !slices.Equal(carried, want) {
@@ -230,5 +233,93 @@ func TestTemporaryTablesNotSelected(t *testing.T) {
 	}
 	if n := len(drain(pipe)); n != 3 {
 		t.Fatalf("%d transactions before the refusal, want 3", n)
+	}
+}
+
+// itemKinds says what a body's statements are: "temp" for one on a source
+// session's temporary tables only, "run" for one the target runs on its
+// tables, "" for none.
+func itemKinds(b Body) string {
+	var out []string
+	for _, it := range b.Items {
+		switch {
+		case it.Kind != ItemStatement:
+		case it.Statement.Temp != nil && it.Statement.Temp.Only:
+			out = append(out, "temp")
+		default:
+			out = append(out, "run")
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// TestTemporaryTableUse: what the applier learns of each statement of a
+// session with temporary tables (TempUse): what it builds, whether it can
+// be built as the source did, and what a statement on real tables reads.
+func TestTemporaryTableUse(t *testing.T) {
+	s := session{1, 10}
+	tt := tempTables{}
+	use := func(q string) string {
+		st := tempStatement(q, "d")
+		if _, err := tt.observe(s, st, nil); err != nil {
+			return "error: " + err.Error()
+		}
+		u := st.Temp
+		if u == nil {
+			return "none"
+		}
+		return fmt.Sprintf("only=%v create=%v drop=%v rebuild=%v writes=%s reads=%s real=%s",
+			u.Only, u.Create, u.Drop, u.Rebuild, names(u.Writes), names(u.Reads), names(u.RealReads))
+	}
+	steps := []struct{ q, want string }{
+		{"CREATE TEMPORARY TABLE a (x INT)", "only=true create=true drop=false rebuild=true writes=d.a reads= real="},
+		{"CREATE TEMPORARY TABLE b SELECT * FROM r JOIN a USING (x)", "only=true create=true drop=false rebuild=true writes=d.b reads=d.a real=d.r"},
+		{"CREATE TEMPORARY TABLE u (x INT, v CHAR(36) DEFAULT (UUID()))", "only=true create=true drop=false rebuild=true writes=d.u reads= real="},
+		{"CREATE TEMPORARY TABLE c LIKE r", "only=true create=true drop=false rebuild=false writes=d.c reads= real="},
+		{"CREATE TEMPORARY TABLE c2 AS SELECT * FROM JSON_TABLE('[]', '$' COLUMNS (x INT PATH '$')) j", "only=true create=true drop=false rebuild=false writes=d.c2 reads= real="},
+		{"INSERT INTO a SELECT x FROM r", "only=true create=false drop=false rebuild=true writes=d.a reads= real=d.r"},
+		{"INSERT INTO a SELECT x FROM b", "only=true create=false drop=false rebuild=true writes=d.a reads=d.b real="},
+		{"INSERT INTO r SELECT x FROM a JOIN b USING (x)", "only=false create=false drop=false rebuild=false writes= reads=d.a,d.b real="},
+		{"UPDATE r JOIN a USING (x) SET r.y = 1", "only=false create=false drop=false rebuild=false writes= reads=d.a real="},
+		{"INSERT INTO r VALUES (1)", "none"},
+		{"ALTER TABLE a ADD y INT", "only=true create=false drop=false rebuild=true writes=d.a reads= real="},
+		{"DROP TEMPORARY TABLE IF EXISTS a, b", "only=true create=false drop=true rebuild=false writes=d.a,d.b reads= real="},
+	}
+	for _, c := range steps {
+		if got := use(c.q); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.q, got, c.want)
+		}
+	}
+}
+
+// TestTemporaryTableNotRebuilt: the stream marks what the target cannot
+// build as the source did: a temporary table filled from a table it does
+// not replicate, or with a DEFAULT the target computes as its own.
+func TestTemporaryTableNotRebuilt(t *testing.T) {
+	rules, err := filter.New([]string{"d"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAssembler(nil, Config{Rules: rules})
+	s := session{1, 10}
+	for _, c := range []struct {
+		q       string
+		rebuild bool
+	}{
+		{"CREATE TEMPORARY TABLE a (x INT)", true},
+		{"CREATE TEMPORARY TABLE u (x INT, v CHAR(36) DEFAULT (UUID()))", false},
+		{"CREATE TEMPORARY TABLE b SELECT * FROM d.r", true},
+		{"CREATE TEMPORARY TABLE c SELECT * FROM e.r", false},
+		{"INSERT INTO a SELECT x FROM e.r", false},
+		{"INSERT INTO a VALUES (UUID_SHORT())", false},
+		{"INSERT INTO a SELECT x FROM b", true},
+	} {
+		st := tempStatement(c.q, "d")
+		if _, err := a.temps.observe(s, st, nil); err != nil || st.Temp == nil {
+			t.Fatalf("%s: %v %v", c.q, st.Temp, err)
+		}
+		if !a.tempStatement(st) || st.Temp.Rebuild != c.rebuild {
+			t.Errorf("%s: rebuild %v, want %v", c.q, st.Temp.Rebuild, c.rebuild)
+		}
 	}
 }

@@ -2,8 +2,10 @@
 // that flows from the source to the applier. The Assembler groups events
 // from GTID to XID/COMMIT, drops tables the filter does not select, decodes
 // row images once, and classifies statements (DDL to run, trigger and event
-// DDL to defer, account statements and statements on a source session's
-// temporary tables to skip, statement-based DML to refuse).
+// DDL to defer, account statements to skip, row changes logged as
+// statements to run as the source ran them or to refuse when their result
+// could differ (dml.go, dmlrefs.go), statements on a source session's
+// temporary tables to run where its temporary tables are (temp.go)).
 //
 // Every transaction travels the same typed path, however large: one or more
 // Parts on one channel, the first with First set, the last with Last set.
@@ -62,6 +64,9 @@ type Txn struct {
 	// XA is set for the two groups of an XA transaction the source
 	// prepared: the prepare (its rows) and the later commit or rollback.
 	XA *XA
+	// SessionsEnded is set on the first transaction after the source
+	// restarted: its sessions, and their temporary tables, are gone.
+	SessionsEnded bool
 }
 
 // Describe names a transaction by its GTID and where it ends in the
@@ -147,7 +152,8 @@ const (
 	// ItemRows is a run of row changes (Changes[First:Last]) from one rows
 	// event.
 	ItemRows ItemKind = iota
-	// ItemStatement is a statement the target runs as the source did (DDL).
+	// ItemStatement is a statement the target runs as the source did (DDL,
+	// or row changes logged as a statement: Statement.DML).
 	ItemStatement
 	// ItemDeferred is a statement the target must not run while it is a
 	// replica (trigger and event DDL): it is recorded for the user to apply
@@ -217,6 +223,56 @@ type Statement struct {
 	// Deferred says why a statement is kept instead of run (empty for
 	// statements that run).
 	Deferred string
+	// DML is set for row changes a MIXED or STATEMENT session logged as a
+	// statement: the target runs it in the source's session context inside
+	// the transaction that saves the position. Tables then names every
+	// table it reads or writes, Writes those it writes (the statement's
+	// targets), and Calls the names it calls as functions
+	// (a stored function's reads and writes are not in its text: the
+	// applier checks that none is one).
+	DML    bool
+	Writes []TableName
+	Calls  []TableName
+	// Load is the file of a LOAD DATA logged as a statement.
+	Load *LoadData
+	// Temp is set for a statement that uses its source session's
+	// temporary tables: the target runs it on a connection of that
+	// session's own, where they are (see TempUse).
+	Temp *TempUse
+}
+
+// TempUse says how a statement uses its source session's temporary
+// tables (see temp.go). The applier keeps, per source session, a target
+// connection holding the temporary tables it could build in this run; a
+// statement on real tables that reads one it does not have stops the
+// stream.
+type TempUse struct {
+	Server, Thread uint32
+	// Only is set for a statement about the session's temporary tables
+	// only (CREATE TEMPORARY TABLE, DROP TEMPORARY TABLE, DML and DDL on
+	// them): it changes no replicated table. Otherwise the statement is DML
+	// on real tables that reads temporary ones.
+	Only         bool
+	Create, Drop bool
+	// Rebuild is set when the target can build what the statement makes
+	// as the source did: not for CREATE TEMPORARY TABLE ... SELECT/LIKE, a
+	// rename, or rows read from tables the stream does not replicate (its
+	// Writes are then missing on the target).
+	Rebuild bool
+	// Writes are the temporary tables it creates, changes or drops; Reads
+	// the ones it reads (they must be on the target); RealReads the real
+	// tables a statement on temporary ones reads.
+	Writes, Reads, RealReads []TableName
+}
+
+// LoadData is the file of a LOAD DATA logged as a statement: its content
+// (the Begin_load_query and Append_block events before it) and where the
+// statement names it (see binlog.LoadQuery).
+type LoadData struct {
+	FileID             uint32
+	FileStart, FileEnd uint32
+	DupHandling        byte
+	Data               []byte
 }
 
 // TableName is a schema-qualified table name ("" table for a whole schema).
