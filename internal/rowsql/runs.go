@@ -10,7 +10,7 @@ type runEntry struct {
 	group int
 	fence bool
 	// keys are held exclusively, shared only against exclusive holders
-	// (writeset.Set.Keys and Shared; tables folded in as keys).
+	// (scheduler.KeySet.Keys and Shared; tables folded in as keys).
 	keys, shared []uint64
 }
 
