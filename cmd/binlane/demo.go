@@ -21,6 +21,7 @@ import (
 	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/verify"
 	"github.com/binlane/binlane/internal/workload"
 )
@@ -81,8 +82,8 @@ type demo struct {
 	srcDB, dstDB   *sql.DB // root: the workload and the demo's own reads
 	rules          filter.Rules
 	obs            *replicate.Observer
-	final          apply.Snapshot // the apply phase's counters, for the summary
-	invoiced       int            // calls of shop.invoice_order during the load
+	final          streamstatus.Snapshot // the apply phase's counters, for the summary
+	invoiced       int                   // calls of shop.invoice_order during the load
 }
 
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }

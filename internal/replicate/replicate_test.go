@@ -18,6 +18,7 @@ import (
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/verify"
 	"github.com/binlane/binlane/internal/workload"
 )
@@ -197,7 +198,7 @@ func TestReplicateToStopPosition(t *testing.T) {
 	if st.GTID != cfg.StopAtGTID || st.State != position.StateStopped {
 		t.Fatalf("stream at %q state %q, want %q stopped", st.GTID, st.State, cfg.StopAtGTID)
 	}
-	var snap apply.Snapshot
+	var snap streamstatus.Snapshot
 	if err := json.Unmarshal([]byte(st.Stats), &snap); err != nil {
 		t.Fatalf("stats after the stop: %v (%q)", err, st.Stats)
 	}
