@@ -225,18 +225,18 @@ type fileSource struct {
 	r     *binlog.FileReader
 }
 
-func (f *fileSource) Next(ctx context.Context) (replica.Message, error) {
+func (f *fileSource) Next(ctx context.Context) (binlog.Message, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return replica.Message{}, err
+			return binlog.Message{}, err
 		}
 		if f.r == nil {
 			if len(f.files) == 0 {
-				return replica.Message{}, io.EOF
+				return binlog.Message{}, io.EOF
 			}
 			r, err := binlog.OpenFile(f.files[0])
 			if err != nil {
-				return replica.Message{}, err
+				return binlog.Message{}, err
 			}
 			f.r, f.files = r, f.files[1:]
 		}
@@ -247,9 +247,9 @@ func (f *fileSource) Next(ctx context.Context) (replica.Message, error) {
 			continue
 		}
 		if err != nil {
-			return replica.Message{}, err
+			return binlog.Message{}, err
 		}
-		return replica.Message{Event: ev}, nil
+		return binlog.Message{Event: ev}, nil
 	}
 }
 

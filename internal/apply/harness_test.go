@@ -20,7 +20,6 @@ import (
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
-	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
@@ -46,18 +45,18 @@ func newFileSource(t *testing.T, s *sandbox.Server) *fileSource {
 	return &fileSource{files: files[:len(files)-1]} // the last one is empty and still open
 }
 
-func (f *fileSource) Next(ctx context.Context) (replica.Message, error) {
+func (f *fileSource) Next(ctx context.Context) (binlog.Message, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return replica.Message{}, err
+			return binlog.Message{}, err
 		}
 		if f.r == nil {
 			if len(f.files) == 0 {
-				return replica.Message{}, io.EOF
+				return binlog.Message{}, io.EOF
 			}
 			r, err := binlog.OpenFile(f.files[0])
 			if err != nil {
-				return replica.Message{}, err
+				return binlog.Message{}, err
 			}
 			f.r, f.files = r, f.files[1:]
 		}
@@ -67,7 +66,7 @@ func (f *fileSource) Next(ctx context.Context) (replica.Message, error) {
 			f.r = nil
 			continue
 		}
-		return replica.Message{Event: ev}, err
+		return binlog.Message{Event: ev}, err
 	}
 }
 
@@ -196,7 +195,7 @@ type skipSource struct {
 	skipping bool
 }
 
-func (s *skipSource) Next(ctx context.Context) (replica.Message, error) {
+func (s *skipSource) Next(ctx context.Context) (binlog.Message, error) {
 	for {
 		m, err := s.inner.Next(ctx)
 		if err != nil || m.Event == nil {

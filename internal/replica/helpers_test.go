@@ -70,7 +70,7 @@ type consumer struct {
 	s          *Stream
 	tr         *Tracker
 	gtids      []gtid.GTID
-	restarts   []*Restart
+	restarts   []*binlog.Restart
 	partial    int // restarts that arrived inside a transaction
 	heartbeats []*binlog.HeartbeatEvent
 	rotates    int // real rotates
@@ -82,7 +82,7 @@ func newConsumer(t testing.TB, s *Stream) *consumer {
 }
 
 // next reads one event, failing the test on error.
-func (c *consumer) next() Message {
+func (c *consumer) next() binlog.Message {
 	c.t.Helper()
 	ev, err := c.tryNext(30 * time.Second)
 	if err != nil {
@@ -95,7 +95,7 @@ func (c *consumer) next() Message {
 	return ev
 }
 
-func (c *consumer) tryNext(wait time.Duration) (Message, error) {
+func (c *consumer) tryNext(wait time.Duration) (binlog.Message, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	m, err := c.s.Next(ctx)
@@ -127,7 +127,7 @@ func (c *consumer) tryNext(wait time.Duration) (Message, error) {
 }
 
 // until reads events until cond holds.
-func (c *consumer) until(what string, cond func(m Message) bool) {
+func (c *consumer) until(what string, cond func(m binlog.Message) bool) {
 	c.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -141,7 +141,7 @@ func (c *consumer) until(what string, cond func(m Message) bool) {
 // untilGTID reads until the transaction with sequence number seq completed.
 func (c *consumer) untilGTID(seq uint64) {
 	c.t.Helper()
-	c.until(fmt.Sprintf("GTID seq %d", seq), func(Message) bool {
+	c.until(fmt.Sprintf("GTID seq %d", seq), func(binlog.Message) bool {
 		return len(c.gtids) > 0 && c.gtids[len(c.gtids)-1].Seq >= seq
 	})
 }

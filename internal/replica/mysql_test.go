@@ -119,7 +119,7 @@ func TestMySQLStreamResumesByGTIDSet(t *testing.T) {
 	}
 	c := newConsumer(t, s)
 	var names []string
-	c.until("transaction 4", func(m Message) bool {
+	c.until("transaction 4", func(m binlog.Message) bool {
 		ev := m.Event
 		if ev == nil {
 			return false
