@@ -144,11 +144,11 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, f analyzeFlags) erro
 		if err != nil {
 			return err
 		}
-		cfg, err := d.ReplicaConfig()
+		wc, err := d.WireConfig()
 		if err != nil {
 			return d.AnnotateTLS(err)
 		}
-		cfg.ServerID, cfg.NonBlocking, cfg.Start, cfg.Logger = f.serverID, true, replica.StartAtGTID(from), log
+		cfg := replica.Config{Config: wc, ServerID: f.serverID, NonBlocking: true, Start: replica.StartAtGTID(from), Logger: log}
 		if cfg.ServerID == 0 {
 			cfg.ServerID = 1<<30 + rand.Uint32N(1<<30)
 		}

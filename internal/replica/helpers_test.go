@@ -13,6 +13,7 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/wire"
 )
 
 // testLogger sends the stream's logs to the test log.
@@ -32,7 +33,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 // least-privilege source account.
 func baseConfig(t testing.TB, srv *sandbox.Server) Config {
 	return Config{
-		Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword, ServerID: 1001,
+		Config:          wire.Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword},
+		ServerID:        1001,
 		Start:           StartAtGTID(gtid.Set{}),
 		HeartbeatPeriod: time.Second,
 		MinBackoff:      20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,

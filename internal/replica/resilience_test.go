@@ -9,6 +9,7 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/wire"
 )
 
 // bigTransaction is one transaction of n row events of 64 KiB, so that a
@@ -175,7 +176,7 @@ func currentPositionT(t *testing.T, srv *sandbox.Server) Position {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pos, err := CurrentPosition(ctx, Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword})
+	pos, err := CurrentPosition(ctx, Config{Config: wire.Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword}})
 	if err != nil {
 		t.Fatal(err)
 	}

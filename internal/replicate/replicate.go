@@ -528,12 +528,11 @@ func replicaConfig(cfg Config, log *slog.Logger) (replica.Config, error) {
 		h.Write([]byte(cfg.Stream))
 		id = 100000 + h.Sum32()%1000000000
 	}
-	rc, err := cfg.Source.ReplicaConfig()
+	wc, err := cfg.Source.WireConfig()
 	if err != nil {
 		return replica.Config{}, fmt.Errorf("source: %w", err)
 	}
-	rc.ServerID, rc.HeartbeatPeriod, rc.QueueBytes, rc.Logger = id, cfg.HeartbeatPeriod, cfg.QueueBytes, log
-	return rc, nil
+	return replica.Config{Config: wc, ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, QueueBytes: cfg.QueueBytes, Logger: log}, nil
 }
 
 // checkServers connects to both servers once before anything is written
