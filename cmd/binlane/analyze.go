@@ -160,7 +160,7 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, f analyzeFlags) erro
 		src = s
 		schemaAddr, schemaPassEnv, schemaPassFile = f.source, f.passEnv, f.passFile
 	} else {
-		src = &fileSource{files: f.files}
+		src = binlog.NewFiles(f.files)
 	}
 
 	planner, notes, closeDB, err := analyzePlanner(ctx, schemaAddr, schemaPassEnv, schemaPassFile, f.tls)
@@ -217,40 +217,6 @@ func collect(ctx context.Context, src txn.Source, cfg txn.Config, skip gtid.Set,
 		return nil
 	}
 	return err
-}
-
-// fileSource reads binlog files one after the other.
-type fileSource struct {
-	files []string
-	r     *binlog.FileReader
-}
-
-func (f *fileSource) Next(ctx context.Context) (binlog.Message, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return binlog.Message{}, err
-		}
-		if f.r == nil {
-			if len(f.files) == 0 {
-				return binlog.Message{}, io.EOF
-			}
-			r, err := binlog.OpenFile(f.files[0])
-			if err != nil {
-				return binlog.Message{}, err
-			}
-			f.r, f.files = r, f.files[1:]
-		}
-		ev, err := f.r.Next()
-		if errors.Is(err, io.EOF) {
-			f.r.Close()
-			f.r = nil
-			continue
-		}
-		if err != nil {
-			return binlog.Message{}, err
-		}
-		return binlog.Message{Event: ev}, nil
-	}
 }
 
 // analyzePlanner plans tables from a server's definitions when addr is

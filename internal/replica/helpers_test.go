@@ -13,21 +13,9 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/testutil"
 	"github.com/binlane/binlane/internal/wire"
 )
-
-// testLogger sends the stream's logs to the test log.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // baseConfig streams from srv with settings suited to tests, as binlane's
 // least-privilege source account.
@@ -38,7 +26,7 @@ func baseConfig(t testing.TB, srv *sandbox.Server) Config {
 		Start:           StartAtGTID(gtid.Set{}),
 		HeartbeatPeriod: time.Second,
 		MinBackoff:      20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
-		Logger: testLogger(t),
+		Logger: testutil.LoggerAt(t, slog.LevelDebug),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/testutil"
 	"github.com/binlane/binlane/internal/wire"
 	"github.com/binlane/binlane/internal/wire/wiretest"
 )
@@ -113,7 +115,7 @@ func TestMySQLStreamResumesByGTIDSet(t *testing.T) {
 			return serveFile(f, 0, 0)(d, s)
 		}})
 	cfg := Config{Config: wire.Config{Addr: srv.Addr(), User: "repl", Password: "pw"}, ServerID: 1001, Start: StartAtGTID(gtid.Set{}),
-		HeartbeatPeriod: 100 * time.Millisecond, MinBackoff: 10 * time.Millisecond, Logger: testLogger(t)}
+		HeartbeatPeriod: 100 * time.Millisecond, MinBackoff: 10 * time.Millisecond, Logger: testutil.LoggerAt(t, slog.LevelDebug)}
 	s := openT(t, cfg)
 	if src := s.Source(); src.Flavor != gtid.MySQL || src.ServerUUID != mysqlVars["server_uuid"] || src.Checksum != "CRC32" {
 		t.Fatalf("source %+v", src)

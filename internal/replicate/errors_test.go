@@ -11,6 +11,7 @@ import (
 
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/testutil"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -161,19 +162,7 @@ func samePos(t *testing.T, s string) string {
 // tableRows returns a table's rows as text, sorted.
 func tableRows(t *testing.T, db *sql.DB, table string) []string {
 	t.Helper()
-	rows, err := db.Query("SELECT CONCAT_WS('|', id, HEX(v), MD5(pad)) FROM " + table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
+	out := testutil.Lines(t, db, "SELECT CONCAT_WS('|', id, HEX(v), MD5(pad)) FROM "+table)
 	sort.Strings(out)
 	return out
 }

@@ -1,14 +1,11 @@
 package statuspage
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/streamstatus"
+	"github.com/binlane/binlane/internal/testutil"
 )
 
 // fakeStream is a stream whose status the test sets.
@@ -335,27 +333,6 @@ func TestIndexAndRoutes(t *testing.T) {
 	}
 }
 
-// dumpDOM loads url in headless Chromium and returns the DOM once the
-// page's script ran (skips when there is no Chromium).
-func dumpDOM(t *testing.T, url string) string {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no chromium binary")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--disable-gpu", "--no-sandbox", "--user-data-dir="+t.TempDir(),
-		"--virtual-time-budget=5000", "--dump-dom", url)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	return string(out)
-}
-
 // TestPageInChromium renders the page of a fake stream in a real browser:
 // its script must have filled in the state, position, workers, copy,
 // error and the "—" of no recommendation.
@@ -371,7 +348,7 @@ func TestPageInChromium(t *testing.T) {
 	f.set(streamstatus.Status{State: streamstatus.StateRunning, Lag: 100 * time.Second, Snapshot: snap(10 * time.Second)})
 	p.sample(time.Now().Add(-time.Minute))
 	f.set(cur)
-	dom := dumpDOM(t, srv.URL+"/")
+	dom := testutil.DumpDOM(t, srv.URL+"/")
 	if !strings.Contains(dom, ">100 s</text>") {
 		t.Errorf("the lag history the process kept is not drawn")
 	}
