@@ -368,6 +368,22 @@ func printAnalysis(w io.Writer, r analyze.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := printSimulations(w, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nrecommended: %s: %s\n", analyze.Workers(r.Recommendation.Workers), r.Recommendation.Reason)
+	if len(r.Notes) > 0 {
+		fmt.Fprintln(w, "\nnotes:")
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+	}
+	return nil
+}
+
+// printSimulations prints the model and the simulated drains, a row per
+// number of workers.
+func printSimulations(w io.Writer, r analyze.Report) error {
 	m := r.Model
 	cores := "one per worker"
 	if m.Cores > 0 {
@@ -379,24 +395,14 @@ func printAnalysis(w io.Writer, r analyze.Report) error {
 	}
 	fmt.Fprintf(w, "\nsimulated backlog drain (%s target; per transaction %s, per row %s, commit %s + %s/row + sync %s; intake %s + %s/row; cores: %s; batches up to %d)\n",
 		target, dur(m.PerTxn), dur(m.PerRow), dur(m.Commit), dur(m.CommitPerRow), dur(m.Sync), dur(m.Intake), dur(m.IntakePerRow), cores, m.MaxBatch)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workers\twriteset trx/s\tspeedup\ttrx/commit\tbusy\tcommit wait\tlimit\tcommit-order trx/s\tspeedup\tlimit\t")
 	for _, s := range r.Simulations {
 		ws, co := s.Writeset, s.CommitOrder
 		fmt.Fprintf(tw, "%d\t%.0f\t%.2fx\t%.1f\t%.0f%%\t%.0f%%\t%s\t%.0f\t%.2fx\t%s\t\n", s.Workers, ws.TxnPerSec, ws.Speedup,
 			ws.TxnPerCommit, 100*(ws.Busy+ws.Commit), 100*ws.CommitWait, ws.Bottleneck, co.TxnPerSec, co.Speedup, co.Bottleneck)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nrecommended: %s: %s\n", analyze.Workers(r.Recommendation.Workers), r.Recommendation.Reason)
-	if len(r.Notes) > 0 {
-		fmt.Fprintln(w, "\nnotes:")
-		for _, n := range r.Notes {
-			fmt.Fprintf(w, "  - %s\n", n)
-		}
-	}
-	return nil
+	return tw.Flush()
 }
 
 func size(n int64) string {
