@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/binlane/binlane/internal/testutil"
 )
 
 // TestTargetBinlogWithoutAnnotations: with BINLOG ADMIN (an optional
@@ -36,8 +34,8 @@ func TestTargetBinlogWithoutAnnotations(t *testing.T) {
 				t.Fatalf("%v\n%s", err, logs)
 			}
 			annotations := 0
-			for _, file := range testutil.Lines(t, e.dst.OpenT(t, ""), "SHOW BINARY LOGS") {
-				for _, ev := range testutil.Lines(t, e.dst.OpenT(t, ""), "SHOW BINLOG EVENTS IN '"+strings.Fields(file)[0]+"'") {
+			for _, file := range queryLines(t, e.dst.OpenT(t, ""), "SHOW BINARY LOGS") {
+				for _, ev := range queryLines(t, e.dst.OpenT(t, ""), "SHOW BINLOG EVENTS IN '"+strings.Fields(file)[0]+"'") {
 					if strings.Contains(ev, "Annotate_rows") && strings.Contains(ev, "`ann`.`t`") &&
 						!strings.Contains(ev, "`binlane`.`streams`") { // the stream's own row lists its tables
 						t.Log(ev)

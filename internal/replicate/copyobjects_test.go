@@ -2,7 +2,9 @@ package replicate
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,7 +13,6 @@ import (
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/sandbox"
-	"github.com/binlane/binlane/internal/testutil"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -125,32 +126,32 @@ func TestCopyObjects(t *testing.T) {
 	}
 	src, dst := e.src.OpenT(t, ""), e.dst.OpenT(t, "")
 	for _, q := range objectQueries {
-		s, d := testutil.Lines(t, src, q), testutil.Lines(t, dst, q)
+		s, d := queryLines(t, src, q), queryLines(t, dst, q)
 		s = without(s, "v_hidden")
 		if strings.Join(s, "\n") != strings.Join(d, "\n") {
 			t.Errorf("%s\nsource:\n%s\ntarget:\n%s", q, strings.Join(s, "\n"), strings.Join(d, "\n"))
 		}
 	}
-	if got := testutil.Lines(t, dst, "SELECT STATUS FROM information_schema.EVENTS WHERE EVENT_SCHEMA = 'objs'"); strings.Join(got, ",") != "SLAVESIDE_DISABLED" {
+	if got := queryLines(t, dst, "SELECT STATUS FROM information_schema.EVENTS WHERE EVENT_SCHEMA = 'objs'"); strings.Join(got, ",") != "SLAVESIDE_DISABLED" {
 		t.Errorf("the target's event: status %v, want SLAVESIDE_DISABLED", got)
 	}
-	if got := testutil.Lines(t, dst, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'objs' AND TABLE_NAME = 'v_hidden'"); len(got) > 0 {
+	if got := queryLines(t, dst, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'objs' AND TABLE_NAME = 'v_hidden'"); len(got) > 0 {
 		t.Errorf("the view over a database the stream does not copy is on the target")
 	}
 	for _, db := range []string{"objs", "other"} {
-		if s, d := testutil.Lines(t, src, "SHOW CREATE DATABASE "+db), testutil.Lines(t, dst, "SHOW CREATE DATABASE "+db); s[0] != d[0] {
+		if s, d := queryLines(t, src, "SHOW CREATE DATABASE "+db), queryLines(t, dst, "SHOW CREATE DATABASE "+db); s[0] != d[0] {
 			t.Errorf("database %s: source %s, target %s", db, s, d)
 		}
 	}
 	for _, tbl := range []string{"objs.z", "objs.orders", "objs.sq", "objs.nc"} {
-		if s, d := testutil.Lines(t, src, "SHOW CREATE TABLE "+tbl), testutil.Lines(t, dst, "SHOW CREATE TABLE "+tbl); s[0] != d[0] {
+		if s, d := queryLines(t, src, "SHOW CREATE TABLE "+tbl), queryLines(t, dst, "SHOW CREATE TABLE "+tbl); s[0] != d[0] {
 			t.Errorf("%s: source\n%s\ntarget\n%s", tbl, s, d)
 		}
 	}
 	// The sequences' rows are the source's; without a cache, the target's
 	// next value is the one the source would have given.
 	for _, sq := range []string{"objs.sq", "objs.nc"} {
-		if s, d := testutil.Lines(t, src, "SELECT * FROM "+sq), testutil.Lines(t, dst, "SELECT * FROM "+sq); s[0] != d[0] {
+		if s, d := queryLines(t, src, "SELECT * FROM "+sq), queryLines(t, dst, "SELECT * FROM "+sq); s[0] != d[0] {
 			t.Errorf("%s: source state %s, target %s", sq, s, d)
 		}
 	}
@@ -183,6 +184,37 @@ var objectQueries = []string{
 		ON_COMPLETION, CHARACTER_SET_CLIENT, COLLATION_CONNECTION, DATABASE_COLLATION
 		FROM information_schema.EVENTS WHERE EVENT_SCHEMA IN ('objs', 'other') ORDER BY 1, 2`,
 	`SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ('objs', 'other') ORDER BY 1, 2`,
+}
+
+// queryLines runs q and returns each row as one line.
+func queryLines(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var out []string
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = fmt.Sprintf("%v", v.String)
+		}
+		out = append(out, strings.Join(parts, " | "))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func without(lines []string, name string) []string {
@@ -248,7 +280,7 @@ func TestCopyMissingDefiner(t *testing.T) {
 	dst := e.dst.OpenT(t, "")
 	for _, q := range []string{"SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'objs'",
 		"SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'objs'"} {
-		if got := testutil.Lines(t, dst, q); len(got) != 1 || got[0] != sandbox.TargetUser+"@%" {
+		if got := queryLines(t, dst, q); len(got) != 1 || got[0] != sandbox.TargetUser+"@%" {
 			t.Errorf("%s: %v, want %s@%%", q, got, sandbox.TargetUser)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
-	"github.com/binlane/binlane/internal/testutil"
 	"github.com/binlane/binlane/internal/verify"
 )
 
@@ -162,7 +161,19 @@ func samePos(t *testing.T, s string) string {
 // tableRows returns a table's rows as text, sorted.
 func tableRows(t *testing.T, db *sql.DB, table string) []string {
 	t.Helper()
-	out := testutil.Lines(t, db, "SELECT CONCAT_WS('|', id, HEX(v), MD5(pad)) FROM "+table)
+	rows, err := db.Query("SELECT CONCAT_WS('|', id, HEX(v), MD5(pad)) FROM " + table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
 	sort.Strings(out)
 	return out
 }

@@ -1,16 +1,16 @@
-// Package testutil holds the helpers that tests of several packages share:
-// a logger into the test's log, a query's rows as text, a page rendered by
-// headless Chromium. One copy of each, so that a fix to one (a NULL shown
-// differently, a browser flag) reaches every test.
+// Package testutil holds the helpers that tests of several packages share
+// and that are not about a server: a logger into the test's log, a page
+// rendered by headless Chromium. One copy of each, so that a fix to one (a
+// log level, a browser flag) reaches every test. What is about a server
+// (starting one, querying it) is package sandbox's.
 //
 // It imports package testing: only _test.go files may import it, never
-// production code. Servers for tests are package sandbox's.
+// production code.
 package testutil
 
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -41,42 +41,6 @@ func (w logWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
-}
-
-// Lines runs q on db and returns each row as one line, its columns joined
-// by " | " (a NULL as the empty string), in the order the server returns
-// them.
-func Lines(t testing.TB, db *sql.DB, q string, args ...any) []string {
-	t.Helper()
-	rows, err := db.Query(q, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	var out []string
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			parts[i] = v.String
-		}
-		out = append(out, strings.Join(parts, " | "))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // DumpDOM loads url in headless Chromium and returns the DOM once the
