@@ -147,7 +147,7 @@ func (s *State) Filter(p *plan.Table, changes []txn.Change) (out []txn.Change, k
 		if row == nil || pos == nil {
 			return nil, false // nothing copied of a one-pass table yet
 		}
-		k, ok := keyrange.FromRow(ts.t.Key, row, pos)
+		k, ok := rowKey(ts.t.Key, row, pos)
 		return k, ok && ts.cov.Contains(k)
 	}
 	out = changes[:0:0]
