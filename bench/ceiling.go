@@ -19,6 +19,37 @@ import (
 	"github.com/binlane/binlane/internal/sqlquote"
 )
 
+// createTables creates the source's sbtest tables on the target; with
+// indexesAfter without the indexes binlane's copy defers, which it returns
+// by table.
+func createTables(ctx context.Context, sdb, ddb *sql.DB, indexesAfter bool) (map[string][]provision.Index, error) {
+	if _, err := ddb.ExecContext(ctx, "CREATE DATABASE sbtest"); err != nil {
+		return nil, err
+	}
+	rules, _ := filter.New([]string{"sbtest"}, nil, nil)
+	defs, err := schema.ReadCatalog(ctx, sdb, rules, false)
+	if err != nil {
+		return nil, err
+	}
+	builds := map[string][]provision.Index{}
+	for _, d := range defs {
+		create, err := schema.ShowCreateTable(ctx, sdb, "sbtest", d.Name)
+		if err != nil {
+			return nil, err
+		}
+		if indexesAfter {
+			create, builds[d.Name] = provision.Split(create, d)
+		}
+		if _, err := ddb.ExecContext(ctx, "USE sbtest"); err != nil {
+			return nil, err
+		}
+		if _, err := ddb.ExecContext(ctx, strings.Replace(create, "CREATE TABLE ", "CREATE TABLE sbtest.", 1)); err != nil {
+			return nil, err
+		}
+	}
+	return builds, nil
+}
+
 // runLoadData is the target's ceiling: it creates the tables and loads the
 // exported files with threads parallel LOAD DATA LOCAL INFILE statements
 // (one per table). With indexesAfter the tables are created as binlane's
@@ -45,29 +76,9 @@ func runLoadData(ctx context.Context, cs *copySource, dst *sandbox.Server, threa
 	}
 	ddb := sql.OpenDB(conn)
 	defer ddb.Close()
-	if _, err := ddb.ExecContext(ctx, "CREATE DATABASE sbtest"); err != nil {
-		return 0, "", err
-	}
-	rules, _ := filter.New([]string{"sbtest"}, nil, nil)
-	defs, err := schema.ReadCatalog(ctx, sdb, rules, false)
+	builds, err := createTables(ctx, sdb, ddb, indexesAfter)
 	if err != nil {
 		return 0, "", err
-	}
-	builds := map[string][]provision.Index{}
-	for _, d := range defs {
-		create, err := schema.ShowCreateTable(ctx, sdb, "sbtest", d.Name)
-		if err != nil {
-			return 0, "", err
-		}
-		if indexesAfter {
-			create, builds[d.Name] = provision.Split(create, d)
-		}
-		if _, err := ddb.ExecContext(ctx, "USE sbtest"); err != nil {
-			return 0, "", err
-		}
-		if _, err := ddb.ExecContext(ctx, strings.Replace(create, "CREATE TABLE ", "CREATE TABLE sbtest.", 1)); err != nil {
-			return 0, "", err
-		}
 	}
 	ddb.SetMaxOpenConns(threads)
 	tgtCPU := processCPU(dst.PID())

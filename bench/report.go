@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/analyze"
-	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
 // summarizeStats turns binlane's status snapshot into "busy a/b/c%;
@@ -21,7 +21,7 @@ import (
 // COMMIT: one worker's batches are all there, so busy alone would show it
 // idle.
 func summarizeStats(stats string) string {
-	var s apply.Snapshot
+	var s streamstatus.Snapshot
 	if stats == "" || json.Unmarshal([]byte(stats), &s) != nil {
 		return ""
 	}

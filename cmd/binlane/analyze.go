@@ -144,11 +144,11 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, f analyzeFlags) erro
 		if err != nil {
 			return err
 		}
-		cfg, err := d.ReplicaConfig()
+		wc, err := d.WireConfig()
 		if err != nil {
 			return d.AnnotateTLS(err)
 		}
-		cfg.ServerID, cfg.NonBlocking, cfg.Start, cfg.Logger = f.serverID, true, replica.StartAtGTID(from), log
+		cfg := replica.Config{Config: wc, ServerID: f.serverID, NonBlocking: true, Start: replica.StartAtGTID(from), Logger: log}
 		if cfg.ServerID == 0 {
 			cfg.ServerID = 1<<30 + rand.Uint32N(1<<30)
 		}
@@ -160,7 +160,7 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, f analyzeFlags) erro
 		src = s
 		schemaAddr, schemaPassEnv, schemaPassFile = f.source, f.passEnv, f.passFile
 	} else {
-		src = &fileSource{files: f.files}
+		src = binlog.NewFiles(f.files)
 	}
 
 	planner, notes, closeDB, err := analyzePlanner(ctx, schemaAddr, schemaPassEnv, schemaPassFile, f.tls)
@@ -217,40 +217,6 @@ func collect(ctx context.Context, src txn.Source, cfg txn.Config, skip gtid.Set,
 		return nil
 	}
 	return err
-}
-
-// fileSource reads binlog files one after the other.
-type fileSource struct {
-	files []string
-	r     *binlog.FileReader
-}
-
-func (f *fileSource) Next(ctx context.Context) (replica.Message, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return replica.Message{}, err
-		}
-		if f.r == nil {
-			if len(f.files) == 0 {
-				return replica.Message{}, io.EOF
-			}
-			r, err := binlog.OpenFile(f.files[0])
-			if err != nil {
-				return replica.Message{}, err
-			}
-			f.r, f.files = r, f.files[1:]
-		}
-		ev, err := f.r.Next()
-		if errors.Is(err, io.EOF) {
-			f.r.Close()
-			f.r = nil
-			continue
-		}
-		if err != nil {
-			return replica.Message{}, err
-		}
-		return replica.Message{Event: ev}, nil
-	}
 }
 
 // analyzePlanner plans tables from a server's definitions when addr is
@@ -402,6 +368,22 @@ func printAnalysis(w io.Writer, r analyze.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := printSimulations(w, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nrecommended: %s: %s\n", analyze.Workers(r.Recommendation.Workers), r.Recommendation.Reason)
+	if len(r.Notes) > 0 {
+		fmt.Fprintln(w, "\nnotes:")
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+	}
+	return nil
+}
+
+// printSimulations prints the model and the simulated drains, a row per
+// number of workers.
+func printSimulations(w io.Writer, r analyze.Report) error {
 	m := r.Model
 	cores := "one per worker"
 	if m.Cores > 0 {
@@ -413,24 +395,14 @@ func printAnalysis(w io.Writer, r analyze.Report) error {
 	}
 	fmt.Fprintf(w, "\nsimulated backlog drain (%s target; per transaction %s, per row %s, commit %s + %s/row + sync %s; intake %s + %s/row; cores: %s; batches up to %d)\n",
 		target, dur(m.PerTxn), dur(m.PerRow), dur(m.Commit), dur(m.CommitPerRow), dur(m.Sync), dur(m.Intake), dur(m.IntakePerRow), cores, m.MaxBatch)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workers\twriteset trx/s\tspeedup\ttrx/commit\tbusy\tcommit wait\tlimit\tcommit-order trx/s\tspeedup\tlimit\t")
 	for _, s := range r.Simulations {
 		ws, co := s.Writeset, s.CommitOrder
 		fmt.Fprintf(tw, "%d\t%.0f\t%.2fx\t%.1f\t%.0f%%\t%.0f%%\t%s\t%.0f\t%.2fx\t%s\t\n", s.Workers, ws.TxnPerSec, ws.Speedup,
 			ws.TxnPerCommit, 100*(ws.Busy+ws.Commit), 100*ws.CommitWait, ws.Bottleneck, co.TxnPerSec, co.Speedup, co.Bottleneck)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nrecommended: %s: %s\n", analyze.Workers(r.Recommendation.Workers), r.Recommendation.Reason)
-	if len(r.Notes) > 0 {
-		fmt.Fprintln(w, "\nnotes:")
-		for _, n := range r.Notes {
-			fmt.Fprintf(w, "  - %s\n", n)
-		}
-	}
-	return nil
+	return tw.Flush()
 }
 
 func size(n int64) string {

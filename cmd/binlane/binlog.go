@@ -164,11 +164,11 @@ func dumpFile(ctx context.Context, p *eventfmt.Printer, path string) error {
 
 // dumpConfig turns the flags into a stream configuration.
 func dumpConfig(ctx context.Context, d dsn.DSN, o dumpOptions, errOut io.Writer) (replica.Config, error) {
-	cfg, err := d.ReplicaConfig()
+	wc, err := d.WireConfig()
 	if err != nil {
 		return replica.Config{}, err
 	}
-	cfg.ServerID, cfg.NonBlocking, cfg.AnnotateRows = o.serverID, o.nonBlocking, true
+	cfg := replica.Config{Config: wc, ServerID: o.serverID, NonBlocking: o.nonBlocking, AnnotateRows: true}
 	cfg.Logger = cmp.Or(o.log, slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if cfg.ServerID == 0 {
 		// Far above ids people give real replicas: a collision would make

@@ -12,26 +12,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/binlane/binlane/internal/cutover"
-	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/verify"
 )
 
 type cutoverFlags struct {
-	source, target             string
-	sourcePassEnv, sourcePassF string
-	targetPassEnv, targetPassF string
-	sourceTLS, targetTLS       tlsFlags
-	databases, tables, exclude []string
-	stream                     string
-	maxLag, timeout, quiet     time.Duration
-	freeze                     string
-	noVerify                   bool
-	ignoreDefiners             bool
-	parallel, chunkRows        int
-	reverse                    bool
-	reverseStream              string
-	deferredOut                string
-	dryRun, json, rollback     bool
+	pairFlags
+	stream                 string
+	maxLag, timeout, quiet time.Duration
+	freeze                 string
+	noVerify               bool
+	ignoreDefiners         bool
+	parallel, chunkRows    int
+	reverse                bool
+	reverseStream          string
+	deferredOut            string
+	dryRun, json, rollback bool
 }
 
 func newCutoverCmd() *cobra.Command {
@@ -85,15 +80,13 @@ unless it says otherwise), 3 --timeout reached (rolled back).
 	}
 	withConfig(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.source, "source", "", "source server address (the stream's source)")
-	fl.StringVar(&f.target, "target", "", "target server address (the stream's target)")
-	addPasswordFlags(fl, "source", &f.sourcePassEnv, &f.sourcePassF)
-	addPasswordFlags(fl, "target", &f.targetPassEnv, &f.targetPassF)
-	addTLSFlags(fl, "source-", "source", &f.sourceTLS)
-	addTLSFlags(fl, "target-", "target", &f.targetTLS)
-	fl.StringSliceVar(&f.databases, "databases", nil, "the stream's databases (as given to replicate)")
-	fl.StringSliceVar(&f.tables, "tables", nil, "the stream's tables, as db.table (as given to replicate)")
-	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables the stream skips (as given to replicate)")
+	addPairFlags(fl, &f.pairFlags, pairHelp{
+		source:    "source server address (the stream's source)",
+		target:    "target server address (the stream's target)",
+		databases: "the stream's databases (as given to replicate)",
+		tables:    "the stream's tables, as db.table (as given to replicate)",
+		exclude:   "databases or db.tables the stream skips (as given to replicate)",
+	})
 	fl.StringVar(&f.stream, "stream", "default", "the stream to cut over")
 	fl.DurationVar(&f.maxLag, "max-lag", 5*time.Second, "the most the stream may lag when the cut-over starts")
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "how long the freeze and the catch-up may take together before the cut-over rolls back")
@@ -115,19 +108,7 @@ unless it says otherwise), 3 --timeout reached (rolled back).
 }
 
 func runCutover(cmd *cobra.Command, f cutoverFlags) error {
-	log, err := commandLogger(cmd)
-	if err != nil {
-		return err
-	}
-	src, err := resolveServer("source", f.source, f.sourcePassEnv, f.sourcePassF, f.sourceTLS)
-	if err != nil {
-		return err
-	}
-	tgt, err := resolveServer("target", f.target, f.targetPassEnv, f.targetPassF, f.targetTLS)
-	if err != nil {
-		return err
-	}
-	rules, err := filter.New(f.databases, f.tables, f.exclude)
+	s, err := f.start(cmd)
 	if err != nil {
 		return err
 	}
@@ -137,10 +118,10 @@ func runCutover(cmd *cobra.Command, f cutoverFlags) error {
 	if f.timeout <= 0 || f.maxLag <= 0 || f.quiet <= 0 {
 		return errors.New("--timeout, --max-lag and --quiet-for must be positive")
 	}
-	res, err := cutover.Run(cmd.Context(), cutover.Config{Source: src, Target: tgt, Stream: f.stream, Rules: rules,
+	res, err := cutover.Run(cmd.Context(), cutover.Config{Source: s.src, Target: s.tgt, Stream: f.stream, Rules: s.rules,
 		MaxLag: f.maxLag, Timeout: f.timeout, Freeze: f.freeze, Quiet: f.quiet, NoVerify: f.noVerify, IgnoreDefiners: f.ignoreDefiners,
 		VerifyParallel: f.parallel, ChunkRows: f.chunkRows, Reverse: f.reverse, ReverseStream: f.reverseStream,
-		DeferredOut: f.deferredOut, DryRun: f.dryRun, RollbackOnly: f.rollback, Logger: log, AfterStep: afterStep(cmd.ErrOrStderr())})
+		DeferredOut: f.deferredOut, DryRun: f.dryRun, RollbackOnly: f.rollback, Logger: s.log, AfterStep: afterStep(cmd.ErrOrStderr())})
 	out := cmd.OutOrStdout()
 	if f.json {
 		enc := json.NewEncoder(out)

@@ -21,6 +21,7 @@ import (
 	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/verify"
 	"github.com/binlane/binlane/internal/workload"
 )
@@ -81,8 +82,8 @@ type demo struct {
 	srcDB, dstDB   *sql.DB // root: the workload and the demo's own reads
 	rules          filter.Rules
 	obs            *replicate.Observer
-	final          apply.Snapshot // the apply phase's counters, for the summary
-	invoiced       int            // calls of shop.invoice_order during the load
+	final          streamstatus.Snapshot // the apply phase's counters, for the summary
+	invoiced       int                   // calls of shop.invoice_order during the load
 }
 
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
@@ -101,21 +102,7 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	// The workload runs from here to the end of the live phase.
 	wlCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
-	wlDone := make(chan error, 1)
-	var wl *workload.Stats
-	go func() {
-		var err error
-		cfg := d.shop()
-		cfg.Seed, cfg.Sessions, cfg.Rate = time.Now().UnixNano(), f.sessions, f.rate
-		wl, err = workload.Run(wlCtx, d.srcDB, cfg)
-		wlDone <- err
-	}()
-	invDone := make(chan error, 1)
-	go func() {
-		var err error
-		d.invoiced, err = d.invoices(wlCtx)
-		invDone <- err
-	}()
+	loaded := d.load(wlCtx)
 
 	repCtx, stopRep := context.WithCancel(ctx)
 	var page errgroup.Group
@@ -142,10 +129,8 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	}
 
 	stopLoad()
-	if err := <-wlDone; err != nil {
-		return fmt.Errorf("workload: %w", err)
-	}
-	if err := <-invDone; err != nil {
+	wl, err := loaded()
+	if err != nil {
 		return err
 	}
 	d.say("\nload stopped after %d transactions (%d rolled back by the source); waiting for the target to catch up...",
@@ -171,6 +156,35 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	}
 	d.say("\nsource and target are equal. Removing the servers.")
 	return nil
+}
+
+// load runs the shop's workload and the invoice job on the source until
+// ctx ends; wait returns the workload's counters once both ended.
+func (d *demo) load(ctx context.Context) (wait func() (*workload.Stats, error)) {
+	wlDone := make(chan error, 1)
+	var wl *workload.Stats
+	go func() {
+		var err error
+		cfg := d.shop()
+		cfg.Seed, cfg.Sessions, cfg.Rate = time.Now().UnixNano(), d.f.sessions, d.f.rate
+		wl, err = workload.Run(ctx, d.srcDB, cfg)
+		wlDone <- err
+	}()
+	invDone := make(chan error, 1)
+	go func() {
+		var err error
+		d.invoiced, err = d.invoices(ctx)
+		invDone <- err
+	}()
+	return func() (*workload.Stats, error) {
+		if err := <-wlDone; err != nil {
+			return nil, fmt.Errorf("workload: %w", err)
+		}
+		if err := <-invDone; err != nil {
+			return nil, err
+		}
+		return wl, nil
+	}
 }
 
 // start starts the servers; binlane connects as its documented accounts.

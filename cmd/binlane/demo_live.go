@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/analyze"
-	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/position"
-	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/verify"
 )
@@ -31,11 +29,11 @@ func (d *demo) live(ctx context.Context, began time.Time, repErr <-chan error) e
 		case <-tick.C:
 		}
 		st := d.obs.Status()
-		sum := replicate.SumCopy(st.Copy)
+		sum := streamstatus.SumCopy(st.Copy)
 		rows, est := sum.Rows, sum.Estimate
 		txns := st.Snapshot.Committed
 		line := fmt.Sprintf("  %5.0fs %-10s", time.Since(began).Seconds(), st.State)
-		if st.State == replicate.StateCopying {
+		if st.State == streamstatus.StateCopying {
 			line += fmt.Sprintf(" copied %d / ~%d rows (%5.0f rows/s);", rows, est, float64(rows-lastRows)/2)
 		}
 		line += fmt.Sprintf(" %5.0f trx/s  lag %4.1fs  workers %s", float64(txns-min(txns, lastTxns))/2, st.Lag.Seconds(), shares(st.Snapshot))
@@ -44,7 +42,7 @@ func (d *demo) live(ctx context.Context, began time.Time, repErr <-chan error) e
 		if st.LastError != "" {
 			d.say("  last error (the stream retries): %s", st.LastError)
 		}
-		if st.State != replicate.StateCopying && st.State != replicate.StateStarting && time.Since(began) >= d.f.live {
+		if st.State != streamstatus.StateCopying && st.State != streamstatus.StateStarting && time.Since(began) >= d.f.live {
 			d.final = st.Snapshot
 			return nil
 		}
@@ -53,7 +51,7 @@ func (d *demo) live(ctx context.Context, began time.Time, repErr <-chan error) e
 
 // shares formats each worker's busy and commit-wait shares since the
 // current attempt started: "busy 60/55/58/61% commit-wait 20/22/19/25%".
-func shares(s apply.Snapshot) string {
+func shares(s streamstatus.Snapshot) string {
 	wall := s.At.Sub(s.Started).Seconds()
 	if wall <= 0 || len(s.Workers) == 0 {
 		return "-"

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/binlane/binlane/internal/replicate"
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
 // copyBars draws the copy's progress as bars on a terminal: one per table
@@ -88,7 +89,7 @@ func (b *copyBars) update() bool {
 	if len(tables) == 0 {
 		return false
 	}
-	sum := replicate.SumCopy(tables)
+	sum := streamstatus.SumCopy(tables)
 	b.throttled.Store(&sum.Throttled)
 	if b.p == nil {
 		b.p = mpb.New(mpb.WithOutput(b.out), mpb.WithWidth(40), mpb.WithRefreshRate(250*time.Millisecond))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
@@ -12,8 +13,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlane/binlane/internal/apply"
-	"github.com/binlane/binlane/internal/dsn"
-	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/replicate"
@@ -27,38 +26,34 @@ const (
 )
 
 type replicateFlags struct {
-	source, target             string
-	sourcePassEnv, sourcePassF string
-	targetPassEnv, targetPassF string
-	sourceTLS, targetTLS       tlsFlags
-	databases, tables, exclude []string
-	stream                     string
-	startGTID, stopAtGTID      string
-	skipGTID                   string
-	threads                    int
-	mode                       string
-	maxBatch, maxBatchBytes    int
-	window                     int
-	binlogApplied              bool
-	serverID                   uint32
-	heartbeat                  time.Duration
-	maxTxnBytes                int
-	lockWaitTimeout            time.Duration
-	drainTimeout               time.Duration
-	allowTriggers              bool
-	windowBytes, queueBytes    int
-	maxMemory                  int
-	metricsAddr                string
-	readyMaxLag                time.Duration
-	statusInterval             time.Duration
-	cpuProfile, memProfile     string
-	copyMode                   string
-	copyThreads                int
-	chunkTime                  time.Duration
-	limits                     limitFlags
-	copyIndexes                string
-	definer, copyEvents        string
-	exitWhenCopied             bool
+	pairFlags
+	stream                  string
+	startGTID, stopAtGTID   string
+	skipGTID                string
+	threads                 int
+	mode                    string
+	maxBatch, maxBatchBytes int
+	window                  int
+	binlogApplied           bool
+	serverID                uint32
+	heartbeat               time.Duration
+	maxTxnBytes             int
+	lockWaitTimeout         time.Duration
+	drainTimeout            time.Duration
+	allowTriggers           bool
+	windowBytes, queueBytes int
+	maxMemory               int
+	metricsAddr             string
+	readyMaxLag             time.Duration
+	statusInterval          time.Duration
+	cpuProfile, memProfile  string
+	copyMode                string
+	copyThreads             int
+	chunkTime               time.Duration
+	limits                  limitFlags
+	copyIndexes             string
+	definer, copyEvents     string
+	exitWhenCopied          bool
 }
 
 func newReplicateCmd() *cobra.Command {
@@ -134,15 +129,13 @@ position saved), 2 any error.
 
 func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.source, "source", "", "source server address (mysql://user@host:port/, user@tcp(host:port)/ or user@unix(/path/to.sock)/)")
-	fl.StringVar(&f.target, "target", "", "target server address")
-	addPasswordFlags(fl, "source", &f.sourcePassEnv, &f.sourcePassF)
-	addPasswordFlags(fl, "target", &f.targetPassEnv, &f.targetPassF)
-	addTLSFlags(fl, "source-", "source", &f.sourceTLS)
-	addTLSFlags(fl, "target-", "target", &f.targetTLS)
-	fl.StringSliceVar(&f.databases, "databases", nil, "databases to replicate (comma-separated, wildcards allowed)")
-	fl.StringSliceVar(&f.tables, "tables", nil, "tables to replicate, as db.table")
-	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables to skip")
+	addPairFlags(fl, &f.pairFlags, pairHelp{
+		source:    "source server address (mysql://user@host:port/, user@tcp(host:port)/ or user@unix(/path/to.sock)/)",
+		target:    "target server address",
+		databases: "databases to replicate (comma-separated, wildcards allowed)",
+		tables:    "tables to replicate, as db.table",
+		exclude:   "databases or db.tables to skip",
+	})
 	fl.StringVar(&f.stream, "stream", "default", "name of the stream (its state lives in binlane.streams on the target)")
 	fl.StringVar(&f.startGTID, "start-gtid", "", "start after this GTID position instead of the saved one")
 	fl.StringVar(&f.stopAtGTID, "stop-at-gtid", "", "stop right after the transaction that reaches this GTID position")
@@ -222,108 +215,105 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	bars := errOut != nil && f.copyMode == "auto" && logFormat == "text" && onTerminal(errOut)
 	sink := &logSink{w: cmd.ErrOrStderr()}
 	cmd.SetErr(sink)
-	log, err := commandLogger(cmd)
-	if err != nil {
-		return err
-	}
 	if err := checkPositionFlags(f); err != nil {
 		return err
 	}
-	src, err := resolveServer("source", f.source, f.sourcePassEnv, f.sourcePassF, f.sourceTLS)
+	s, err := f.start(cmd)
 	if err != nil {
 		return err
 	}
-	tgt, err := resolveServer("target", f.target, f.targetPassEnv, f.targetPassF, f.targetTLS)
+	mode, err := checkStreamFlags(f)
 	if err != nil {
 		return err
 	}
-	rules, err := filter.New(f.databases, f.tables, f.exclude)
+	th, stopThrottle, err := startThrottle(ctx, cmd, f.limits, &f.pairFlags, s)
 	if err != nil {
 		return err
 	}
-	mode, err := parseMode(f.mode)
-	if err != nil {
-		return err
-	}
-	switch {
-	case f.threads < 1 || f.maxBatch < 1:
-		return fmt.Errorf("--threads and --max-batch must be at least 1")
-	case f.copyMode != "auto" && f.copyMode != "never":
-		return fmt.Errorf("--copy %q: want auto or never", f.copyMode)
-	case f.exitWhenCopied && f.copyMode != "auto":
-		return fmt.Errorf("binlane copy needs --copy=auto")
-	case f.copyThreads < 1:
-		return fmt.Errorf("--copy-threads must be at least 1")
-	case f.readyMaxLag <= 0:
-		return fmt.Errorf("--ready-max-lag must be positive")
-	case f.lockWaitTimeout < time.Second || f.lockWaitTimeout%time.Second != 0:
-		return fmt.Errorf("--lock-wait-timeout %s: want whole seconds, at least 1s", f.lockWaitTimeout)
-	case f.statusInterval < 0:
-		return fmt.Errorf("--status-interval must not be negative")
-	}
-	if f.copyIndexes != "after" && f.copyIndexes != "inline" {
-		return fmt.Errorf("--copy-indexes %q: want after or inline", f.copyIndexes)
-	}
-	if f.definer != "source" && f.definer != "current" {
-		return fmt.Errorf("--definer %q: want source or current", f.definer)
-	}
-	if f.copyEvents != "disabled" && f.copyEvents != "source" {
-		return fmt.Errorf("--copy-events %q: want disabled or source", f.copyEvents)
-	}
-	th, closeThrottle, err := newThrottle(cmd, f.limits, src, func(addr string) (dsn.DSN, error) {
-		return resolveServer("target-replica", addr, f.targetPassEnv, f.targetPassF, f.targetTLS)
-	}, log)
-	if err != nil {
-		return err
-	}
-	defer closeThrottle()
+	defer stopThrottle()
 	// The helpers below run beside the stream in aux's goroutines, which
 	// end with it: none outlives the command.
 	auxCtx, stopAux := context.WithCancel(ctx)
 	var aux errgroup.Group
 	defer func() { stopAux(); _ = aux.Wait() }()
-	aux.Go(func() error { reloadLimitsOnHUP(auxCtx, cmd, th.Limits(), log); return nil })
 	stopProfiles, err := startProfiles(f.cpuProfile, f.memProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfiles()
-	// Memory is bounded by the queues (bytes), not by the GC: trading a
-	// larger heap for fewer collections leaves more CPU to the target,
-	// which shares the machine more often than not. The soft limit keeps
-	// that trade from growing the heap past what the bounds promise.
-	debug.SetGCPercent(400)
-	if limit, need := heapLimit(&f, cmd.Flags().Changed("max-memory")); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		if limit < need {
-			log.Warn("--max-memory is below what the byte bounds may hold: the garbage collector will run often and cost CPU",
-				"max_memory", limit, "bounds", need, "threads", f.threads)
-		}
-		debug.SetMemoryLimit(int64(limit))
-	}
+	tuneMemory(&f, cmd.Flags().Changed("max-memory"), s.log)
 	obs := &replicate.Observer{}
 	if bars {
 		obs.CopyBars = true
 		aux.Go(func() error { showCopyBars(auxCtx, obs, errOut, sink); return nil })
 	}
 	if f.metricsAddr != "" {
-		if _, err := startStatusPage(auxCtx, &aux, f.metricsAddr, f.stream, obs, f.readyMaxLag, log); err != nil {
+		if _, err := startStatusPage(auxCtx, &aux, f.metricsAddr, f.stream, obs, f.readyMaxLag, s.log); err != nil {
 			return err
 		}
 	}
 	if f.statusInterval > 0 {
-		aux.Go(func() error { logStatus(auxCtx, obs, f.statusInterval, log); return nil })
+		aux.Go(func() error { logStatus(auxCtx, obs, f.statusInterval, s.log); return nil })
 	}
 	return replicate.Run(ctx, replicate.Config{
-		Source: src, Target: tgt, Stream: f.stream, Rules: rules,
+		Source: s.src, Target: s.tgt, Stream: f.stream, Rules: s.rules,
 		StartGTID: f.startGTID, StopAtGTID: f.stopAtGTID, SkipGTID: f.skipGTID, ServerID: f.serverID,
 		HeartbeatPeriod: f.heartbeat, MaxTxnBytes: f.maxTxnBytes, QueueBytes: f.queueBytes, DrainTimeout: f.drainTimeout,
-		AllowTriggers: f.allowTriggers, Logger: log, Observer: obs, Throttle: th,
+		AllowTriggers: f.allowTriggers, Logger: s.log, Observer: obs, Throttle: th,
 		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyThreads, ChunkTime: f.chunkTime, InlineIndexes: f.copyIndexes == "inline",
 			ExitWhenDone: f.exitWhenCopied,
 			Objects:      provision.ObjectOptions{CurrentDefiner: f.definer == "current", EventsAsSource: f.copyEvents == "source"}},
 		Apply: apply.Config{Workers: f.threads, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes,
 			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: int(f.lockWaitTimeout / time.Second)},
 	})
+}
+
+// checkStreamFlags checks the stream's own options (those no other command
+// has) and returns the parallel mode.
+func checkStreamFlags(f replicateFlags) (scheduler.Mode, error) {
+	mode, err := parseMode(f.mode)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case f.threads < 1 || f.maxBatch < 1:
+		return 0, fmt.Errorf("--threads and --max-batch must be at least 1")
+	case f.copyMode != "auto" && f.copyMode != "never":
+		return 0, fmt.Errorf("--copy %q: want auto or never", f.copyMode)
+	case f.exitWhenCopied && f.copyMode != "auto":
+		return 0, fmt.Errorf("binlane copy needs --copy=auto")
+	case f.copyThreads < 1:
+		return 0, fmt.Errorf("--copy-threads must be at least 1")
+	case f.readyMaxLag <= 0:
+		return 0, fmt.Errorf("--ready-max-lag must be positive")
+	case f.lockWaitTimeout < time.Second || f.lockWaitTimeout%time.Second != 0:
+		return 0, fmt.Errorf("--lock-wait-timeout %s: want whole seconds, at least 1s", f.lockWaitTimeout)
+	case f.statusInterval < 0:
+		return 0, fmt.Errorf("--status-interval must not be negative")
+	case f.copyIndexes != "after" && f.copyIndexes != "inline":
+		return 0, fmt.Errorf("--copy-indexes %q: want after or inline", f.copyIndexes)
+	case f.definer != "source" && f.definer != "current":
+		return 0, fmt.Errorf("--definer %q: want source or current", f.definer)
+	case f.copyEvents != "disabled" && f.copyEvents != "source":
+		return 0, fmt.Errorf("--copy-events %q: want disabled or source", f.copyEvents)
+	}
+	return mode, nil
+}
+
+// tuneMemory sets the garbage collector for a stream. Memory is bounded by
+// the queues (bytes), not by the GC: trading a larger heap for fewer
+// collections leaves more CPU to the target, which shares the machine more
+// often than not. The soft limit keeps that trade from growing the heap
+// past what the bounds promise. explicit: --max-memory was given.
+func tuneMemory(f *replicateFlags, explicit bool, log *slog.Logger) {
+	debug.SetGCPercent(400)
+	if limit, need := heapLimit(f, explicit); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		if limit < need {
+			log.Warn("--max-memory is below what the byte bounds may hold: the garbage collector will run often and cost CPU",
+				"max_memory", limit, "bounds", need, "threads", f.threads)
+		}
+		debug.SetMemoryLimit(int64(limit))
+	}
 }
 
 // startProfiles starts the hidden profiling options' profiles; stop

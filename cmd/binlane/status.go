@@ -152,7 +152,7 @@ func newStreamDoc(s streamstatus.Stored, raw bool) streamstatus.Stream {
 		}
 	}
 	d := streamstatus.FromStored(s)
-	var snap apply.Snapshot
+	var snap streamstatus.Snapshot
 	if s.Row.Stats != "" && json.Unmarshal([]byte(s.Row.Stats), &snap) == nil && len(snap.Workers) > 0 {
 		r := recommend(streamstatus.Since(snap))
 		d.Recommendation = &streamstatus.Recommendation{Threads: r.Workers, Reason: r.Reason}

@@ -15,11 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
-	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/verify"
@@ -43,12 +41,12 @@ func runStatusCmd(t *testing.T, args ...string) (string, error) {
 // reported its counters, to the character.
 func TestPrintStream(t *testing.T) {
 	now := time.Date(2026, 5, 4, 12, 0, 30, 0, time.UTC)
-	snap := apply.Snapshot{At: now.Add(-10 * time.Second), Started: now.Add(-110 * time.Second), InFlight: 12, Pending: 5,
-		LockWaitKills: 3, Workers: []apply.WorkerSnapshot{
+	snap := streamstatus.Snapshot{At: now.Add(-10 * time.Second), Started: now.Add(-110 * time.Second), InFlight: 12, Pending: 5,
+		LockWaitKills: 3, Workers: []streamstatus.WorkerSnapshot{
 			{Txns: 900, Batches: 100, Rows: 2000, Busy: 80 * time.Second, CommitWait: 10 * time.Second, Commit: 5 * time.Second, Retries: 2},
 			{Txns: 100, Batches: 10, Rows: 150, Busy: 25 * time.Second},
 		}, Serialized: map[string]uint64{"statement (DDL)": 4}}
-	stats, err := json.Marshal(replicate.Report{Snapshot: snap, State: "caught_up", Held: "replica r1 is 12s behind (> 10s)"})
+	stats, err := json.Marshal(streamstatus.Report{Snapshot: snap, State: "caught_up", Held: "replica r1 is 12s behind (> 10s)"})
 	if err != nil {
 		t.Fatal(err)
 	}

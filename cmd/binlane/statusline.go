@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/replicate"
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
 // logStatus logs one line every period once the stream has copied its
@@ -17,7 +17,7 @@ import (
 func logStatus(ctx context.Context, obs *replicate.Observer, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var prev apply.Snapshot
+	var prev streamstatus.Snapshot
 	for {
 		select {
 		case <-ctx.Done():
@@ -25,7 +25,7 @@ func logStatus(ctx context.Context, obs *replicate.Observer, every time.Duration
 		case <-t.C:
 		}
 		st := obs.Status()
-		if st.State == replicate.StateCopying || st.State == replicate.StateStarting {
+		if st.State == streamstatus.StateCopying || st.State == streamstatus.StateStarting {
 			continue
 		}
 		log.Info("status", statusLine(st, prev)...)
@@ -35,12 +35,12 @@ func logStatus(ctx context.Context, obs *replicate.Observer, every time.Duration
 
 // statusLine is the status line's attributes; prev is the snapshot of the
 // line before (the rate covers the time between them).
-func statusLine(st replicate.Status, prev apply.Snapshot) []any {
+func statusLine(st streamstatus.Status, prev streamstatus.Snapshot) []any {
 	args := []any{"state", st.State, "position", st.Position, "lag", st.Lag.Round(time.Millisecond)}
 	cur := st.Snapshot
 	base := prev
 	if !base.Started.Equal(cur.Started) || base.At.IsZero() {
-		base = apply.Snapshot{At: cur.Started} // a new attempt: its counters start at 0
+		base = streamstatus.Snapshot{At: cur.Started} // a new attempt: its counters start at 0
 	}
 	rate := 0.0
 	if d := cur.At.Sub(base.At).Seconds(); d > 0 && cur.Committed >= base.Committed {

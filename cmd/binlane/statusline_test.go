@@ -5,17 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlane/binlane/internal/apply"
-	"github.com/binlane/binlane/internal/replicate"
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
 // TestStatusLine: the periodic line's rate covers the time since the line
 // before, and a new attempt counts from its own start.
 func TestStatusLine(t *testing.T) {
 	t0 := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
-	prev := apply.Snapshot{Started: t0, At: t0.Add(60 * time.Second), Committed: 1000}
-	cur := replicate.Status{State: replicate.StateCaughtUp, Position: "0-1-4242", Lag: 1234 * time.Microsecond, Restarts: 1,
-		Throttled: "source Threads_running 9 > 8", Snapshot: apply.Snapshot{Started: t0, At: t0.Add(120 * time.Second), Committed: 19750}}
+	prev := streamstatus.Snapshot{Started: t0, At: t0.Add(60 * time.Second), Committed: 1000}
+	cur := streamstatus.Status{State: streamstatus.StateCaughtUp, Position: "0-1-4242", Lag: 1234 * time.Microsecond, Restarts: 1,
+		Throttled: "source Threads_running 9 > 8", Snapshot: streamstatus.Snapshot{Started: t0, At: t0.Add(120 * time.Second), Committed: 19750}}
 	want := "[state caught_up position 0-1-4242 lag 1ms trx_per_sec 312.5 held source Threads_running 9 > 8 restarts 1]"
 	if got := fmt.Sprint(statusLine(cur, prev)); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)

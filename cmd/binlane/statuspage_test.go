@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,29 +15,9 @@ import (
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/streamstatus"
+	"github.com/binlane/binlane/internal/testutil"
 	"github.com/binlane/binlane/internal/verify"
 )
-
-// dumpDOM loads url in headless Chromium and returns the DOM once the
-// page's script ran (skips when there is no Chromium).
-func dumpDOM(t *testing.T, url string) string {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no chromium binary")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--disable-gpu", "--no-sandbox", "--user-data-dir="+t.TempDir(),
-		"--virtual-time-budget=5000", "--dump-dom", url)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	return string(out)
-}
 
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -139,7 +118,7 @@ func TestStatusPage(t *testing.T) {
 		}
 	}
 
-	dom := dumpDOM(t, base+"/")
+	dom := testutil.DumpDOM(t, base+"/")
 	for _, s := range []string{`<span id="state" class="badge caught_up">caught_up</span>`, `<dd id="position">` + want + `</dd>`,
 		`<tr class="worker" data-worker="0"><td>thread 0</td>`, `<tr class="worker" data-worker="2">`,
 		`<tr class="copy-table"><td>app.t</td><td>2,000</td>`, `<pre id="last-error">—</pre>`,

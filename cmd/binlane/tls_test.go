@@ -337,11 +337,11 @@ func wireTLS(t *testing.T, ctx context.Context, addr string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := d.ReplicaConfig()
+	wc, err := d.WireConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := wire.Dial(ctx, wire.Config{Addr: rc.Addr, User: rc.User, Password: rc.Password, TLS: rc.TLS, TLSOptional: rc.TLSOptional})
+	c, err := wire.Dial(ctx, wc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,36 +6,30 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/binlane/binlane/internal/dsn"
-	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/pause"
 	"github.com/binlane/binlane/internal/verify"
 )
 
 // verifyFlags are the options of `binlane verify`.
 type verifyFlags struct {
-	source, target             string
-	sourcePassEnv, sourcePassF string
-	targetPassEnv, targetPassF string
-	sourceTLS, targetTLS       tlsFlags
-	databases, tables, exclude []string
-	chunkRows, threads         int
-	maxDiffs                   int
-	json, verbose              bool
-	online                     bool
-	handedOver, rowsOnly       bool
-	ignoreDefiners             bool
-	stream                     string
-	resumeFile                 string
-	limits                     limitFlags
+	pairFlags
+	chunkRows, threads   int
+	maxDiffs             int
+	json, verbose        bool
+	online               bool
+	handedOver, rowsOnly bool
+	ignoreDefiners       bool
+	stream               string
+	resumeFile           string
+	limits               limitFlags
 }
 
 func newVerifyCmd() *cobra.Command {
-	var f verifyFlags
+	f := verifyFlags{pairFlags: pairFlags{sourceDB: true}}
 	cmd := &cobra.Command{
 		Use:   "verify --source DSN --target DSN",
 		Short: "Compare the tables and schema objects of two servers",
@@ -79,15 +73,13 @@ be compared, or interrupted (SIGINT/SIGTERM: no report is printed).
 		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.source, "source", "", "source server address (required: here, in --config or in $BINLANE_SOURCE)")
-	fl.StringVar(&f.target, "target", "", "target server address (required: here, in --config or in $BINLANE_TARGET)")
-	addPasswordFlags(fl, "source", &f.sourcePassEnv, &f.sourcePassF)
-	addPasswordFlags(fl, "target", &f.targetPassEnv, &f.targetPassF)
-	addTLSFlags(fl, "source-", "source", &f.sourceTLS)
-	addTLSFlags(fl, "target-", "target", &f.targetTLS)
-	fl.StringSliceVar(&f.databases, "databases", nil, "databases to compare (comma-separated, wildcards allowed)")
-	fl.StringSliceVar(&f.tables, "tables", nil, "tables to compare, as db.table (comma-separated, wildcards allowed)")
-	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables to skip")
+	addPairFlags(fl, &f.pairFlags, pairHelp{
+		source:    "source server address (required: here, in --config or in $BINLANE_SOURCE)",
+		target:    "target server address (required: here, in --config or in $BINLANE_TARGET)",
+		databases: "databases to compare (comma-separated, wildcards allowed)",
+		tables:    "tables to compare, as db.table (comma-separated, wildcards allowed)",
+		exclude:   "databases or db.tables to skip",
+	})
 	fl.IntVar(&f.chunkRows, "chunk-rows", verify.DefaultChunkRows, "source rows per checksummed chunk")
 	fl.IntVar(&f.threads, "threads", verify.DefaultParallel, "chunks compared at once (a session on each server per chunk)")
 	deprecatedAlias(fl, "parallel", "threads")
@@ -102,7 +94,8 @@ be compared, or interrupted (SIGINT/SIGTERM: no report is printed).
 	fl.StringVar(&f.resumeFile, "resume-file", "", "record the tables found equal in this file, and leave out those it lists (run again after an interruption)")
 	addLimitFlags(fl, &f.limits, "the comparison")
 	// --source and --target may come from the file or the environment:
-	// cobra's required-flag check runs before them, so openServer checks.
+	// cobra's required-flag check runs before them, so resolveServer
+	// checks (pairFlags.start).
 	return withConfig(cmd)
 }
 
@@ -112,40 +105,27 @@ func runVerify(cmd *cobra.Command, f verifyFlags) error {
 			return err
 		}
 	}
-	log, err := commandLogger(cmd)
+	s, err := f.start(cmd)
 	if err != nil {
 		return err
 	}
-	src, err := openServer(cmd.Context(), "source", f.source, f.sourcePassEnv, f.sourcePassF, f.sourceTLS, f.threads)
+	log := s.log
+	src, err := openServer(cmd.Context(), "source", s.src, f.threads)
 	if err != nil {
 		return err
 	}
 	defer src.db.Close()
-	tgt, err := openServer(cmd.Context(), "target", f.target, f.targetPassEnv, f.targetPassF, f.targetTLS, f.threads)
+	tgt, err := openServer(cmd.Context(), "target", s.tgt, f.threads)
 	if err != nil {
 		return err
 	}
 	defer tgt.db.Close()
-	if len(f.databases) == 0 && len(f.tables) == 0 && src.dsn.DB != "" {
-		f.databases = []string{src.dsn.DB}
-	}
-	rules, err := filter.New(f.databases, f.tables, f.exclude)
+	th, stopThrottle, err := startThrottle(cmd.Context(), cmd, f.limits, &f.pairFlags, s)
 	if err != nil {
 		return err
 	}
-	th, closeThrottle, err := newThrottle(cmd, f.limits, src.dsn, func(addr string) (dsn.DSN, error) {
-		return resolveServer("target-replica", addr, f.targetPassEnv, f.targetPassF, f.targetTLS)
-	}, log)
-	if err != nil {
-		return err
-	}
-	defer closeThrottle()
-	var hup sync.WaitGroup
-	defer hup.Wait() // after stopHUP (deferred calls run last first)
-	ctx, stopHUP := context.WithCancel(cmd.Context())
-	defer stopHUP()
-	hup.Go(func() { reloadLimitsOnHUP(ctx, cmd, th.Limits(), log) })
-	vcfg := verify.Config{Source: src.db, Target: tgt.db, Rules: rules,
+	defer stopThrottle()
+	vcfg := verify.Config{Source: src.db, Target: tgt.db, Rules: s.rules,
 		ChunkRows: f.chunkRows, Parallel: f.threads, MaxDiffs: f.maxDiffs, Logger: log, HandedOver: f.handedOver,
 		AnyDefiner: f.ignoreDefiners}
 	if f.rowsOnly {
@@ -233,13 +213,9 @@ type server struct {
 	db  *sql.DB
 }
 
-// openServer parses an address, fills in its password and opens a pool
-// sized for the run. Errors show the address with its password hidden.
-func openServer(ctx context.Context, role, addr, passEnv, passFile string, tf tlsFlags, parallel int) (server, error) {
-	d, err := resolveServer(role, addr, passEnv, passFile, tf)
-	if err != nil {
-		return server{}, err
-	}
+// openServer opens a pool to a resolved address, sized for the run.
+// Errors show the address with its password hidden.
+func openServer(ctx context.Context, role string, d dsn.DSN, parallel int) (server, error) {
 	db, err := d.OpenDB("")
 	if err != nil {
 		return server{}, fmt.Errorf("%s: %w", role, err)

@@ -23,7 +23,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/binlane/binlane/internal/writeset"
+	"github.com/binlane/binlane/internal/scheduler"
 )
 
 // Reason codes for transactions that run alone: the applier's (package
@@ -55,7 +55,7 @@ type Txn struct {
 	Tables []TableRows
 	// Set is the writeset; nil for a transaction that runs alone for a
 	// reason found before its rows are analysed (Alone set).
-	Set *writeset.Set
+	Set *scheduler.KeySet
 	// Alone is why the transaction runs alone ("" when it need not): one
 	// of the Alone* codes, or the writeset's Barrier (plan.Serialize*).
 	Alone string

@@ -7,23 +7,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlane/binlane/internal/writeset"
+	"github.com/binlane/binlane/internal/scheduler"
 )
 
 // mk builds a transaction from a compact description: "k1,k2" are row
 // keys, "X:t" takes table t whole, "T:t" shares it, "B" runs alone (ddl),
 // "g7" sets commit id 7.
 func mk(i int, desc string) Txn {
-	t := Txn{GTID: fmt.Sprintf("0-1-%d", i+1), Rows: 1, Bytes: 100, Set: &writeset.Set{}}
+	t := Txn{GTID: fmt.Sprintf("0-1-%d", i+1), Rows: 1, Bytes: 100, Set: &scheduler.KeySet{}}
 	for _, f := range strings.Split(desc, ",") {
 		switch {
 		case f == "":
 		case f == "B":
 			t.Alone, t.Set = AloneDDL, nil
 		case strings.HasPrefix(f, "X:"):
-			t.Set.Tables = append(t.Set.Tables, writeset.TableAccess{Table: hash(f[2:]), Exclusive: true})
+			t.Set.Tables = append(t.Set.Tables, scheduler.TableAccess{Table: hash(f[2:]), Exclusive: true})
 		case strings.HasPrefix(f, "T:"):
-			t.Set.Tables = append(t.Set.Tables, writeset.TableAccess{Table: hash(f[2:])})
+			t.Set.Tables = append(t.Set.Tables, scheduler.TableAccess{Table: hash(f[2:])})
 		case strings.HasPrefix(f, "g"):
 			fmt.Sscan(f[1:], &t.CommitID)
 		default:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
@@ -28,7 +29,7 @@ type Collector struct {
 	seen   map[uint64]bool
 	tables map[uint64]string    // table hash -> name
 	keys   map[uint64][2]string // conflicting key -> table, value
-	tmp    writeset.Set
+	tmp    scheduler.KeySet
 	// skipped counts transactions left empty by the filter.
 	skipped int
 }
@@ -111,7 +112,7 @@ func addRows(list []TableRows, name string, rows int) []TableRows {
 // transaction already held (the conflicts).
 func (c *Collector) analyse(t *Txn, b *txn.Body) error {
 	if t.Set == nil {
-		t.Set = &writeset.Set{}
+		t.Set = &scheduler.KeySet{}
 	}
 	from, fromShared := len(t.Set.Keys), len(t.Set.Shared)
 	conflict := false

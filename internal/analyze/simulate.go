@@ -70,11 +70,46 @@ type simWorker struct {
 func Simulate(txns []Txn, mode scheduler.Mode, workers int, m Model) SimResult {
 	m = m.withDefaults()
 	workers = max(workers, 1)
-	n := len(txns)
-	if n == 0 {
+	if len(txns) == 0 {
 		return SimResult{}
 	}
-	units := make([]scheduler.Unit, n)
+	x := newSim(txns, mode, workers, m)
+	for x.committed < len(txns) {
+		x.dispatch()
+		x.startCommit()
+		// The next event: a CPU job ending at the shared rate, or a sync.
+		intakeOn, backOn := x.next < len(txns) && !x.s.Full(), x.background > 0
+		rate := x.rate(intakeOn, backOn)
+		dt := x.nextEvent(intakeOn, backOn, rate)
+		x.account(dt, rate, intakeOn)
+		x.advance(dt, rate, intakeOn, backOn)
+	}
+	return x.result()
+}
+
+// sim is the state of one simulated drain at the simulated time now (µs).
+type sim struct {
+	txns  []Txn
+	m     Model
+	units []scheduler.Unit
+	s     *scheduler.Scheduler
+	ws    []simWorker
+
+	now        float64
+	next       int     // next transaction to take in
+	intakeLeft float64 // µs of CPU left to take in txns[next]
+	committed  int
+	commits    int
+	commitBusy float64 // time the commit lane was in use
+	intakeBusy float64 // time intake was taking transactions in
+	cpuSat     float64 // time the cores were oversubscribed
+	keys       map[uint64]struct{}
+	written    float64
+	background float64 // µs of background CPU owed
+}
+
+func newSim(txns []Txn, mode scheduler.Mode, workers int, m Model) *sim {
+	units := make([]scheduler.Unit, len(txns))
 	for i := range txns {
 		t := &txns[i]
 		units[i] = scheduler.Unit{Seq: uint64(i + 1), Set: t.Set, Barrier: t.Alone != "", Bytes: t.Bytes + 256,
@@ -84,162 +119,171 @@ func Simulate(txns []Txn, mode scheduler.Mode, workers int, m Model) SimResult {
 	// The applier's window (apply.Config defaults).
 	s := scheduler.New(scheduler.Config{Mode: mode, MaxUnits: scheduler.DefaultWindow(workers, m.MaxBatch), MaxBytes: 128 << 20,
 		MaxBatch: m.MaxBatch, MaxBatchBytes: m.MaxBatchBytes}, 1)
-	ws := make([]simWorker, workers)
-	var (
-		now        float64
-		next       int     // next transaction to take in
-		intakeLeft float64 // µs of CPU left to take in txns[next]
-		committed  int
-		commits    int
-		commitBusy float64 // time the commit lane was in use
-		intakeBusy float64 // time intake was taking transactions in
-		cpuSat     float64 // time the cores were oversubscribed
-		keys       = map[uint64]struct{}{}
-		written    float64
-		background float64 // µs of background CPU owed
-	)
-	intakeCost := func(i int) float64 { return micro(m.Intake) + micro(m.IntakePerRow)*float64(txns[i].Rows) }
-	if n > 0 {
-		intakeLeft = intakeCost(0)
+	x := &sim{txns: txns, m: m, units: units, s: s, ws: make([]simWorker, workers), keys: map[uint64]struct{}{}}
+	x.intakeLeft = x.intakeCost(0)
+	return x
+}
+
+// intakeCost is the CPU (µs) taking in txns[i] costs.
+func (x *sim) intakeCost(i int) float64 {
+	return micro(x.m.Intake) + micro(x.m.IntakePerRow)*float64(x.txns[i].Rows)
+}
+
+// dispatch hands out batches to idle workers.
+func (x *sim) dispatch() {
+	for i := range x.ws {
+		w := &x.ws[i]
+		if w.phase != idle {
+			continue
+		}
+		b := x.s.Next()
+		if b == nil {
+			break
+		}
+		w.batch, w.phase, w.since = b, executing, x.now
+		w.rows = rowsWritten(x.txns, b, x.keys)
+		x.written += w.rows
+		w.left = micro(x.m.PerTxn)*float64(len(b)) + micro(x.m.PerRow)*w.rows
 	}
-	for committed < n {
-		// Hand out batches to idle workers, start the head's commit.
-		for i := range ws {
-			w := &ws[i]
-			if w.phase != idle {
-				continue
-			}
-			b := s.Next()
-			if b == nil {
-				break
-			}
-			w.batch, w.phase, w.since = b, executing, now
-			w.rows = rowsWritten(txns, b, keys)
-			written += w.rows
-			w.left = micro(m.PerTxn)*float64(len(b)) + micro(m.PerRow)*w.rows
+}
+
+// startCommit starts the head batch's commit when the commit lane is free.
+func (x *sim) startCommit() {
+	for i := range x.ws {
+		if p := x.ws[i].phase; p == committingCPU || p == committingIO {
+			return
 		}
-		head := uint64(committed + 1)
-		lane := false
-		for i := range ws {
-			if p := ws[i].phase; p == committingCPU || p == committingIO {
-				lane = true
-			}
+	}
+	head := uint64(x.committed + 1)
+	for i := range x.ws {
+		w := &x.ws[i]
+		if w.phase == waitingTurn && w.batch[0].Seq == head {
+			w.wait += x.now - w.since
+			w.phase, w.since = committingCPU, x.now
+			w.left = micro(x.m.Commit) + micro(x.m.CommitPerRow)*w.rows
 		}
-		if !lane {
-			for i := range ws {
-				w := &ws[i]
-				if w.phase == waitingTurn && w.batch[0].Seq == head {
-					w.wait += now - w.since
-					w.phase, w.since = committingCPU, now
-					w.left = micro(m.Commit) + micro(m.CommitPerRow)*w.rows
-				}
-			}
-		}
-		// The next event: a CPU job ending at the shared rate, or a sync.
-		intakeOn := next < n && !s.Full()
-		backOn := background > 0
-		active := 0
-		if intakeOn {
+	}
+}
+
+// rate is the share of a core each running CPU job gets.
+func (x *sim) rate(intakeOn, backOn bool) float64 {
+	active := 0
+	if intakeOn {
+		active++
+	}
+	if backOn {
+		active++
+	}
+	for i := range x.ws {
+		if p := x.ws[i].phase; p == executing || p == committingCPU {
 			active++
 		}
-		if backOn {
-			active++
+	}
+	if x.m.Cores > 0 && active > x.m.Cores {
+		return float64(x.m.Cores) / float64(active)
+	}
+	return 1.0
+}
+
+// nextEvent is the time until the next job ends.
+func (x *sim) nextEvent(intakeOn, backOn bool, rate float64) float64 {
+	dt := math.Inf(1)
+	if intakeOn {
+		dt = x.intakeLeft / rate
+	}
+	if backOn {
+		dt = min(dt, x.background/rate)
+	}
+	for i := range x.ws {
+		w := &x.ws[i]
+		switch w.phase {
+		case executing, committingCPU:
+			dt = min(dt, w.left/rate)
+		case committingIO:
+			dt = min(dt, w.until-x.now)
 		}
-		for i := range ws {
-			if p := ws[i].phase; p == executing || p == committingCPU {
-				active++
-			}
+	}
+	if math.IsInf(dt, 1) && x.committed < len(x.txns) {
+		panic("analyze: simulation stalled") // a scheduler that hands out nothing with nothing in flight
+	}
+	return max(dt, 0)
+}
+
+// account moves the clock by dt and counts what was busy meanwhile.
+func (x *sim) account(dt, rate float64, intakeOn bool) {
+	x.now += dt
+	if rate < 1 {
+		x.cpuSat += dt
+	}
+	if intakeOn && x.intakeLeft > 0 {
+		x.intakeBusy += dt
+	}
+	for i := range x.ws {
+		if p := x.ws[i].phase; p == committingCPU || p == committingIO {
+			x.commitBusy += dt
 		}
-		rate := 1.0
-		if m.Cores > 0 && active > m.Cores {
-			rate = float64(m.Cores) / float64(active)
+	}
+}
+
+// advance advances every job by dt and completes those that ended.
+func (x *sim) advance(dt, rate float64, intakeOn, backOn bool) {
+	const eps = 1e-9
+	if backOn {
+		x.background = max(0, x.background-dt*rate)
+		if x.background <= eps {
+			x.background = 0
 		}
-		dt := math.Inf(1)
-		if intakeOn {
-			dt = intakeLeft / rate
-		}
-		if backOn {
-			dt = min(dt, background/rate)
-		}
-		for i := range ws {
-			w := &ws[i]
-			switch w.phase {
-			case executing, committingCPU:
-				dt = min(dt, w.left/rate)
-			case committingIO:
-				dt = min(dt, w.until-now)
-			}
-		}
-		if math.IsInf(dt, 1) && committed < n {
-			panic("analyze: simulation stalled") // a scheduler that hands out nothing with nothing in flight
-		}
-		dt = max(dt, 0)
-		now += dt
-		if rate < 1 {
-			cpuSat += dt
-		}
-		if intakeOn && intakeLeft > 0 {
-			intakeBusy += dt
-		}
-		for i := range ws {
-			if p := ws[i].phase; p == committingCPU || p == committingIO {
-				commitBusy += dt
-			}
-		}
-		// Advance every job; complete those that ended.
-		const eps = 1e-9
-		if backOn {
-			background = max(0, background-dt*rate)
-			if background <= eps {
-				background = 0
-			}
-		}
-		if intakeOn {
-			intakeLeft -= dt * rate
-			if intakeLeft <= eps {
-				s.Add(&units[next])
-				next++
-				if next < n {
-					intakeLeft = intakeCost(next)
-				}
-			}
-		}
-		for i := range ws {
-			w := &ws[i]
-			switch w.phase {
-			case executing:
-				w.left -= dt * rate
-				if w.left <= eps {
-					w.busy += now - w.since
-					w.phase, w.since = waitingTurn, now
-				}
-			case committingCPU:
-				w.left -= dt * rate
-				if w.left <= eps {
-					w.phase, w.until = committingIO, now+micro(m.Sync)
-				}
-			case committingIO:
-				if w.until-now <= eps {
-					w.commit += now - w.since
-					s.Committed(w.batch)
-					committed += len(w.batch)
-					background += micro(m.Background)*float64(len(w.batch)) + micro(m.BackgroundPerRow)*w.rows
-					commits++
-					w.phase, w.batch = idle, nil
-				}
+	}
+	if intakeOn {
+		x.intakeLeft -= dt * rate
+		if x.intakeLeft <= eps {
+			x.s.Add(&x.units[x.next])
+			x.next++
+			if x.next < len(x.txns) {
+				x.intakeLeft = x.intakeCost(x.next)
 			}
 		}
 	}
-	r := SimResult{Elapsed: us(now), Commits: commits, RowsWritten: written, TxnPerCommit: float64(n) / float64(max(commits, 1))}
+	for i := range x.ws {
+		w := &x.ws[i]
+		switch w.phase {
+		case executing:
+			w.left -= dt * rate
+			if w.left <= eps {
+				w.busy += x.now - w.since
+				w.phase, w.since = waitingTurn, x.now
+			}
+		case committingCPU:
+			w.left -= dt * rate
+			if w.left <= eps {
+				w.phase, w.until = committingIO, x.now+micro(x.m.Sync)
+			}
+		case committingIO:
+			if w.until-x.now <= eps {
+				w.commit += x.now - w.since
+				x.s.Committed(w.batch)
+				x.committed += len(w.batch)
+				x.background += micro(x.m.Background)*float64(len(w.batch)) + micro(x.m.BackgroundPerRow)*w.rows
+				x.commits++
+				w.phase, w.batch = idle, nil
+			}
+		}
+	}
+}
+
+// result sums up the drain.
+func (x *sim) result() SimResult {
+	n, now, workers := len(x.txns), x.now, len(x.ws)
+	r := SimResult{Elapsed: us(now), Commits: x.commits, RowsWritten: x.written, TxnPerCommit: float64(n) / float64(max(x.commits, 1))}
 	if now > 0 {
 		r.TxnPerSec = float64(n) / (now / 1e6)
-		for i := range ws {
-			r.Busy += ws[i].busy / now / float64(workers)
-			r.CommitWait += ws[i].wait / now / float64(workers)
-			r.Commit += ws[i].commit / now / float64(workers)
+		for i := range x.ws {
+			r.Busy += x.ws[i].busy / now / float64(workers)
+			r.CommitWait += x.ws[i].wait / now / float64(workers)
+			r.Commit += x.ws[i].commit / now / float64(workers)
 		}
 	}
-	r.Bottleneck = bottleneck(r, commitBusy/now, intakeBusy/now, cpuSat/now, workers)
+	r.Bottleneck = bottleneck(r, x.commitBusy/now, x.intakeBusy/now, x.cpuSat/now, workers)
 	return r
 }
 

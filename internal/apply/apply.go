@@ -41,7 +41,6 @@ import (
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
-	"github.com/binlane/binlane/internal/writeset"
 )
 
 // Config configures an Applier.
@@ -178,10 +177,10 @@ func (a *Applier) Stats() *Stats { return a.stats }
 // work is one transaction with what the coordinator worked out about it.
 type work struct {
 	t     *txn.Txn
-	body  txn.Body      // the whole transaction, or its first part
-	plans []*plan.Table // per item of body; nil for items that are not rows
-	parts chan txn.Part // the later parts of a transaction sent in parts
-	set   writeset.Set  // what it writes
+	body  txn.Body         // the whole transaction, or its first part
+	plans []*plan.Table    // per item of body; nil for items that are not rows
+	parts chan txn.Part    // the later parts of a transaction sent in parts
+	set   scheduler.KeySet // what it writes
 	// keys locates each change's keys in set (Spans nil: not computed, or
 	// coarsened), for the run planner (rowsql.Keys).
 	keys  rowsql.Keys

@@ -6,7 +6,6 @@ import (
 
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/txn"
-	"github.com/binlane/binlane/internal/writeset"
 )
 
 // Large transactions. One held whole and larger than headBytes starts at
@@ -24,7 +23,7 @@ const (
 
 // bound keeps a writeset within maxSetKeys; true when it took its tables
 // whole instead.
-func bound(s *writeset.Set) bool {
+func bound(s *scheduler.KeySet) bool {
 	if len(s.Keys)+len(s.Shared) > maxSetKeys {
 		s.Coarsen()
 		return true

@@ -14,7 +14,6 @@ import (
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
-	"github.com/binlane/binlane/internal/writeset"
 )
 
 // Copy is a copy in progress as the applier follows it (package copier's
@@ -77,10 +76,10 @@ func (c *coordinator) addChunk(ctx context.Context, p txn.Part) error {
 		c.alone++
 		c.a.stats.addSerialized(AloneTooLarge)
 	case ch.Whole || skip || ch.Build != nil:
-		w.set.Tables = append(w.set.Tables, writeset.TableAccess{Table: table, Exclusive: true})
+		w.set.Tables = append(w.set.Tables, scheduler.TableAccess{Table: table, Exclusive: true})
 		if ch.Build != nil {
 			for _, n := range ch.Build.Neighbours {
-				w.set.Tables = append(w.set.Tables, writeset.TableAccess{Table: c.a.plans.TableHash(n.Schema, n.Table), Exclusive: true})
+				w.set.Tables = append(w.set.Tables, scheduler.TableAccess{Table: c.a.plans.TableHash(n.Schema, n.Table), Exclusive: true})
 			}
 		}
 		u.Set = &w.set

@@ -537,7 +537,7 @@ func (c *coordinator) handle(r result) {
 			}
 		}
 		for _, w := range b.works {
-			w.body, w.plans, w.set = txn.Body{}, nil, writeset.Set{} // let the rows go before the unit leaves the window
+			w.body, w.plans, w.set = txn.Body{}, nil, scheduler.KeySet{} // let the rows go before the unit leaves the window
 			w.chunk, w.unit.Points = nil, nil
 		}
 	case c.firstErr != nil:

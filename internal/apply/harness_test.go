@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,22 +19,16 @@ import (
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
-	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/testutil"
 	"github.com/binlane/binlane/internal/txn"
 )
 
-// fileSource replays a server's binlog files in order, skipping
-// transactions up to a start position.
-type fileSource struct {
-	files []string
-	r     *binlog.FileReader
-}
-
-func newFileSource(t *testing.T, s *sandbox.Server) *fileSource {
+// newFileSource replays a server's binlog files in order.
+func newFileSource(t *testing.T, s *sandbox.Server) *binlog.Files {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.Exec(ctx, "FLUSH BINARY LOGS"); err != nil {
@@ -43,32 +36,7 @@ func newFileSource(t *testing.T, s *sandbox.Server) *fileSource {
 	}
 	files, _ := filepath.Glob(filepath.Join(s.Dir, "data", "binlog.[0-9]*"))
 	sort.Strings(files)
-	return &fileSource{files: files[:len(files)-1]} // the last one is empty and still open
-}
-
-func (f *fileSource) Next(ctx context.Context) (replica.Message, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return replica.Message{}, err
-		}
-		if f.r == nil {
-			if len(f.files) == 0 {
-				return replica.Message{}, io.EOF
-			}
-			r, err := binlog.OpenFile(f.files[0])
-			if err != nil {
-				return replica.Message{}, err
-			}
-			f.r, f.files = r, f.files[1:]
-		}
-		ev, err := f.r.Next()
-		if errors.Is(err, io.EOF) {
-			f.r.Close()
-			f.r = nil
-			continue
-		}
-		return replica.Message{Event: ev}, err
-	}
+	return binlog.NewFiles(files[:len(files)-1]) // the last one is empty and still open
 }
 
 // pair is a source and target server for a test.
@@ -150,7 +118,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	builder := plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: o.allowTriggers})
 	a := New(Config{Stream: "test", Owner: testOwner, Target: d, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
 		MaxBatchBytes: o.maxBatchBytes,
-		Logger:        testLogger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
+		Logger:        testutil.Logger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
 	src := &skipSource{inner: newFileSource(t, p.src), skip: start}
 	asm := txn.NewAssembler(src, txn.Config{Rules: o.rules, MaxTxnBytes: o.maxTxn})
 	pipe := txn.NewPipe(0)
@@ -196,7 +164,7 @@ type skipSource struct {
 	skipping bool
 }
 
-func (s *skipSource) Next(ctx context.Context) (replica.Message, error) {
+func (s *skipSource) Next(ctx context.Context) (binlog.Message, error) {
 	for {
 		m, err := s.inner.Next(ctx)
 		if err != nil || m.Event == nil {
@@ -285,21 +253,6 @@ func dumpTable(t *testing.T, db *sql.DB, schemaName, table string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	level := slog.LevelInfo
-	if os.Getenv("BINLANE_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
 }
 
 func writeFile(t *testing.T, path, content string) {

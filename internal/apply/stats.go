@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
 // WorkerStats are one worker's counters. Times are cumulative.
@@ -107,45 +109,9 @@ func (s *Stats) Serialized() map[string]uint64 {
 	return maps.Clone(s.serialized)
 }
 
-// Snapshot is a consistent-enough copy of the counters for display.
-type Snapshot struct {
-	At             time.Time     `json:"at"`
-	Started        time.Time     `json:"started"`
-	Committed      uint64        `json:"committed"`
-	InFlight       int64         `json:"in_flight"`
-	Pending        int64         `json:"pending"`
-	LockWaitKills  uint64        `json:"lock_wait_kills"`
-	BlindKills     uint64        `json:"blind_lock_wait_kills"`
-	DependencyWait time.Duration `json:"dependency_wait_ns"`
-	LastCommitTS   int64         `json:"last_commit_source_ts"`
-	Position       string        `json:"position,omitempty"`
-	NextTS         int64         `json:"next_source_ts"`
-	// DomainNextTS is NextTS by MariaDB GTID domain: the domains missing
-	// have nothing in flight (each domain commits in its own order, so
-	// each has its own lag).
-	DomainNextTS map[uint32]int64  `json:"domain_next_source_ts,omitempty"`
-	Workers      []WorkerSnapshot  `json:"workers"`
-	Conflicts    map[string]uint64 `json:"conflicts_by_table"`
-	Serialized   map[string]uint64 `json:"serialized_by_reason"`
-}
-
-// WorkerSnapshot is one worker's counters.
-type WorkerSnapshot struct {
-	Txns       uint64        `json:"txns"`
-	Batches    uint64        `json:"batches"`
-	Rows       uint64        `json:"rows"`
-	Retries    uint64        `json:"retries"`
-	Busy       time.Duration `json:"busy_ns"`
-	CommitWait time.Duration `json:"commit_wait_ns"`
-	Commit     time.Duration `json:"commit_ns"`
-	// DependencyWait is a sum over transactions, not a share of the
-	// worker's time: it can exceed the time elapsed.
-	DependencyWait time.Duration `json:"dependency_wait_ns"`
-}
-
-// Snapshot copies the counters.
-func (s *Stats) Snapshot() Snapshot {
-	snap := Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
+// Snapshot copies the counters, for display and the stream's report.
+func (s *Stats) Snapshot() streamstatus.Snapshot {
+	snap := streamstatus.Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
 		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
 		LastCommitTS: s.LastCommitTS.Load(), Position: s.Position(), NextTS: s.NextTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
 	if m := s.domainNext.Load(); m != nil && len(*m) > 0 {
@@ -153,7 +119,7 @@ func (s *Stats) Snapshot() Snapshot {
 	}
 	for i := range s.Workers {
 		w := &s.Workers[i]
-		snap.Workers = append(snap.Workers, WorkerSnapshot{Txns: w.Txns.Load(), Batches: w.Batches.Load(), Rows: w.Rows.Load(),
+		snap.Workers = append(snap.Workers, streamstatus.WorkerSnapshot{Txns: w.Txns.Load(), Batches: w.Batches.Load(), Rows: w.Rows.Load(),
 			Retries: w.Retries.Load(), Busy: time.Duration(w.Busy.Load()), CommitWait: time.Duration(w.CommitWait.Load()),
 			Commit: time.Duration(w.Commit.Load()), DependencyWait: time.Duration(w.DependencyWait.Load())})
 	}

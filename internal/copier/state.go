@@ -161,7 +161,7 @@ func (s *State) Filter(p *plan.Table, changes []txn.Change) (out []txn.Change, k
 					"set binlog_row_image=FULL on the source until the copy is done", p.Name, p.Cols[c].Name)
 			}
 		}
-		k, ok := keyrange.FromRow(ts.t.Key, row, pos)
+		k, ok := rowKey(ts.t.Key, row, pos)
 		return k, ok && ts.cov.Contains(k), nil
 	}
 	out = changes[:0:0]

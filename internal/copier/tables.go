@@ -21,7 +21,7 @@ type Table struct {
 	// table a resumed copy no longer finds on the source: its DROP is ahead
 	// in the stream).
 	Def *schema.Table
-	// Key is the chunking key (schema.Table.ChunkKey) when binlane can
+	// Key is the chunking key (schema.Table.CopyKey) when binlane can
 	// order its values as the server does; nil means the table is copied in
 	// one pass (no usable key, a key binlane cannot order, or a foreign key
 	// to itself or through a cycle).
@@ -102,7 +102,7 @@ func FromDefinition(d *schema.Table, rules filter.Rules) *Table {
 		t.OnePass = "it references itself by foreign key"
 		return t
 	}
-	t.Key, t.OnePass = keyrange.Columns(d, keyrange.ChunkKey(d))
+	t.Key, t.OnePass = d.CopyKeyColumns(d.CopyKey())
 	return t
 }
 

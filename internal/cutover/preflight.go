@@ -313,9 +313,9 @@ func (c *cut) checkDefinitions(ctx context.Context, f *facts, problem func(strin
 // privileges), the source as its target (the source account's privileges
 // there, a free stream name).
 func (c *cut) checkReverse(ctx context.Context, f *facts, src, tgt server, srcAcc, tgtAcc *account, problem func(string, ...any)) {
-	rc, err := c.cfg.Target.ReplicaConfig()
+	wc, err := c.cfg.Target.WireConfig()
 	if err == nil {
-		_, err = replica.Inspect(ctx, rc)
+		_, err = replica.Inspect(ctx, replica.Config{Config: wc})
 	}
 	var pe *replica.PreflightError
 	switch {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/binlane/binlane/internal/replica"
+	"github.com/binlane/binlane/internal/wire"
 )
 
 // DriverConfig returns the go-sql-driver configuration of every SQL
@@ -106,16 +106,17 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	return conn, nil
 }
 
-// ReplicaConfig returns the configuration of binlane's own replication
-// connection to d (package replica): the address, the account and the TLS
+// WireConfig returns the configuration of binlane's own protocol
+// connection to d (package wire), which the replication stream uses
+// (replica.Config embeds it): the address, the account and the TLS
 // settings (none when the mode is disabled; plaintext accepted from a
 // server that offers no TLS in mode preferred). The caller adds what its
 // stream needs (server id, start, heartbeats); errors of that connection go
 // through AnnotateTLS.
-func (d DSN) ReplicaConfig() (replica.Config, error) {
+func (d DSN) WireConfig() (wire.Config, error) {
 	tc, optional, err := d.tlsConfig()
 	if err != nil {
-		return replica.Config{}, err
+		return wire.Config{}, err
 	}
-	return replica.Config{Addr: d.Addr(), User: d.User, Password: d.Password, TLS: tc, TLSOptional: optional}, nil
+	return wire.Config{Addr: d.Addr(), User: d.User, Password: d.Password, TLS: tc, TLSOptional: optional}, nil
 }

@@ -6,7 +6,7 @@
 // files as the MySQL clients do (Resolve), carries the TLS settings
 // (ssl-mode and certificates, from the address or from flags), and builds
 // the go-sql-driver configuration and pools (DriverConfig, OpenDB) and the
-// TLS configuration of the replication connection (ReplicaConfig) from them, so
+// TLS configuration of the replication connection (WireConfig) from them, so
 // that every connection to a server honours the same settings. Passwords
 // may also come from an environment variable, a file or an option file,
 // so they never have to appear in a process listing.
@@ -22,7 +22,9 @@
 // connect with, and reads a server only over a connection they hand it),
 // never put a password in an error or a String, and never
 // pass a parameter it does not understand to the server as a session
-// variable unless it can be one.
+// variable unless it can be one. It sits below every package that
+// connects: it must never import one (the replication stream's
+// configuration, replica.Config, embeds the wire.Config it builds).
 package dsn
 
 import (

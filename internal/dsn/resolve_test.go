@@ -38,7 +38,7 @@ func TestSocketAddresses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rc, err := d.ReplicaConfig(); err != nil || rc.TLS == nil || rc.Addr != "/s.sock" {
+	if rc, err := d.WireConfig(); err != nil || rc.TLS == nil || rc.Addr != "/s.sock" {
 		t.Errorf("ssl-mode required over a socket: TLS %v, address %s, %v", rc.TLS, rc.Addr, err)
 	}
 	for _, in := range []string{"mysql://u@db1:3306/?socket=/s.sock", "u@unix(s.sock)/", "mysql://u@localhost/?socket=s.sock"} {

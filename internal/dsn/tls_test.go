@@ -117,7 +117,7 @@ func TestFlagsOverrideTheAddress(t *testing.T) {
 }
 
 // TestDriverConfigModes checks what each mode becomes in go-sql-driver's
-// configuration; ReplicaConfig returns the same *tls.Config shape.
+// configuration; WireConfig returns the same *tls.Config shape.
 func TestDriverConfigModes(t *testing.T) {
 	certs := newCerts(t, "127.0.0.1")
 	cases := []struct {
@@ -145,7 +145,7 @@ func TestDriverConfigModes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.mode, err)
 		}
-		rc, err := d.ReplicaConfig()
+		rc, err := d.WireConfig()
 		if err != nil {
 			t.Fatalf("%s: %v", c.mode, err)
 		}
@@ -204,7 +204,7 @@ func TestVerifyModesHandshake(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, err := d.ReplicaConfig()
+		rc, err := d.WireConfig()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +379,7 @@ func TestNoSecretInErrors(t *testing.T) {
 			if err != nil && (!strings.Contains(err.Error(), "ssl-mode "+string(d.SSLMode())) || !strings.Contains(err.Error(), "h:1")) {
 				t.Errorf("%q: error does not name the address and the mode: %v", in, err)
 			}
-			_, err = d.ReplicaConfig()
+			_, err = d.WireConfig()
 			check(in, err)
 			_, err = d.OpenDB("")
 			check(in, err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/binlog/binlogtest"
-	"github.com/binlane/binlane/internal/replica"
 )
 
 func TestValueText(t *testing.T) {
@@ -42,8 +41,8 @@ func TestValueText(t *testing.T) {
 }
 
 func TestRestartAndHeartbeat(t *testing.T) {
-	msgs := []replica.Message{
-		{Restart: &replica.Restart{Reason: "connection lost: EOF"}},
+	msgs := []binlog.Message{
+		{Restart: &binlog.Restart{Reason: "connection lost: EOF"}},
 		{Event: &binlog.Event{File: "binlog.000002", Pos: 0, Header: binlog.Header{Type: binlog.EventHeartbeat, LogPos: 900},
 			Data: &binlog.HeartbeatEvent{File: "binlog.000002", Pos: 900}}},
 	}

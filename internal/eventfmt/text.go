@@ -9,7 +9,6 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/redact"
-	"github.com/binlane/binlane/internal/replica"
 )
 
 // Printer writes events to w, one Write per event. It is not safe for
@@ -68,7 +67,7 @@ func (p *Printer) Print(ev *binlog.Event) error {
 
 // PrintMessage writes what a replication stream returned: an event, or
 // the notice that the stream reconnected.
-func (p *Printer) PrintMessage(m replica.Message) error {
+func (p *Printer) PrintMessage(m binlog.Message) error {
 	if m.Restart == nil {
 		return p.Print(m.Event)
 	}

@@ -4,7 +4,10 @@
 // (Coverage, a table's checkpoint). The copier cuts and reads chunks by it,
 // the applier's coverage filter and the scheduler place row changes in it.
 //
-// The package is pure: it must never talk to a server.
+// The package is pure: it must never talk to a server. It knows no table
+// definition and no row image (package schema maps a table's columns to
+// Columns, the copier a row image to a Key), so that the scheduler, which
+// places row changes in key ranges, stays free of them.
 package keyrange
 
 import (
@@ -13,9 +16,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/binlane/binlane/internal/binlog"
-	"github.com/binlane/binlane/internal/schema"
 )
 
 // Kind says how binlane compares the values of one column of a chunking
@@ -48,69 +48,6 @@ type Column struct {
 	// binary strings and every other type. A bound is written as a string
 	// in it (see AppendLiteral).
 	Charset string `json:",omitempty"`
-}
-
-// KindOf returns how a column can be compared, or false when binlane
-// cannot order its values as the server does.
-func KindOf(c *schema.Column) (Column, bool) {
-	k := Column{Name: c.Name}
-	switch c.DataType {
-	case "tinyint", "smallint", "mediumint", "int", "bigint", "year":
-		k.Kind = Int
-		if c.Unsigned {
-			k.Kind = Uint
-		}
-		return k, true
-	case "date", "datetime", "timestamp":
-		k.Kind = Text
-		return k, true
-	case "binary", "varbinary":
-		k.Kind = Bytes
-		return k, true
-	case "char", "varchar":
-		// Byte order equals code point order for these charsets' _bin
-		// collations; _nopad_bin collations count trailing spaces.
-		coll := strings.ToLower(c.Collation)
-		for _, cs := range []string{"utf8mb4_", "utf8mb3_", "utf8_", "latin1_", "ascii_"} {
-			if strings.HasPrefix(coll, cs) && strings.HasSuffix(coll, "_bin") {
-				k.Kind, k.PadSpace, k.Charset = Bytes, !strings.Contains(coll, "_nopad_"), c.Charset
-				return k, true
-			}
-		}
-	}
-	return Column{}, false
-}
-
-// ChunkKey returns the index the copy cuts a table into ranges by: the
-// table's chunking key among the indexes whose columns binlane can order
-// itself (KindOf; no generated columns); nil: none, the table is copied in
-// one pass.
-func ChunkKey(t *schema.Table) *schema.Index {
-	return t.ChunkKeyBy(func(c *schema.Column) bool {
-		_, ok := KindOf(c)
-		return ok && !c.Generated
-	})
-}
-
-// Columns returns the chunking key of a table as an index of it names it,
-// or why binlane cannot use that index to cut the table into ranges.
-func Columns(t *schema.Table, ix *schema.Index) ([]Column, string) {
-	if ix == nil {
-		return nil, "it has no primary or unique key without NULLs, generated columns and types binlane cannot order as the server does (a case-insensitive string, a float, ...)"
-	}
-	cols := make([]Column, len(ix.Columns))
-	for i, pos := range ix.Columns {
-		c := &t.Columns[pos]
-		if c.Generated {
-			return nil, "its key holds a generated column"
-		}
-		k, ok := KindOf(c)
-		if !ok {
-			return nil, "its key is of types binlane cannot order as the server does (a case-insensitive string, a float, ...)"
-		}
-		cols[i] = k
-	}
-	return cols, ""
 }
 
 // Key is a value of a chunking key: one entry per column, int64 (Int),
@@ -177,28 +114,6 @@ func textValue(c Column, x []byte) (any, error) {
 		return bytes.Clone(x), nil
 	}
 	return nil, fmt.Errorf("a key column of kind %v", c.Kind)
-}
-
-// FromRow extracts the key of a row image (cols are the key's positions in
-// the row).
-func FromRow(cols []Column, row []binlog.Value, pos []int) (Key, bool) {
-	k := make(Key, len(cols))
-	for i, c := range cols {
-		v := &row[pos[i]]
-		switch {
-		case v.Kind == binlog.KindNull:
-			return nil, false // a key without NULLs never holds one
-		case c.Kind == Int:
-			k[i] = v.N
-		case c.Kind == Uint:
-			k[i] = uint64(v.N)
-		case c.Kind == Text:
-			k[i] = v.AppendText(nil)
-		default:
-			k[i] = v.B
-		}
-	}
-	return k, true
 }
 
 // Compare orders two keys as the server does: -1, 0 or 1.

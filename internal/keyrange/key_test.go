@@ -4,42 +4,11 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
-
-	"github.com/binlane/binlane/internal/binlog"
-	"github.com/binlane/binlane/internal/schema"
 )
 
 var intKey = []Column{{Name: "id", Kind: Int}}
 
 func ik(n int64) Key { return Key{n} }
-
-func TestKindOf(t *testing.T) {
-	cases := []struct {
-		dt, coll string
-		unsigned bool
-		kind     Kind
-		pad, ok  bool
-	}{
-		{"int", "", false, Int, false, true},
-		{"bigint", "", true, Uint, false, true},
-		{"datetime", "", false, Text, false, true},
-		{"varbinary", "", false, Bytes, false, true},
-		{"varchar", "utf8mb4_bin", false, Bytes, true, true},
-		{"varchar", "utf8mb4_nopad_bin", false, Bytes, false, true},
-		// The server's order of these is not byte order.
-		{"varchar", "utf8mb4_general_ci", false, 0, false, false},
-		{"varchar", "latin1_swedish_ci", false, 0, false, false},
-		{"double", "", false, 0, false, false},
-		{"decimal", "", false, 0, false, false},
-		{"time", "", false, 0, false, false},
-	}
-	for _, c := range cases {
-		k, ok := KindOf(&schema.Column{Name: "c", DataType: c.dt, Collation: c.coll, Unsigned: c.unsigned})
-		if ok != c.ok || ok && (k.Kind != c.kind || k.PadSpace != c.pad) {
-			t.Errorf("%s %s: %+v %v", c.dt, c.coll, k, ok)
-		}
-	}
-}
 
 func TestAppendLiteral(t *testing.T) {
 	cases := []struct {
@@ -86,18 +55,6 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-func TestFromRow(t *testing.T) {
-	cols := []Column{{Kind: Int}, {Kind: Bytes}}
-	row := []binlog.Value{{Kind: binlog.KindString, B: []byte("x")}, {Kind: binlog.KindInt, N: -4}}
-	k, ok := FromRow(cols, row, []int{1, 0})
-	if !ok || !reflect.DeepEqual(k, Key{int64(-4), []byte("x")}) {
-		t.Fatalf("FromRow: %v %v", k, ok)
-	}
-	if _, ok := FromRow(cols, []binlog.Value{{Kind: binlog.KindNull}, {Kind: binlog.KindInt}}, []int{1, 0}); ok {
-		t.Error("a NULL key value")
-	}
-}
-
 func TestCoverage(t *testing.T) {
 	c := Coverage{Cols: intKey}
 	in := func(n int64) bool { return c.Contains(ik(n)) }
@@ -138,38 +95,5 @@ func TestCoverage(t *testing.T) {
 	back = Coverage{Cols: bytesCov.Cols}
 	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back.Ranges, bytesCov.Ranges) {
 		t.Fatalf("bytes round trip %s: %+v %v", b, back.Ranges, err)
-	}
-}
-
-// TestChunkKey: the copy cuts a table by a unique key it can order itself;
-// a primary key it cannot (a case-insensitive string, a float, a generated
-// column) gives way to one it can, instead of the table being copied in one
-// pass. (The server-ordered choice verify uses picked the primary key, and
-// the copy then refused it.)
-func TestChunkKey(t *testing.T) {
-	cols := []schema.Column{
-		{Name: "ci", DataType: "varchar", Collation: "utf8mb4_general_ci", Charset: "utf8mb4"},
-		{Name: "f", DataType: "float"},
-		{Name: "g", DataType: "int", Generated: true},
-		{Name: "n", DataType: "bigint"},
-	}
-	ix := func(name string, col int) schema.Index {
-		return schema.Index{Name: name, Unique: true, Type: "BTREE", Columns: []int{col}, Prefix: []int{0}}
-	}
-	for _, tc := range []struct {
-		name string
-		pk   int
-		want string
-	}{{"case-insensitive", 0, "u_n"}, {"float", 1, "u_n"}, {"generated", 2, "u_n"}, {"bigint", 3, "PRIMARY"}} {
-		tbl := &schema.Table{Columns: cols, Indexes: []schema.Index{ix("PRIMARY", tc.pk), ix("u_n", 3)}}
-		if got := ChunkKey(tbl); got == nil || got.Name != tc.want {
-			t.Errorf("%s primary key: chunk key %v, want %s", tc.name, got, tc.want)
-		}
-		if tc.pk == 0 && tbl.ChunkKey().Name != "PRIMARY" { // where the two choices part
-			t.Errorf("%s primary key: verify's choice changed to %s", tc.name, tbl.ChunkKey().Name)
-		}
-	}
-	if got := ChunkKey(&schema.Table{Columns: cols, Indexes: []schema.Index{ix("PRIMARY", 0)}}); got != nil {
-		t.Errorf("a table with only a case-insensitive key: chunk key %s, want none", got.Name)
 	}
 }

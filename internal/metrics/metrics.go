@@ -16,14 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
 // Reading is what the collector reports at one scrape.
 type Reading struct {
-	Snapshot apply.Snapshot // zero before the stream's first attempt
+	Snapshot streamstatus.Snapshot // zero before the stream's first attempt
 	Lag      time.Duration
-	// State is the stream's state (replicate's states); Restarts the
+	// State is the stream's state (streamstatus.State*); Restarts the
 	// attempts that failed and were retried; Held whether binlane's limits
 	// hold its work back now.
 	State    string

@@ -14,6 +14,7 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
@@ -299,7 +300,7 @@ func TestPlan(t *testing.T) {
 		}
 		for _, c := range cases {
 			var wb writeset.Builder
-			var sa, sb writeset.Set
+			var sa, sb scheduler.KeySet
 			wb.AddChange(&sa, c.a, &c.ca)
 			wb.AddChange(&sb, c.b, &c.cb)
 			n := 0 // keys one holds exclusively and the other at all

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/binlane/binlane/internal/keyrange"
 	"github.com/binlane/binlane/internal/schema"
 )
 
@@ -129,7 +128,7 @@ func deferrable(t *schema.Table, ix *schema.Index, line string) bool {
 	if k := t.UsableKey(); k != nil && k.Name == ix.Name {
 		return false
 	}
-	if k := keyrange.ChunkKey(t); k != nil && k.Name == ix.Name { // the copy's ranges
+	if k := t.CopyKey(); k != nil && k.Name == ix.Name { // the copy's ranges
 		return false
 	}
 	if t.Columns[ix.Columns[0]].AutoIncrement {

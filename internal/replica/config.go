@@ -1,8 +1,6 @@
 package replica
 
 import (
-	"crypto/rsa"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/wire"
 )
 
 // Defaults for zero Config fields.
@@ -67,16 +66,16 @@ func (p Position) String() string {
 
 // Config describes one replication stream.
 type Config struct {
-	Addr     string // host:port of the source
-	User     string // needs REPLICATION SLAVE (and BINLOG MONITOR on MariaDB 10.5+ for CurrentPosition)
-	Password string
-	TLS      *tls.Config
-	// TLSOptional continues in plaintext when the source does not offer
-	// TLS (ssl-mode preferred); otherwise a TLS config without it fails.
-	TLSOptional bool
-	// ServerPublicKey pins the source's RSA key for caching_sha2_password
-	// over plain TCP (MySQL); without it the key is requested.
-	ServerPublicKey *rsa.PublicKey
+	// Config is the connection to the source: its address (host:port, or
+	// a Unix socket), the account (it needs REPLICATION SLAVE, and BINLOG
+	// MONITOR on MariaDB 10.5+ for CurrentPosition), TLS (TLSOptional
+	// continues in plaintext when the source does not offer it: ssl-mode
+	// preferred) and ServerPublicKey (pins the source's RSA key for
+	// caching_sha2_password over plain TCP; without it the key is
+	// requested). dsn.DSN.WireConfig fills it from a server address. DB and
+	// MaxPacket are not used: a replication connection has no default
+	// database, and its packets are events.
+	wire.Config
 	// ServerID identifies this replica to the source. It must be nonzero,
 	// differ from the source's @@server_id, and be unique among the
 	// source's replicas: a source ends an older dump with the same id.

@@ -7,8 +7,8 @@
 //
 // The stream survives connection loss: it reconnects with bounded
 // exponential backoff and resumes after the last complete transaction it
-// read, announcing the break with a *Restart event so the consumer drops any
-// partial transaction it holds. Errors that retrying cannot fix (the start
+// read, announcing the break with a binlog.Restart message so the consumer
+// drops any partial transaction it holds. Errors that retrying cannot fix (the start
 // position is gone from the source, authentication, a source that does not
 // meet the requirements, an undecodable event) end the stream instead.
 //

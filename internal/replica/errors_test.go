@@ -152,7 +152,7 @@ func TestPreflightFailures(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	good := Config{Addr: "127.0.0.1:1", ServerID: 7, Start: StartAtGTID(gtid.Set{})}
+	good := Config{Config: wire.Config{Addr: "127.0.0.1:1"}, ServerID: 7, Start: StartAtGTID(gtid.Set{})}
 	cases := map[string]func(*Config){
 		"no address":       func(c *Config) { c.Addr = "" },
 		"server id 0":      func(c *Config) { c.ServerID = 0 },
@@ -232,7 +232,7 @@ func TestCurrentPositionStartsFromNow(t *testing.T) {
 	c := newConsumer(t, openT(t, cfg))
 	drain(t, c)
 	c.checkSequence(4, 4)
-	info, err := Inspect(context.Background(), Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword})
+	info, err := Inspect(context.Background(), Config{Config: wire.Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword}})
 	if err != nil || info.Flavor != gtid.MariaDB || info.ServerID != 1 || !strings.Contains(info.Version, "MariaDB") {
 		t.Fatalf("inspect: %+v %v", info, err)
 	}

@@ -13,30 +13,20 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/testutil"
+	"github.com/binlane/binlane/internal/wire"
 )
-
-// testLogger sends the stream's logs to the test log.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // baseConfig streams from srv with settings suited to tests, as binlane's
 // least-privilege source account.
 func baseConfig(t testing.TB, srv *sandbox.Server) Config {
 	return Config{
-		Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword, ServerID: 1001,
+		Config:          wire.Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword},
+		ServerID:        1001,
 		Start:           StartAtGTID(gtid.Set{}),
 		HeartbeatPeriod: time.Second,
 		MinBackoff:      20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond,
-		Logger: testLogger(t),
+		Logger: testutil.LoggerAt(t, slog.LevelDebug),
 	}
 }
 
@@ -70,7 +60,7 @@ type consumer struct {
 	s          *Stream
 	tr         *Tracker
 	gtids      []gtid.GTID
-	restarts   []*Restart
+	restarts   []*binlog.Restart
 	partial    int // restarts that arrived inside a transaction
 	heartbeats []*binlog.HeartbeatEvent
 	rotates    int // real rotates
@@ -82,7 +72,7 @@ func newConsumer(t testing.TB, s *Stream) *consumer {
 }
 
 // next reads one event, failing the test on error.
-func (c *consumer) next() Message {
+func (c *consumer) next() binlog.Message {
 	c.t.Helper()
 	ev, err := c.tryNext(30 * time.Second)
 	if err != nil {
@@ -95,7 +85,7 @@ func (c *consumer) next() Message {
 	return ev
 }
 
-func (c *consumer) tryNext(wait time.Duration) (Message, error) {
+func (c *consumer) tryNext(wait time.Duration) (binlog.Message, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	m, err := c.s.Next(ctx)
@@ -127,7 +117,7 @@ func (c *consumer) tryNext(wait time.Duration) (Message, error) {
 }
 
 // until reads events until cond holds.
-func (c *consumer) until(what string, cond func(m Message) bool) {
+func (c *consumer) until(what string, cond func(m binlog.Message) bool) {
 	c.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -141,7 +131,7 @@ func (c *consumer) until(what string, cond func(m Message) bool) {
 // untilGTID reads until the transaction with sequence number seq completed.
 func (c *consumer) untilGTID(seq uint64) {
 	c.t.Helper()
-	c.until(fmt.Sprintf("GTID seq %d", seq), func(Message) bool {
+	c.until(fmt.Sprintf("GTID seq %d", seq), func(binlog.Message) bool {
 		return len(c.gtids) > 0 && c.gtids[len(c.gtids)-1].Seq >= seq
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/testutil"
+	"github.com/binlane/binlane/internal/wire"
 	"github.com/binlane/binlane/internal/wire/wiretest"
 )
 
@@ -111,15 +114,15 @@ func TestMySQLStreamResumesByGTIDSet(t *testing.T) {
 			}
 			return serveFile(f, 0, 0)(d, s)
 		}})
-	cfg := Config{Addr: srv.Addr(), User: "repl", Password: "pw", ServerID: 1001, Start: StartAtGTID(gtid.Set{}),
-		HeartbeatPeriod: 100 * time.Millisecond, MinBackoff: 10 * time.Millisecond, Logger: testLogger(t)}
+	cfg := Config{Config: wire.Config{Addr: srv.Addr(), User: "repl", Password: "pw"}, ServerID: 1001, Start: StartAtGTID(gtid.Set{}),
+		HeartbeatPeriod: 100 * time.Millisecond, MinBackoff: 10 * time.Millisecond, Logger: testutil.LoggerAt(t, slog.LevelDebug)}
 	s := openT(t, cfg)
 	if src := s.Source(); src.Flavor != gtid.MySQL || src.ServerUUID != mysqlVars["server_uuid"] || src.Checksum != "CRC32" {
 		t.Fatalf("source %+v", src)
 	}
 	c := newConsumer(t, s)
 	var names []string
-	c.until("transaction 4", func(m Message) bool {
+	c.until("transaction 4", func(m binlog.Message) bool {
 		ev := m.Event
 		if ev == nil {
 			return false
@@ -177,7 +180,7 @@ func TestMySQLFilePositionNonBlocking(t *testing.T) {
 	f := newBinlogFile("binlog.000009", false)
 	f.addInsert(mysqlGTIDn(1), 1, "x")
 	srv := wiretest.Start(t, wiretest.Config{User: "repl", Password: "pw", Query: mysqlQueries(mysqlVars), Dump: serveFile(f, 0, 0)})
-	cfg := Config{Addr: srv.Addr(), User: "repl", Password: "pw", ServerID: 5, Start: StartAtFile("binlog.000009", 4), NonBlocking: true}
+	cfg := Config{Config: wire.Config{Addr: srv.Addr(), User: "repl", Password: "pw"}, ServerID: 5, Start: StartAtFile("binlog.000009", 4), NonBlocking: true}
 	c := newConsumer(t, openT(t, cfg))
 	for {
 		_, err := c.tryNext(10 * time.Second)
@@ -202,7 +205,7 @@ func TestMySQLErrors(t *testing.T) {
 		Dump: func(_ *wiretest.Dump, s *wiretest.Stream) error {
 			return s.Error(1236, "Cannot replicate because the source purged required binary logs.")
 		}})
-	cfg := Config{Addr: srv.Addr(), User: "repl", Password: "pw", ServerID: 5, Start: StartAtGTID(mustSet(t, sid.String()+":1-9"))}
+	cfg := Config{Config: wire.Config{Addr: srv.Addr(), User: "repl", Password: "pw"}, ServerID: 5, Start: StartAtGTID(mustSet(t, sid.String()+":1-9"))}
 	_, err := newConsumer(t, openT(t, cfg)).tryNext(10 * time.Second)
 	if !errors.Is(err, ErrPositionUnavailable) || !strings.Contains(err.Error(), sid.String()+":1-9") {
 		t.Fatalf("got %v", err)

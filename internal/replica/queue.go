@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 	"sync"
+
+	"github.com/binlane/binlane/internal/binlog"
 )
 
 // eventOverhead is added to an event's raw size in queue accounting, so a
@@ -42,7 +44,7 @@ func signal(ch chan struct{}) {
 
 // push adds ev, waiting while the queue is over its bound. An event larger
 // than the bound is let in when the queue is empty.
-func (q *queue) push(ctx context.Context, m Message, size int) error {
+func (q *queue) push(ctx context.Context, m binlog.Message, size int) error {
 	size += eventOverhead
 	for {
 		q.mu.Lock()
@@ -73,7 +75,7 @@ func (q *queue) push(ctx context.Context, m Message, size int) error {
 
 // pop returns the oldest event; once the queue is closed and drained, the
 // error it was closed with.
-func (q *queue) pop(ctx context.Context) (Message, error) {
+func (q *queue) pop(ctx context.Context) (binlog.Message, error) {
 	for {
 		q.mu.Lock()
 		if q.n > 0 {
@@ -93,20 +95,20 @@ func (q *queue) pop(ctx context.Context) (Message, error) {
 		err := q.err
 		q.mu.Unlock()
 		if err != nil {
-			return Message{}, err
+			return binlog.Message{}, err
 		}
 		select {
 		case <-q.notEmpty:
 		case <-q.done:
 		case <-ctx.Done():
-			return Message{}, ctx.Err()
+			return binlog.Message{}, ctx.Err()
 		}
 	}
 }
 
 // entry is a queued message and its size in the queue's accounting.
 type entry struct {
-	m    Message
+	m    binlog.Message
 	size int
 }
 

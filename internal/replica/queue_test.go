@@ -14,13 +14,13 @@ func TestQueueBoundsBytes(t *testing.T) {
 	q := newQueue(3 * (100 + eventOverhead))
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
-		if err := q.push(ctx, Message{Event: &binlog.Event{Pos: uint64(i)}}, 100); err != nil {
+		if err := q.push(ctx, binlog.Message{Event: &binlog.Event{Pos: uint64(i)}}, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The fourth waits for room.
 	pushed := make(chan error, 1)
-	go func() { pushed <- q.push(ctx, Message{Event: &binlog.Event{Pos: 3}}, 100) }()
+	go func() { pushed <- q.push(ctx, binlog.Message{Event: &binlog.Event{Pos: 3}}, 100) }()
 	select {
 	case err := <-pushed:
 		t.Fatalf("push over the bound returned %v", err)
@@ -37,7 +37,7 @@ func TestQueueBoundsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An event larger than the bound passes when the queue is empty.
-	if err := q.push(ctx, Message{Event: &binlog.Event{Pos: 9}}, 1<<20); err != nil {
+	if err := q.push(ctx, binlog.Message{Event: &binlog.Event{Pos: 9}}, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	if m, _ := q.pop(ctx); m.Event.Pos != 9 {
@@ -48,7 +48,7 @@ func TestQueueBoundsBytes(t *testing.T) {
 func TestQueueCloseDrainsThenFails(t *testing.T) {
 	q := newQueue(1 << 20)
 	ctx := context.Background()
-	q.push(ctx, Message{Event: &binlog.Event{Pos: 1}}, 10)
+	q.push(ctx, binlog.Message{Event: &binlog.Event{Pos: 1}}, 10)
 	q.close(io.EOF)
 	q.close(errors.New("second close is ignored"))
 	if m, err := q.pop(ctx); err != nil || m.Event.Pos != 1 {
@@ -57,7 +57,7 @@ func TestQueueCloseDrainsThenFails(t *testing.T) {
 	if _, err := q.pop(ctx); err != io.EOF {
 		t.Fatalf("after drain: %v", err)
 	}
-	if err := q.push(ctx, Message{Event: &binlog.Event{}}, 1); err != io.EOF {
+	if err := q.push(ctx, binlog.Message{Event: &binlog.Event{}}, 1); err != io.EOF {
 		t.Fatalf("push after close: %v", err)
 	}
 	// A blocked pop wakes up on close and on cancellation.
@@ -81,7 +81,7 @@ func TestQueueRingOrder(t *testing.T) {
 	next, want := 0, 0
 	for round := 1; round <= 300; round++ {
 		for i := 0; i < round%97; i++ { // uneven bursts: wraps at every ring size
-			if err := q.push(ctx, Message{Event: &binlog.Event{Pos: uint64(next)}}, 7); err != nil {
+			if err := q.push(ctx, binlog.Message{Event: &binlog.Event{Pos: uint64(next)}}, 7); err != nil {
 				t.Fatal(err)
 			}
 			next++

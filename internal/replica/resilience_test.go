@@ -9,6 +9,7 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/wire"
 )
 
 // bigTransaction is one transaction of n row events of 64 KiB, so that a
@@ -38,7 +39,7 @@ func smallTransactions(n, base int) []string {
 func (c *consumer) inside(rowsSeen int) {
 	c.t.Helper()
 	n := 0
-	c.until("the middle of a transaction", func(m Message) bool {
+	c.until("the middle of a transaction", func(m binlog.Message) bool {
 		ev := m.Event
 		if ev == nil {
 			return false
@@ -88,7 +89,7 @@ func TestReconnectAfterKillAndRestart(t *testing.T) {
 		}
 		restarted <- err
 	}()
-	c.until("the restart", func(Message) bool { return len(c.restarts) == 2 })
+	c.until("the restart", func(binlog.Message) bool { return len(c.restarts) == 2 })
 	if err := <-restarted; err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestHeartbeatsAndDeadPeer(t *testing.T) {
 	s := openT(t, cfg)
 	c := newConsumer(t, s)
 	c.untilGTID(lastSeq(t, srv))
-	c.until("three heartbeats", func(Message) bool { return len(c.heartbeats) >= 3 })
+	c.until("three heartbeats", func(binlog.Message) bool { return len(c.heartbeats) >= 3 })
 	if hb := c.heartbeats[2]; hb.File != "binlog.000001" || hb.Pos == 0 {
 		t.Fatalf("heartbeat %+v", hb)
 	}
@@ -127,14 +128,14 @@ func TestHeartbeatsAndDeadPeer(t *testing.T) {
 	srv.ExecT(t, "FLUSH BINARY LOGS", "INSERT INTO d.t VALUES (1, 'after rotate')")
 	c.untilGTID(lastSeq(t, srv))
 	n := len(c.heartbeats)
-	c.until("a heartbeat in the new file", func(Message) bool { return len(c.heartbeats) > n })
+	c.until("a heartbeat in the new file", func(binlog.Message) bool { return len(c.heartbeats) > n })
 	if hb := c.heartbeats[len(c.heartbeats)-1]; c.rotates != 1 || hb.File != "binlog.000002" || s.Position().File != "binlog.000002" {
 		t.Fatalf("after FLUSH BINARY LOGS: %d rotates, heartbeat %+v, position %+v", c.rotates, hb, s.Position())
 	}
 
 	px.freeze()
 	frozen := time.Now()
-	c.until("a restart", func(m Message) bool { return m.Restart != nil })
+	c.until("a restart", func(m binlog.Message) bool { return m.Restart != nil })
 	if d := time.Since(frozen); d > 3*time.Second {
 		t.Errorf("dead peer noticed after %s", d)
 	}
@@ -175,7 +176,7 @@ func currentPositionT(t *testing.T, srv *sandbox.Server) Position {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pos, err := CurrentPosition(ctx, Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword})
+	pos, err := CurrentPosition(ctx, Config{Config: wire.Config{Addr: srv.Addr(), User: sourceAccount(t, srv), Password: sandbox.AccountPassword}})
 	if err != nil {
 		t.Fatal(err)
 	}

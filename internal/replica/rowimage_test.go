@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlane/binlane/internal/wire"
 	"github.com/binlane/binlane/internal/wire/wiretest"
 )
 
@@ -29,7 +30,7 @@ func TestRowImagePreflight(t *testing.T) {
 			vars := maps.Clone(mysqlVars)
 			vars["binlog_row_image"], vars["binlog_row_value_options"] = c.image, c.jsonOpts
 			srv := wiretest.Start(t, wiretest.Config{User: "repl", Password: "pw", Query: mysqlQueries(vars)})
-			info, err := Inspect(context.Background(), Config{Addr: srv.Addr(), User: "repl", Password: "pw", ServerID: 5})
+			info, err := Inspect(context.Background(), Config{Config: wire.Config{Addr: srv.Addr(), User: "repl", Password: "pw"}, ServerID: 5})
 			var pfe *PreflightError
 			switch {
 			case c.refused != "":

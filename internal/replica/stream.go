@@ -16,20 +16,6 @@ import (
 	"github.com/binlane/binlane/internal/wire"
 )
 
-// Restart is delivered after the stream reconnected and before the first
-// event of the new connection: the consumer must drop any partial
-// transaction it holds, because the source sends it again from its GTID
-// event.
-type Restart struct {
-	Reason string
-}
-
-// Message is what Next returns: a binlog event, or a restart.
-type Message struct {
-	Event   *binlog.Event
-	Restart *Restart
-}
-
 // Stream is one replication stream. Next must be called from one goroutine
 // at a time; Close and Source may be called from any.
 type Stream struct {
@@ -79,14 +65,14 @@ func Open(ctx context.Context, cfg Config) (*Stream, error) {
 
 // Next returns the next message: binlog events in stream order (heartbeats
 // included: they carry the source's current file and offset), and a
-// Restart after a reconnect. It returns io.EOF at the end of a
+// binlog.Restart after a reconnect. It returns io.EOF at the end of a
 // non-blocking stream, ErrClosed after Close, and otherwise the error that
 // ended the stream (a *PositionError, a *PreflightError, a decode error...).
 // Events stay valid after later calls: each has its own buffer.
-func (s *Stream) Next(ctx context.Context) (Message, error) {
+func (s *Stream) Next(ctx context.Context) (binlog.Message, error) {
 	m, err := s.q.pop(ctx)
 	if err != nil {
-		return Message{}, err
+		return binlog.Message{}, err
 	}
 	s.mu.Lock()
 	if m.Restart != nil {
@@ -156,7 +142,7 @@ func (s *Stream) run(ctx context.Context, sess *session) error {
 		}
 		dec.Reset()
 		reader = NewTracker(sess.start)
-		if err := s.q.push(ctx, Message{Restart: &Restart{Reason: reason}}, 0); err != nil {
+		if err := s.q.push(ctx, binlog.Message{Restart: &binlog.Restart{Reason: reason}}, 0); err != nil {
 			s.q.close(err)
 			return nil
 		}
@@ -204,7 +190,7 @@ func (s *Stream) pump(ctx context.Context, sess *session, dec *binlog.Decoder, t
 			return err
 		}
 		t.Observe(ev)
-		if err := s.q.push(ctx, Message{Event: ev}, len(raw)); err != nil {
+		if err := s.q.push(ctx, binlog.Message{Event: ev}, len(raw)); err != nil {
 			return err
 		}
 	}

@@ -63,7 +63,7 @@ func TestLargeEventArrivesIntact(t *testing.T) {
 	cfg.QueueBytes = 1 << 20 // the big event must pass alone
 	c := newConsumer(t, openT(t, cfg))
 	var rows *binlog.RowsEvent
-	c.until("the rows event", func(m Message) bool {
+	c.until("the rows event", func(m binlog.Message) bool {
 		ev := m.Event
 		if ev == nil {
 			return false

@@ -17,6 +17,7 @@ import (
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/testutil"
 )
 
 // The statement-coverage corpus (issue 16): short workloads of DDL under
@@ -115,7 +116,7 @@ func corpusRun(t *testing.T, src, dst *sandbox.Server, stream, from, to string, 
 	d, _ := dsn.Parse(dstURL)
 	cfg := Config{Source: s, Target: d, Stream: stream, StartGTID: from, StopAtGTID: to, Rules: mustRules(t, dbs...),
 		HeartbeatPeriod: 500 * time.Millisecond, RetryMin: 100 * time.Millisecond, RetryMax: time.Second,
-		Logger: testLogger(t), ReportPeriod: time.Second, FirstTries: 1,
+		Logger: testutil.Logger(t), ReportPeriod: time.Second, FirstTries: 1,
 		Apply: apply.Config{Workers: workers, MaxBatch: 16, Mode: scheduler.ModeWriteset}}
 	for _, o := range opts {
 		o(&cfg)

@@ -14,6 +14,7 @@ import (
 	"github.com/binlane/binlane/internal/metrics"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
+	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/throttle"
 	"github.com/binlane/binlane/internal/txn"
 )
@@ -41,61 +42,20 @@ type Observer struct {
 	restarts  int
 }
 
-// States of a stream as the Observer sees it.
-const (
-	StateStarting   = "starting"   // no attempt has attached yet
-	StateCopying    = "copying"    // running, tables still being copied
-	StateRunning    = "running"    // applying, behind the source or not known to be caught up
-	StateCaughtUp   = "caught_up"  // running, nothing in flight, the source has nothing more
-	StateRestarting = "restarting" // an attempt failed; the next one is on its way
-	StatePaused     = "paused"     // holding for a pause request (binlane pause, online verify, cutover)
-	StateStopped    = "stopped"    // Run returned without an error
-	StateError      = "error"      // Run returned an error
-)
-
-// Status is what the Observer knows of the stream at one moment.
-type Status struct {
-	State string
-	// Position is the GTID position applied up to ("" before the first
-	// attempt attached).
-	Position string
-	Lag      time.Duration
-	// Domains splits Position and Lag by MariaDB GTID domain when the
-	// position has several (nil otherwise).
-	Domains []DomainLag
-	// Snapshot is the current attempt's counters (zero before the first).
-	Snapshot apply.Snapshot
-	Copy     []CopyProgress
-	// Throttled says why binlane holds its work back now ("" when it
-	// does not).
-	Throttled string
-	// Restarts counts the attempts that failed and were retried.
-	Restarts int
-	// LastError is the last error that failed an attempt or ended the
-	// stream, with secrets redacted; it stays after a successful restart.
-	LastError   string
-	LastErrorAt time.Time
-}
-
-// Running reports whether the stream is applying (whatever its lag).
-func (s Status) Running() bool {
-	return s.State == StateRunning || s.State == StateCaughtUp || s.State == StateCopying
-}
-
 // Status returns the stream's state, position, lag, counters and copy.
-func (o *Observer) Status() Status {
+func (o *Observer) Status() streamstatus.Status {
 	o.mu.Lock()
 	a, asm, hb, cs := o.applier, o.asm, o.heartbeat, o.copyState
-	st := Status{LastError: o.lastErr, LastErrorAt: o.lastErrAt, Restarts: o.restarts, Throttled: o.throttle.Reason()}
+	st := streamstatus.Status{LastError: o.lastErr, LastErrorAt: o.lastErrAt, Restarts: o.restarts, Throttled: o.throttle.Reason()}
 	between, ended, paused := o.between, o.ended, o.paused
 	o.mu.Unlock()
 	if a == nil {
-		st.State = StateStarting
+		st.State = streamstatus.StateStarting
 		switch {
 		case ended != "":
 			st.State = ended
 		case paused:
-			st.State = StatePaused
+			st.State = streamstatus.StatePaused
 		}
 		return st
 	}
@@ -112,15 +72,15 @@ func (o *Observer) Status() Status {
 	case ended != "":
 		st.State = ended
 	case paused:
-		st.State = StatePaused
+		st.State = streamstatus.StatePaused
 	case between:
-		st.State = StateRestarting
+		st.State = streamstatus.StateRestarting
 	case cs != nil && cs.Copying():
-		st.State = StateCopying
+		st.State = streamstatus.StateCopying
 	case caughtUp(st.Snapshot, lastEvent, lastHeartbeat, hb, now):
-		st.State = StateCaughtUp
+		st.State = streamstatus.StateCaughtUp
 	default:
-		st.State = StateRunning
+		st.State = streamstatus.StateRunning
 	}
 	return st
 }
@@ -132,7 +92,7 @@ func (o *Observer) failed(err error, final bool) {
 	defer o.mu.Unlock()
 	o.lastErr, o.lastErrAt = redact.Text(err.Error()), time.Now()
 	if final {
-		o.ended = StateError
+		o.ended = streamstatus.StateError
 	} else {
 		o.between = true
 		o.restarts++
@@ -150,7 +110,7 @@ func (o *Observer) setPaused(p bool) {
 // stopped records that Run returned without an error.
 func (o *Observer) stopped() {
 	o.mu.Lock()
-	o.ended = StateStopped
+	o.ended = streamstatus.StateStopped
 	o.mu.Unlock()
 }
 
@@ -161,58 +121,26 @@ func (o *Observer) AttachCopy(c *copier.Copier, s *copier.State) {
 	o.mu.Unlock()
 }
 
-// CopyProgress is one table's copy as far as the target committed it.
-type CopyProgress struct {
-	Table    string `json:"table"`
-	Rows     int64  `json:"rows"`
-	Estimate int64  `json:"estimate"`
-	Done     bool   `json:"done"`
-	OnePass  string `json:"one_pass,omitempty"`
-	// Throttled says why the copy of a table not done yet waits now.
-	Throttled string `json:"throttled,omitempty"`
-}
-
 // Copy returns the copy's progress (nil when the run does not copy).
-func (o *Observer) Copy() []CopyProgress {
+func (o *Observer) Copy() []streamstatus.CopyProgress {
 	o.mu.Lock()
 	c := o.copier
 	o.mu.Unlock()
 	if c == nil {
 		return nil
 	}
-	var out []CopyProgress
+	var out []streamstatus.CopyProgress
 	o.mu.Lock()
 	why := o.throttle.Reason()
 	o.mu.Unlock()
 	for _, p := range c.Tables() {
-		cp := CopyProgress{Table: p.Table, Rows: p.Rows.Load(), Estimate: p.Estimate, Done: p.Done.Load(), OnePass: p.OnePass}
+		cp := streamstatus.CopyProgress{Table: p.Table, Rows: p.Rows.Load(), Estimate: p.Estimate, Done: p.Done.Load(), OnePass: p.OnePass}
 		if !cp.Done {
 			cp.Throttled = why
 		}
 		out = append(out, cp)
 	}
 	return out
-}
-
-// CopyTotals sum a copy's progress over its tables.
-type CopyTotals struct {
-	Rows, Estimate int64 // the estimate is at least the rows copied, per table
-	Done, Tables   int
-	Throttled      string // why the copy waits now ("" when it does not)
-}
-
-// SumCopy adds up the tables' progress.
-func SumCopy(tables []CopyProgress) CopyTotals {
-	t := CopyTotals{Tables: len(tables)}
-	for _, p := range tables {
-		t.Rows += p.Rows
-		t.Estimate += max(p.Estimate, p.Rows)
-		if p.Done {
-			t.Done++
-		}
-		t.Throttled = max(t.Throttled, p.Throttled)
-	}
-	return t
 }
 
 // logCopy logs the copy's progress while it runs.
@@ -223,7 +151,7 @@ func (o *Observer) logCopy(log *slog.Logger) {
 	if s == nil || !s.Copying() || o.CopyBars {
 		return
 	}
-	t := SumCopy(o.Copy())
+	t := streamstatus.SumCopy(o.Copy())
 	args := []any{"rows", t.Rows, "rows_estimated", t.Estimate, "tables_done", t.Done, "tables", t.Tables}
 	if t.Throttled != "" {
 		args = append(args, "throttled", t.Throttled)
@@ -262,7 +190,7 @@ func (o *Observer) Read() (metrics.Reading, bool) {
 //     lag grows with the silence (it is at least that);
 //   - otherwise the reader is behind (the applier waits for it): the age of
 //     the last event read.
-func lag(s apply.Snapshot, lastEvent, lastHeartbeat, eventTS time.Time, hb time.Duration, now time.Time) time.Duration {
+func lag(s streamstatus.Snapshot, lastEvent, lastHeartbeat, eventTS time.Time, hb time.Duration, now time.Time) time.Duration {
 	if s.NextTS != 0 {
 		return max(0, now.Sub(time.Unix(s.NextTS, 0)))
 	}
@@ -283,26 +211,19 @@ func lag(s apply.Snapshot, lastEvent, lastHeartbeat, eventTS time.Time, hb time.
 	return 0
 }
 
-// DomainLag is one MariaDB GTID domain's position and lag.
-type DomainLag struct {
-	Domain uint32        `json:"domain"`
-	GTID   string        `json:"gtid"`
-	Lag    time.Duration `json:"lag_ns"`
-}
-
 // domainLags splits the position and the lag by GTID domain when the
 // position has several: each domain commits in its own order, so one can
 // be far behind while another is caught up. A domain with a transaction in
 // flight lags by the age of the oldest one's source commit time; one with
 // none by idle, the lag of the stream with nothing in flight (the reader's).
-func domainLags(s apply.Snapshot, idle time.Duration, now time.Time) []DomainLag {
+func domainLags(s streamstatus.Snapshot, idle time.Duration, now time.Time) []streamstatus.DomainLag {
 	set, err := gtid.ParseSet(s.Position)
 	if err != nil || set.Flavor() != gtid.MariaDB || len(set.Domains()) < 2 {
 		return nil
 	}
-	var out []DomainLag
+	var out []streamstatus.DomainLag
 	for _, g := range set.Domains() {
-		d := DomainLag{Domain: g.Domain, GTID: g.String(), Lag: idle}
+		d := streamstatus.DomainLag{Domain: g.Domain, GTID: g.String(), Lag: idle}
 		if ts, ok := s.DomainNextTS[g.Domain]; ok {
 			d.Lag = max(0, now.Sub(time.Unix(ts, 0)))
 		}
@@ -314,7 +235,7 @@ func domainLags(s apply.Snapshot, idle time.Duration, now time.Time) []DomainLag
 // caughtUp reports whether the target has applied everything the source
 // had to send: nothing in flight, and a recent heartbeat came after the
 // last event (see lag).
-func caughtUp(s apply.Snapshot, lastEvent, lastHeartbeat time.Time, hb time.Duration, now time.Time) bool {
+func caughtUp(s streamstatus.Snapshot, lastEvent, lastHeartbeat time.Time, hb time.Duration, now time.Time) bool {
 	return s.NextTS == 0 && s.InFlight == 0 && !lastHeartbeat.IsZero() && !lastHeartbeat.Before(lastEvent) &&
 		now.Sub(lastHeartbeat) <= 3*hb
 }
@@ -340,25 +261,13 @@ func (o *Observer) report(ctx context.Context, db *sql.DB, stream string, owner 
 	}
 }
 
-// Report is what the running process writes into its stream's row every
-// few seconds (binlane.streams.stats) for `binlane status`: its applier's
-// counters and its own view of the stream.
-type Report struct {
-	apply.Snapshot
-	State    string `json:"state"`
-	Held     string `json:"held,omitempty"`
-	Restarts int    `json:"restarts"`
-	// Domains: see Status.
-	Domains []DomainLag `json:"domains,omitempty"`
-}
-
 func (o *Observer) writeReport(ctx context.Context, db *sql.DB, stream, owner string, log *slog.Logger) {
 	r, ok := o.Read()
 	if !ok || owner == "" {
 		return
 	}
 	st := o.Status()
-	b, err := json.Marshal(Report{Snapshot: r.Snapshot, State: st.State, Held: st.Throttled, Restarts: st.Restarts, Domains: st.Domains})
+	b, err := json.Marshal(streamstatus.Report{Snapshot: r.Snapshot, State: st.State, Held: st.Throttled, Restarts: st.Restarts, Domains: st.Domains})
 	if err != nil {
 		return
 	}

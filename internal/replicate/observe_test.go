@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/apply"
+	"github.com/binlane/binlane/internal/streamstatus"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -17,11 +18,11 @@ import (
 // the two ends.
 func TestObserverStates(t *testing.T) {
 	o := &Observer{heartbeat: time.Second}
-	if st := o.Status(); st.State != StateStarting || st.Running() || st.Position != "" || st.LastError != "" {
+	if st := o.Status(); st.State != streamstatus.StateStarting || st.Running() || st.Position != "" || st.LastError != "" {
 		t.Fatalf("before a run: %+v", st)
 	}
 	o.setPaused(true) // a stream started while a pause request is in place
-	if st := o.Status(); st.State != StatePaused || st.Running() {
+	if st := o.Status(); st.State != streamstatus.StatePaused || st.Running() {
 		t.Fatalf("held before its first attempt: %+v", st)
 	}
 	o.setPaused(false)
@@ -32,34 +33,34 @@ func TestObserverStates(t *testing.T) {
 	a := apply.New(apply.Config{Workers: 2}, nil, nil)
 	o.Attach(a, txn.NewAssembler(nil, txn.Config{}))
 	st := o.Status()
-	if st.State != StateRunning || !st.Running() || len(st.Snapshot.Workers) != 2 || st.Copy != nil {
+	if st.State != streamstatus.StateRunning || !st.Running() || len(st.Snapshot.Workers) != 2 || st.Copy != nil {
 		t.Fatalf("attached: %+v", st)
 	}
 
 	o.failed(errors.New("target: lost connection to mysql://binlane:hunter2@db2:3306/"), false)
 	st = o.Status()
-	if st.State != StateRestarting || st.Running() || strings.Contains(st.LastError, "hunter2") ||
+	if st.State != streamstatus.StateRestarting || st.Running() || strings.Contains(st.LastError, "hunter2") ||
 		!strings.Contains(st.LastError, "lost connection") || st.LastErrorAt.IsZero() {
 		t.Fatalf("after a failed attempt: %+v", st)
 	}
 	o.Attach(apply.New(apply.Config{Workers: 3}, nil, nil), txn.NewAssembler(nil, txn.Config{}))
 	st = o.Status()
-	if st.State != StateRunning || len(st.Snapshot.Workers) != 3 || !strings.Contains(st.LastError, "lost connection") {
+	if st.State != streamstatus.StateRunning || len(st.Snapshot.Workers) != 3 || !strings.Contains(st.LastError, "lost connection") {
 		t.Fatalf("after the restart: %+v", st)
 	}
 
 	o.setPaused(true)
-	if st := o.Status(); st.State != StatePaused || st.Running() || len(st.Snapshot.Workers) != 3 {
+	if st := o.Status(); st.State != streamstatus.StatePaused || st.Running() || len(st.Snapshot.Workers) != 3 {
 		t.Fatalf("held: %+v", st)
 	}
 	o.setPaused(false)
 	o.stopped()
-	if st := o.Status(); st.State != StateStopped || st.Running() {
+	if st := o.Status(); st.State != streamstatus.StateStopped || st.Running() {
 		t.Fatalf("stopped: %+v", st)
 	}
 	o2 := &Observer{}
 	o2.failed(errors.New("boom"), true)
-	if st := o2.Status(); st.State != StateError || st.LastError != "boom" {
+	if st := o2.Status(); st.State != streamstatus.StateError || st.LastError != "boom" {
 		t.Fatalf("failed before a run: %+v", st)
 	}
 }
@@ -70,15 +71,15 @@ func TestCaughtUp(t *testing.T) {
 	event, beat := now.Add(-2*time.Second), now.Add(-time.Second)
 	cases := []struct {
 		name         string
-		s            apply.Snapshot
+		s            streamstatus.Snapshot
 		event, heart time.Time
 		want         bool
 	}{
-		{"heartbeat after the last event", apply.Snapshot{}, event, beat, true},
-		{"nothing heard", apply.Snapshot{}, time.Time{}, time.Time{}, false},
-		{"event after the heartbeat", apply.Snapshot{}, beat, event, false},
-		{"in flight", apply.Snapshot{InFlight: 1, NextTS: 999}, event, beat, false},
-		{"silent source", apply.Snapshot{}, now.Add(-time.Minute), now.Add(-10 * time.Second), false},
+		{"heartbeat after the last event", streamstatus.Snapshot{}, event, beat, true},
+		{"nothing heard", streamstatus.Snapshot{}, time.Time{}, time.Time{}, false},
+		{"event after the heartbeat", streamstatus.Snapshot{}, beat, event, false},
+		{"in flight", streamstatus.Snapshot{InFlight: 1, NextTS: 999}, event, beat, false},
+		{"silent source", streamstatus.Snapshot{}, now.Add(-time.Minute), now.Add(-10 * time.Second), false},
 	}
 	for _, c := range cases {
 		if got := caughtUp(c.s, c.event, c.heart, hb, now); got != c.want {
@@ -93,14 +94,15 @@ func TestCaughtUp(t *testing.T) {
 // is not split.
 func TestDomainLags(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := apply.Snapshot{Position: "0-1-5,1-1-9,2-1-40", DomainNextTS: map[uint32]int64{1: 990}}
+	s := streamstatus.Snapshot{Position: "0-1-5,1-1-9,2-1-40", DomainNextTS: map[uint32]int64{1: 990}}
 	got := domainLags(s, 200*time.Millisecond, now)
-	want := []DomainLag{{0, "0-1-5", 200 * time.Millisecond}, {1, "1-1-9", 10 * time.Second}, {2, "2-1-40", 200 * time.Millisecond}}
+	want := []streamstatus.DomainLag{{Domain: 0, GTID: "0-1-5", Lag: 200 * time.Millisecond}, {Domain: 1, GTID: "1-1-9", Lag: 10 * time.Second},
+		{Domain: 2, GTID: "2-1-40", Lag: 200 * time.Millisecond}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("domainLags: %+v, want %+v", got, want)
 	}
 	for _, pos := range []string{"0-1-5", "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5", ""} {
-		if got := domainLags(apply.Snapshot{Position: pos}, 0, now); got != nil {
+		if got := domainLags(streamstatus.Snapshot{Position: pos}, 0, now); got != nil {
 			t.Errorf("position %q split: %+v", pos, got)
 		}
 	}

@@ -38,7 +38,6 @@ import (
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
-	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/replica"
@@ -288,147 +287,6 @@ func (r *run) saveState(state, msg string) {
 	}
 }
 
-// once runs the stream from the saved position until it stops or fails.
-func (r *run) once(ctx context.Context) error {
-	cfg := &r.cfg
-	if err := r.takeOver(ctx); err != nil {
-		return err
-	}
-	if !r.claimed {
-		if err := r.claimTables(ctx); err != nil {
-			r.forgetRefused(ctx, err)
-			return err
-		}
-		r.claimed = true
-	}
-	rcfg, err := replicaConfig(*cfg, r.log)
-	if err != nil {
-		return err
-	}
-	// The copy creates the target's tables first: the checks and the
-	// definitions read next see them.
-	cr, err := r.prepareCopy(ctx, rcfg)
-	if err != nil {
-		return err
-	}
-	defer cr.close()
-	tgt, err := inspectTarget(ctx, r.meta, cfg)
-	if err != nil {
-		return err
-	}
-	if cr != nil {
-		cr.setPending(tgt.cache)
-	}
-	start, st, err := startPosition(ctx, *cfg, r.meta, rcfg, r.log)
-	if err != nil {
-		return err
-	}
-	temps, err := savedTempTables(ctx, r.meta, cfg.Stream, st, start)
-	if err != nil {
-		return err
-	}
-	stop, err := gtid.ParseSet(cfg.StopAtGTID)
-	if err != nil {
-		return fmt.Errorf("--stop-at-gtid: %w", err)
-	}
-	var skip gtid.GTID
-	if cfg.SkipGTID != "" {
-		if skip, err = gtid.Parse(cfg.SkipGTID); err != nil {
-			return fmt.Errorf("--skip-gtid: %w", err)
-		}
-	}
-	if stop, err = r.pauseStop(ctx, stop, start, cr != nil); err != nil {
-		return err
-	}
-	if !stop.IsEmpty() && start.ContainsSet(stop) {
-		r.log.Info("already at or past the stop position", "position", start.String())
-		return txn.ErrStopped
-	}
-	if err := checkSourceHas(ctx, *cfg, start); err != nil {
-		return err
-	}
-	srcCtx, stopSource := context.WithCancel(ctx)
-	defer stopSource()
-	rcfg.Start = replica.StartAtGTID(start)
-	if cr != nil && (rcfg.HeartbeatPeriod == 0 || rcfg.HeartbeatPeriod > copyHeartbeat) {
-		// An idle stream learns where it stands from heartbeats, and a chunk
-		// placed by binlog coordinate waits for that (see copier.Merger).
-		rcfg.HeartbeatPeriod = copyHeartbeat
-	}
-	stream, err := replica.Open(srcCtx, rcfg)
-	if err != nil {
-		return cfg.Source.AnnotateTLS(err)
-	}
-	defer stream.Close()
-	src := stream.Source()
-	formatNotice(r.log, src)
-	sourceID := src.ServerUUID
-	if sourceID == "" {
-		sourceID = fmt.Sprintf("server_id=%d", src.ServerID)
-	}
-	if st.SourceID != "" && st.SourceID != sourceID {
-		// A failover (or a new address): fine by GTID, and checked above
-		// (checkSourceHas); said once, so the operator sees where it reads.
-		r.log.Warn("the stream's source changed: going on from the saved position by GTID", "was", st.SourceID, "now", sourceID,
-			"position", start.String())
-	}
-	if err := position.RecordSource(ctx, r.meta, cfg.Stream, r.currentOwner(), sourceID, src.Flavor.String(), start.String(), temps); err != nil {
-		return err
-	}
-	// --start-gtid is now the saved position; a restart resumes from what
-	// has been applied since, not from the option again.
-	cfg.StartGTID = ""
-	r.started = true
-	tables, err := newSourceTables(cfg.Source)
-	if err != nil {
-		return err
-	}
-	defer tables.close()
-	acfg := cfg.Apply
-	acfg.Target, acfg.Flavor, acfg.Owner, acfg.RecoveredDDL, acfg.Source = cfg.Target, tgt.flavor, r.currentOwner(), st.DDL, tables
-	if cr != nil {
-		acfg.Copy, acfg.MaxChunkWrites = cr.state, cfg.Copy.Workers
-		cr.begin(cfg, start, r.log)
-		cfg.Observer.AttachCopy(cr.copier, cr.state)
-	}
-	applier := apply.New(acfg, plan.NewBuilder(tgt.cache, tgt.collations, plan.Options{AllowTriggers: cfg.AllowTriggers}), r.meta)
-	asm := txn.NewAssembler(stream, txn.Config{Rules: cfg.Rules, MaxTxnBytes: cfg.MaxTxnBytes, StopAt: stop,
-		Start: start, Logger: r.log, Marks: cr != nil, Names: txn.Names{Charset: tgt.collations.Charset}, TempTables: temps, Skip: skip})
-	cfg.Observer.Attach(applier, asm)
-	r.log.Info("replicating", "from", start.String(), "workers", acfg.Workers, "mode", acfg.Mode.String(),
-		"source", cfg.Source.String(), "target", cfg.Target.String())
-	// The watchers stop the attempt gracefully, through stopWatch (the
-	// stream drains what it holds); the attempt joins them before it
-	// returns, so none outlives it.
-	watchCtx, stopWatch := context.WithCancelCause(ctx)
-	var watchers errgroup.Group
-	watchers.Go(func() error { r.watch(watchCtx, stopWatch); return nil })
-	pausing := r.pausing
-	watchers.Go(func() error { r.watchPause(watchCtx, stopWatch, pausing); return nil })
-	if cfg.Copy.ExitWhenDone {
-		// A stream whose copy was done before this run (killed before it
-		// could exit) ends once caught up, too.
-		readDone := closedChan
-		if cr != nil {
-			cr.readDone = make(chan struct{})
-			readDone = cr.readDone
-		}
-		watchers.Go(func() error {
-			if err := r.waitCopied(watchCtx, cr, rcfg, readDone); err != nil {
-				stopWatch(err)
-			}
-			return nil
-		})
-	}
-	err = pipe(watchCtx, *cfg, stopSource, asm, applier, start, cr)
-	stopWatch(nil) // a cause set by a watcher stays
-	_ = watchers.Wait()
-	if cause := context.Cause(watchCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause // the watcher stopped the run (after a graceful drain): that is the reason
-	}
-	return err
-}
-
 // takeOver acquires the stream's lock (once per process, again after it was
 // lost) and makes a new token of this attempt the stream's owner.
 func (r *run) takeOver(ctx context.Context) error {
@@ -529,12 +387,11 @@ func replicaConfig(cfg Config, log *slog.Logger) (replica.Config, error) {
 		h.Write([]byte(cfg.Stream))
 		id = 100000 + h.Sum32()%1000000000
 	}
-	rc, err := cfg.Source.ReplicaConfig()
+	wc, err := cfg.Source.WireConfig()
 	if err != nil {
 		return replica.Config{}, fmt.Errorf("source: %w", err)
 	}
-	rc.ServerID, rc.HeartbeatPeriod, rc.QueueBytes, rc.Logger = id, cfg.HeartbeatPeriod, cfg.QueueBytes, log
-	return rc, nil
+	return replica.Config{Config: wc, ServerID: id, HeartbeatPeriod: cfg.HeartbeatPeriod, QueueBytes: cfg.QueueBytes, Logger: log}, nil
 }
 
 // checkServers connects to both servers once before anything is written

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +16,8 @@ import (
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/streamstatus"
+	"github.com/binlane/binlane/internal/testutil"
 	"github.com/binlane/binlane/internal/verify"
 	"github.com/binlane/binlane/internal/workload"
 )
@@ -81,7 +81,7 @@ func (e *env) config(t *testing.T, workers int) Config {
 	return Config{
 		Source: e.srcDSN, Target: e.dstDSN, Stream: "t", StartGTID: e.start,
 		HeartbeatPeriod: 500 * time.Millisecond, RetryMin: 100 * time.Millisecond, RetryMax: time.Second,
-		Logger: testLogger(t), ReportPeriod: 200 * time.Millisecond,
+		Logger: testutil.Logger(t), ReportPeriod: 200 * time.Millisecond,
 		Apply: apply.Config{Workers: workers, MaxBatch: 16, Mode: scheduler.ModeWriteset},
 	}
 }
@@ -169,21 +169,6 @@ func streamState(t *testing.T, db *sql.DB) position.State {
 	return st
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	level := slog.LevelInfo
-	if os.Getenv("BINLANE_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
-}
-
 func TestReplicateToStopPosition(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -200,7 +185,7 @@ func TestReplicateToStopPosition(t *testing.T) {
 	if st.GTID != cfg.StopAtGTID || st.State != position.StateStopped {
 		t.Fatalf("stream at %q state %q, want %q stopped", st.GTID, st.State, cfg.StopAtGTID)
 	}
-	var snap apply.Snapshot
+	var snap streamstatus.Snapshot
 	if err := json.Unmarshal([]byte(st.Stats), &snap); err != nil {
 		t.Fatalf("stats after the stop: %v (%q)", err, st.Stats)
 	}

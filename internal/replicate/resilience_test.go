@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/dsn"
+	"github.com/binlane/binlane/internal/streamstatus"
 )
 
 // cutter forwards TCP connections to a server; the first connection that
@@ -145,7 +146,7 @@ func TestFirstConnectionFailsFast(t *testing.T) {
 				t.Fatalf("got %v", err)
 			}
 			// The status page shows it.
-			if st := obs.Status(); st.State != StateError || !strings.Contains(st.LastError, "giving up after 3 attempts") {
+			if st := obs.Status(); st.State != streamstatus.StateError || !strings.Contains(st.LastError, "giving up after 3 attempts") {
 				t.Errorf("observer: %s %q", st.State, st.LastError)
 			}
 			if d := time.Since(began); d > 20*time.Second {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/binlane/binlane/internal/testutil"
 )
 
 // runsSchema adds to cascadeSchema what the run planner must keep in order
@@ -174,7 +175,7 @@ func runsReplicate(t *testing.T, src *sandbox.Server, from, to string, workers, 
 	var n atomic.Int64
 	err := corpusRun(t, src, dst, "runs", from, to, workers, []string{"fk"}, func(cfg *Config) {
 		cfg.Apply.MaxBatch = batch
-		cfg.Logger = slog.New(diagnosed{testLogger(t).Handler(), &n})
+		cfg.Logger = slog.New(diagnosed{testutil.Logger(t).Handler(), &n})
 	})
 	if err != nil {
 		t.Fatal(err)

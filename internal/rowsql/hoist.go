@@ -3,6 +3,7 @@ package rowsql
 import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
 )
@@ -26,7 +27,7 @@ type pending struct {
 	bytes   int
 	groups  map[groupKey]int
 	ws      writeset.Builder
-	set     writeset.Set
+	set     scheduler.KeySet
 	planner runPlanner
 }
 

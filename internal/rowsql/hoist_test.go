@@ -10,6 +10,7 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
 )
@@ -87,7 +88,7 @@ func writeStatements(t *testing.T, runs, collapse bool, txns ...[]step) []string
 // writesetKeys builds a body's writeset as the scheduler's coordinator
 // does, with each change's span.
 func writesetKeys(body *txn.Body, plans []*plan.Table) *Keys {
-	k := &Keys{Set: &writeset.Set{}, Spans: make([]writeset.Span, len(body.Changes))}
+	k := &Keys{Set: &scheduler.KeySet{}, Spans: make([]writeset.Span, len(body.Changes))}
 	var b writeset.Builder
 	for i, it := range body.Items {
 		for j := it.First; j < it.Last; j++ {

@@ -14,7 +14,7 @@ type runEntry struct {
 	// the package doc, "Net effect of repeated updates").
 	merge bool
 	// keys are held exclusively, shared only against exclusive holders
-	// (writeset.Set.Keys and Shared; tables folded in as keys).
+	// (scheduler.KeySet.Keys and Shared; tables folded in as keys).
 	keys, shared []uint64
 }
 

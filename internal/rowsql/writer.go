@@ -7,6 +7,7 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/sqlquote"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
@@ -211,7 +212,7 @@ func (w *Writer) Rows(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
 // changes: Spans[i] locates those of body.Changes[i] in Set. The run
 // planner reuses them instead of hashing every change again.
 type Keys struct {
-	Set   *writeset.Set
+	Set   *scheduler.KeySet
 	Spans []writeset.Span
 }
 

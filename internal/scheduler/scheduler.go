@@ -17,12 +17,10 @@
 //
 // The scheduler is a pure, deterministic data structure driven by one
 // goroutine (Add, Next, Committed, Requeue). It must never do I/O, block, or
-// start goroutines.
+// start goroutines. It owns the conflict-key type (KeySet, hashes only)
+// that package writeset fills: it must never import what describes rows
+// (writeset, txn, plan, binlog).
 package scheduler
-
-import (
-	"github.com/binlane/binlane/internal/writeset"
-)
 
 // Mode selects how conflicts are found.
 type Mode uint8
@@ -59,7 +57,7 @@ const (
 type Unit struct {
 	Seq uint64
 	// Set is the transaction's writeset (writeset mode).
-	Set *writeset.Set
+	Set *KeySet
 	// Barrier units run alone: after every earlier unit committed, and
 	// before any later unit starts.
 	Barrier bool
@@ -315,7 +313,7 @@ func (s *Scheduler) addWriteset(u *Unit) {
 // Seal gives an open unit its writeset: units added from now on wait for
 // it only where they conflict with set. Its own dependencies stay as Add
 // found them (it may already run).
-func (s *Scheduler) Seal(u *Unit, set *writeset.Set) {
+func (s *Scheduler) Seal(u *Unit, set *KeySet) {
 	u.Set, u.Open = set, false
 	if s.barrier == u {
 		s.barrier = nil

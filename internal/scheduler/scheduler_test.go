@@ -4,15 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/binlane/binlane/internal/writeset"
 )
 
 // unit builds a writeset unit from a compact description: "k1,k2" are row
 // keys, "S:k" a row key held shared, "T:x" a shared access to table x,
 // "X:x" an exclusive one, "B" a barrier.
 func unit(seq uint64, desc string) *Unit {
-	u := &Unit{Seq: seq, Set: &writeset.Set{}, Bytes: 1}
+	u := &Unit{Seq: seq, Set: &KeySet{}, Bytes: 1}
 	for _, f := range strings.Split(desc, ",") {
 		switch {
 		case f == "":
@@ -23,9 +21,9 @@ func unit(seq uint64, desc string) *Unit {
 		case strings.HasPrefix(f, "S:"):
 			u.Set.Shared = append(u.Set.Shared, hash(f[2:]))
 		case strings.HasPrefix(f, "T:"):
-			u.Set.Tables = append(u.Set.Tables, writeset.TableAccess{Table: hash(f[2:])})
+			u.Set.Tables = append(u.Set.Tables, TableAccess{Table: hash(f[2:])})
 		case strings.HasPrefix(f, "X:"):
-			u.Set.Tables = append(u.Set.Tables, writeset.TableAccess{Table: hash(f[2:]), Exclusive: true})
+			u.Set.Tables = append(u.Set.Tables, TableAccess{Table: hash(f[2:]), Exclusive: true})
 		default:
 			u.Set.Keys = append(u.Set.Keys, hash(f))
 		}
@@ -175,7 +173,7 @@ func TestOpenUnit(t *testing.T) {
 	if b := s.Next(); seqs(b) != "[2]" {
 		t.Fatalf("next = %s, want the open unit at the head", seqs(b))
 	}
-	set := &writeset.Set{Keys: []uint64{hash("x"), hash("y")}, Tables: []writeset.TableAccess{{Table: hash("t")}}}
+	set := &KeySet{Keys: []uint64{hash("x"), hash("y")}, Tables: []TableAccess{{Table: hash("t")}}}
 	s.Seal(big, set)
 	s.Add(unit(3, "z"))
 	s.Add(unit(4, "y"))
@@ -267,7 +265,7 @@ func BenchmarkAddNextCommit(b *testing.B) {
 	s := New(Config{MaxUnits: 1 << 20, MaxBatch: 16}, 1)
 	units := make([]*Unit, b.N)
 	for i := range units {
-		units[i] = &Unit{Seq: uint64(i + 1), Set: &writeset.Set{Keys: []uint64{uint64(i % 1000), uint64(i%1000 + 5000)}}}
+		units[i] = &Unit{Seq: uint64(i + 1), Set: &KeySet{Keys: []uint64{uint64(i % 1000), uint64(i%1000 + 5000)}}}
 	}
 	b.ResetTimer()
 	for _, u := range units {

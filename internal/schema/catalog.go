@@ -83,7 +83,7 @@ func (t *Table) ChunkKey() *Index {
 
 // ChunkKeyBy is ChunkKey among the indexes whose every column usable
 // accepts (the copy orders key values itself, and accepts fewer types
-// than the server's comparisons verify relies on: keyrange.ChunkKey).
+// than the server's comparisons verify relies on: CopyKey).
 func (t *Table) ChunkKeyBy(usable func(*Column) bool) *Index {
 	var best *Index
 	for i := range t.Indexes {

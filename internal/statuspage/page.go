@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/streamstatus"
 )
 
@@ -25,7 +24,7 @@ import (
 type Config struct {
 	Stream string
 	// Read returns the stream's current status (required).
-	Read func() replicate.Status
+	Read func() streamstatus.Status
 	// Metrics serves /metrics (nil: 404).
 	Metrics http.Handler
 	// Recommend returns a thread count and why (nil, or 0 and "": none;
@@ -116,7 +115,7 @@ func (p *Page) Read() streamstatus.Stream {
 }
 
 // doc is the document of st over iv, with its health.
-func (p *Page) doc(st replicate.Status, iv streamstatus.Interval, now time.Time) streamstatus.Stream {
+func (p *Page) doc(st streamstatus.Status, iv streamstatus.Interval, now time.Time) streamstatus.Stream {
 	d := streamstatus.FromProcess(p.cfg.Stream, st, iv, now)
 	d.Health = &streamstatus.Health{Live: streamstatus.Live(d), Ready: streamstatus.Ready(d, p.cfg.ReadyMaxLag),
 		ReadyMaxLagSeconds: p.cfg.ReadyMaxLag.Seconds()}

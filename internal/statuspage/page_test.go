@@ -1,39 +1,35 @@
 package statuspage
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/metrics"
-	"github.com/binlane/binlane/internal/replicate"
 	"github.com/binlane/binlane/internal/streamstatus"
+	"github.com/binlane/binlane/internal/testutil"
 )
 
 // fakeStream is a stream whose status the test sets.
 type fakeStream struct {
 	mu sync.Mutex
-	st replicate.Status
+	st streamstatus.Status
 }
 
-func (f *fakeStream) read() replicate.Status {
+func (f *fakeStream) read() streamstatus.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.st
 }
 
-func (f *fakeStream) set(st replicate.Status) {
+func (f *fakeStream) set(st streamstatus.Status) {
 	f.mu.Lock()
 	f.st = st
 	f.mu.Unlock()
@@ -53,12 +49,12 @@ var t0 = time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
 // snap is a snapshot at t0+at of counters that grow with it: per second,
 // 100 transactions and 1000 rows per worker; worker 0 is busy half the
 // time and waits for its turn a quarter, worker 1 is busy 20%.
-func snap(at time.Duration) apply.Snapshot {
+func snap(at time.Duration) streamstatus.Snapshot {
 	s := at.Seconds()
 	d := func(share float64) time.Duration { return time.Duration(share * float64(at)) }
-	return apply.Snapshot{At: t0.Add(at), Started: t0, Committed: uint64(200 * s), InFlight: 3, Pending: 1,
+	return streamstatus.Snapshot{At: t0.Add(at), Started: t0, Committed: uint64(200 * s), InFlight: 3, Pending: 1,
 		DependencyWait: d(0.4), Position: "0-1-" + time.Duration(at).String(),
-		Workers: []apply.WorkerSnapshot{
+		Workers: []streamstatus.WorkerSnapshot{
 			{Txns: uint64(100 * s), Rows: uint64(1000 * s), Busy: d(0.5), CommitWait: d(0.25), Commit: d(0.1), DependencyWait: d(0.3)},
 			{Txns: uint64(100 * s), Rows: uint64(1000 * s), Busy: d(0.2), DependencyWait: d(0.1), Retries: 2},
 		}}
@@ -100,9 +96,9 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 // rates and shares over the last interval.
 func TestStatusJSON(t *testing.T) {
 	f := &fakeStream{}
-	f.set(replicate.Status{State: replicate.StateRunning, Position: "0-1-100", Lag: 1500 * time.Millisecond,
+	f.set(streamstatus.Status{State: streamstatus.StateRunning, Position: "0-1-100", Lag: 1500 * time.Millisecond,
 		Snapshot: snap(20 * time.Second), LastError: "lost connection", LastErrorAt: t0.Add(5 * time.Second), Restarts: 1,
-		Throttled: "source Threads_running 9 > 8", Copy: []replicate.CopyProgress{{Table: "app.t", Rows: 10, Estimate: 100}}})
+		Throttled: "source Threads_running 9 > 8", Copy: []streamstatus.CopyProgress{{Table: "app.t", Rows: 10, Estimate: 100}}})
 	_, srv := newTestPage(t, f, func() (int, string) { return 6, "busy everywhere" })
 	code, body, hdr := get(t, srv.URL+"/status")
 	if code != http.StatusOK || hdr.Get("Content-Type") != "application/json" {
@@ -164,7 +160,7 @@ func TestStatusJSON(t *testing.T) {
 	for at := 21 * time.Second; at <= 40*time.Second; at += time.Second {
 		s := snap(at)
 		s.Workers[1] = snap(20 * time.Second).Workers[1]
-		f.set(replicate.Status{State: replicate.StateCaughtUp, Snapshot: s})
+		f.set(streamstatus.Status{State: streamstatus.StateCaughtUp, Snapshot: s})
 		_, body, _ = get(t, srv.URL+"/status")
 	}
 	st = streamstatus.Stream{}
@@ -184,7 +180,7 @@ func TestStatusJSON(t *testing.T) {
 // TestStatusBeforeRun: no counters yet, no recommendation function.
 func TestStatusBeforeRun(t *testing.T) {
 	f := &fakeStream{}
-	f.set(replicate.Status{State: replicate.StateStarting})
+	f.set(streamstatus.Status{State: streamstatus.StateStarting})
 	_, srv := newTestPage(t, f, nil)
 	_, body, _ := get(t, srv.URL+"/status")
 	for _, want := range []string{`"state": "starting"`, `"alive": true`, `"run": null`, `"lag_seconds": null`, `"copy": []`,
@@ -204,7 +200,7 @@ func TestStatusBeforeRun(t *testing.T) {
 // request computed.
 func TestRecommendSeesInterval(t *testing.T) {
 	f := &fakeStream{}
-	f.set(replicate.Status{State: replicate.StateRunning, Snapshot: snap(10 * time.Second)})
+	f.set(streamstatus.Status{State: streamstatus.StateRunning, Snapshot: snap(10 * time.Second)})
 	var p *Page
 	var got streamstatus.Interval
 	p, srv := newTestPage(t, f, func() (int, string) { got = p.Interval(); return 2, "" })
@@ -222,19 +218,19 @@ func TestProbes(t *testing.T) {
 	_, srv := newTestPage(t, f, nil)
 	running := snap(time.Second)
 	cases := []struct {
-		st                  replicate.Status
+		st                  streamstatus.Status
 		health, ready       int
 		healthWhy, readyWhy string
 	}{
-		{replicate.Status{State: replicate.StateCaughtUp, Snapshot: running}, 200, 200, "ok", "ok"},
-		{replicate.Status{State: replicate.StateRunning, Lag: 29 * time.Second, Snapshot: running}, 200, 200, "ok", "ok"},
-		{replicate.Status{State: replicate.StateRunning, Lag: 45 * time.Second, Snapshot: running}, 200, 503, "ok",
+		{streamstatus.Status{State: streamstatus.StateCaughtUp, Snapshot: running}, 200, 200, "ok", "ok"},
+		{streamstatus.Status{State: streamstatus.StateRunning, Lag: 29 * time.Second, Snapshot: running}, 200, 200, "ok", "ok"},
+		{streamstatus.Status{State: streamstatus.StateRunning, Lag: 45 * time.Second, Snapshot: running}, 200, 503, "ok",
 			"m: lags 45s behind the source (limit 30s)"},
-		{replicate.Status{State: replicate.StateCopying, Lag: time.Second, Snapshot: running}, 200, 503, "ok", "m: copying"},
-		{replicate.Status{State: replicate.StateStarting}, 200, 503, "ok", "m: starting"},
-		{replicate.Status{State: replicate.StateRestarting, LastError: "lost connection", Snapshot: running}, 200, 503, "ok", "m: restarting"},
-		{replicate.Status{State: replicate.StateStopped, LastError: "old"}, 503, 503, "m: stopped", "m: stopped"},
-		{replicate.Status{State: replicate.StateError, LastError: "duplicate key"}, 503, 503, "m: error: duplicate key", "m: error: duplicate key"},
+		{streamstatus.Status{State: streamstatus.StateCopying, Lag: time.Second, Snapshot: running}, 200, 503, "ok", "m: copying"},
+		{streamstatus.Status{State: streamstatus.StateStarting}, 200, 503, "ok", "m: starting"},
+		{streamstatus.Status{State: streamstatus.StateRestarting, LastError: "lost connection", Snapshot: running}, 200, 503, "ok", "m: restarting"},
+		{streamstatus.Status{State: streamstatus.StateStopped, LastError: "old"}, 503, 503, "m: stopped", "m: stopped"},
+		{streamstatus.Status{State: streamstatus.StateError, LastError: "duplicate key"}, 503, 503, "m: error: duplicate key", "m: error: duplicate key"},
 	}
 	for _, c := range cases {
 		f.set(c.st)
@@ -260,7 +256,7 @@ func TestHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 25; i++ {
-		f.set(replicate.Status{State: replicate.StateRunning, Lag: time.Duration(i) * time.Second, Snapshot: snap(time.Duration(i) * time.Second)})
+		f.set(streamstatus.Status{State: streamstatus.StateRunning, Lag: time.Duration(i) * time.Second, Snapshot: snap(time.Duration(i) * time.Second)})
 		p.sample(t0.Add(time.Duration(i) * time.Second))
 	}
 	pts := p.History()
@@ -285,8 +281,8 @@ func TestHistory(t *testing.T) {
 // TestMetrics: binlane's collector and the standard ones.
 func TestMetrics(t *testing.T) {
 	f := &fakeStream{}
-	f.set(replicate.Status{State: replicate.StateCopying, Snapshot: snap(10 * time.Second), Lag: time.Second, Restarts: 2,
-		Throttled: "source Threads_running 9 > 8", Copy: []replicate.CopyProgress{{Table: "app.a", Rows: 10, Estimate: 5, Done: true},
+	f.set(streamstatus.Status{State: streamstatus.StateCopying, Snapshot: snap(10 * time.Second), Lag: time.Second, Restarts: 2,
+		Throttled: "source Threads_running 9 > 8", Copy: []streamstatus.CopyProgress{{Table: "app.a", Rows: 10, Estimate: 5, Done: true},
 			{Table: "app.b", Rows: 7, Estimate: 100}}})
 	_, srv := newTestPage(t, f, nil)
 	code, body, _ := get(t, srv.URL+"/metrics")
@@ -308,7 +304,7 @@ func TestMetrics(t *testing.T) {
 
 func TestIndexAndRoutes(t *testing.T) {
 	f := &fakeStream{}
-	f.set(replicate.Status{State: replicate.StateStarting})
+	f.set(streamstatus.Status{State: streamstatus.StateStarting})
 	_, srv := newTestPage(t, f, nil)
 	code, body, hdr := get(t, srv.URL+"/")
 	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") || !strings.Contains(body, `fetch("status"`) ||
@@ -337,43 +333,22 @@ func TestIndexAndRoutes(t *testing.T) {
 	}
 }
 
-// dumpDOM loads url in headless Chromium and returns the DOM once the
-// page's script ran (skips when there is no Chromium).
-func dumpDOM(t *testing.T, url string) string {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no chromium binary")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--disable-gpu", "--no-sandbox", "--user-data-dir="+t.TempDir(),
-		"--virtual-time-budget=5000", "--dump-dom", url)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	return string(out)
-}
-
 // TestPageInChromium renders the page of a fake stream in a real browser:
 // its script must have filled in the state, position, workers, copy,
 // error and the "—" of no recommendation.
 func TestPageInChromium(t *testing.T) {
 	f := &fakeStream{}
-	f.set(replicate.Status{State: replicate.StateCopying, Position: "0-1-4242", Lag: 2 * time.Second, Snapshot: snap(20 * time.Second),
+	f.set(streamstatus.Status{State: streamstatus.StateCopying, Position: "0-1-4242", Lag: 2 * time.Second, Snapshot: snap(20 * time.Second),
 		LastError: "lost connection <b>to</b> target", LastErrorAt: t0,
-		Copy: []replicate.CopyProgress{{Table: "app.big", Rows: 500, Estimate: 1000}, {Table: "app.small", Rows: 10, Estimate: 10, Done: true}}})
+		Copy: []streamstatus.CopyProgress{{Table: "app.big", Rows: 500, Estimate: 1000}, {Table: "app.small", Rows: 10, Estimate: 10, Done: true}}})
 	p, srv := newTestPage(t, f, nil)
 	// Before the page is opened, the process sampled a lag of 100 s: a
 	// fresh page draws it (its chart's scale reaches 100 s).
 	cur := f.read()
-	f.set(replicate.Status{State: replicate.StateRunning, Lag: 100 * time.Second, Snapshot: snap(10 * time.Second)})
+	f.set(streamstatus.Status{State: streamstatus.StateRunning, Lag: 100 * time.Second, Snapshot: snap(10 * time.Second)})
 	p.sample(time.Now().Add(-time.Minute))
 	f.set(cur)
-	dom := dumpDOM(t, srv.URL+"/")
+	dom := testutil.DumpDOM(t, srv.URL+"/")
 	if !strings.Contains(dom, ">100 s</text>") {
 		t.Errorf("the lag history the process kept is not drawn")
 	}

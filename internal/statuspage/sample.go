@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/streamstatus"
 )
 
@@ -18,7 +17,7 @@ type sampler struct {
 	window time.Duration
 
 	mu      sync.Mutex
-	samples []apply.Snapshot
+	samples []streamstatus.Snapshot
 	last    streamstatus.Interval // the interval of the last reading
 }
 
@@ -26,7 +25,7 @@ type sampler struct {
 const sampleEvery = time.Second
 
 // next records cur and returns the interval from the window's start to it.
-func (s *sampler) next(cur apply.Snapshot) streamstatus.Interval {
+func (s *sampler) next(cur streamstatus.Snapshot) streamstatus.Interval {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur.At.IsZero() {
@@ -39,7 +38,7 @@ func (s *sampler) next(cur apply.Snapshot) streamstatus.Interval {
 	for len(s.samples) > 1 && !s.samples[1].At.After(from) {
 		s.samples = s.samples[1:]
 	}
-	var base apply.Snapshot
+	var base streamstatus.Snapshot
 	if len(s.samples) > 0 {
 		base = s.samples[0]
 	}
@@ -73,13 +72,13 @@ type history struct {
 	points []Point
 	next   int
 	full   bool
-	prev   apply.Snapshot
+	prev   streamstatus.Snapshot
 }
 
 func newHistory(size int) *history { return &history{points: make([]Point, max(size, 1))} }
 
 // add records a point made from st's snapshot.
-func (h *history) add(at time.Time, state string, lag *float64, snap apply.Snapshot) {
+func (h *history) add(at time.Time, state string, lag *float64, snap streamstatus.Snapshot) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	pt := Point{At: at.UTC(), State: state, LagSeconds: lag}

@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/provision"
-	"github.com/binlane/binlane/internal/replicate"
 )
 
 // Stored is what the target keeps of a stream: its row, the statements
@@ -37,7 +35,7 @@ func FromStored(s Stored) Stream {
 			d.LastTransaction.SourceCommit = ptr(row.SourceTS.UTC())
 		}
 	}
-	var rep replicate.Report
+	var rep Report
 	reported := row.Stats != "" && json.Unmarshal([]byte(row.Stats), &rep) == nil && !rep.At.IsZero()
 	if reported {
 		d.ReportedAt = ptr(row.ReportedAt.UTC())
@@ -98,7 +96,7 @@ func FromStored(s Stored) Stream {
 
 // FromProcess builds the document the status page serves from the
 // running process; iv is the interval its rates and shares cover.
-func FromProcess(stream string, st replicate.Status, iv Interval, now time.Time) Stream {
+func FromProcess(stream string, st Status, iv Interval, now time.Time) Stream {
 	d := Stream{Stream: stream, State: st.State, Alive: st.State != StateStopped && st.State != StateError,
 		ReportedAt: ptr(now.UTC()), Position: st.Position, Held: st.Throttled, Restarts: ptr(st.Restarts),
 		Copy: []CopyTable{}, Deferred: []Deferred{}}
@@ -129,7 +127,7 @@ func domainsOf(pos string) []Domain {
 	return out
 }
 
-func withError(d Stream, st replicate.Status) Stream {
+func withError(d Stream, st Status) Stream {
 	if st.LastError != "" {
 		d.LastError = &LastError{Message: st.LastError}
 		if !st.LastErrorAt.IsZero() {
@@ -140,7 +138,7 @@ func withError(d Stream, st replicate.Status) Stream {
 }
 
 // runOf is the document's view of an applier's counters over iv.
-func runOf(s apply.Snapshot, iv Interval) *Run {
+func runOf(s Snapshot, iv Interval) *Run {
 	r := &Run{Started: s.Started.UTC(), IntervalSeconds: iv.Elapsed.Seconds(), Committed: s.Committed, InFlight: s.InFlight,
 		Pending: s.Pending, LockWaitRollbacks: s.LockWaitKills, TransactionsPerSecond: iv.rate(iv.Transactions),
 		RowsPerSecond: iv.rate(iv.Rows), RanAlone: s.Serialized}

@@ -5,8 +5,13 @@
 // (`binlane status --check`, with the monitoring plugins' exit codes).
 //
 // It builds the document from what the target keeps (binlane.streams, for
-// `binlane status`) or from the running process (replicate.Status, for the
-// status page). It is pure: it must never connect anywhere nor keep state.
+// `binlane status`) or from the running process (Status, for the status
+// page). It also owns the types the running process fills for that —
+// an applier's counters (Snapshot), the process's view (Status), the
+// report it stores in its row (Report) — so that their readers (metrics,
+// the status page, bench) need not import package apply or replicate. It
+// is pure: it must never connect anywhere nor keep state, and never import
+// the orchestrators (apply, replicate) that fill its types.
 package streamstatus
 
 import (
@@ -26,9 +31,6 @@ const (
 	StateError      = "error"      // ended by an error
 )
 
-// Stream is the status document of one stream. Fields one source cannot
-// know are null: `binlane status` reads the target, the status page the
-// running process.
 // Domain is one MariaDB GTID domain of a stream's position.
 type Domain struct {
 	Domain uint32 `json:"domain"`
@@ -37,6 +39,9 @@ type Domain struct {
 	LagSeconds *float64 `json:"lag_seconds"`
 }
 
+// Stream is the status document of one stream. Fields one source cannot
+// know are null: `binlane status` reads the target, the status page the
+// running process.
 type Stream struct {
 	Stream string `json:"stream"`
 	State  string `json:"state"`

@@ -2,8 +2,6 @@ package streamstatus
 
 import (
 	"time"
-
-	"github.com/binlane/binlane/internal/apply"
 )
 
 // Interval is what the stream did between two snapshots of its counters:
@@ -29,16 +27,16 @@ type WorkerInterval struct {
 
 // Between returns what happened from base to cur. A base of another
 // attempt (the counters started anew) or none counts from cur's start.
-func Between(base, cur apply.Snapshot) Interval {
+func Between(base, cur Snapshot) Interval {
 	if !base.Started.Equal(cur.Started) || base.At.IsZero() {
-		base = apply.Snapshot{At: cur.Started}
+		base = Snapshot{At: cur.Started}
 	}
 	iv := Interval{Elapsed: cur.At.Sub(base.At), Workers: len(cur.Workers)}
 	if iv.Elapsed <= 0 {
 		iv.Elapsed = 0
 	}
 	for i, w := range cur.Workers {
-		var b apply.WorkerSnapshot
+		var b WorkerSnapshot
 		if i < len(base.Workers) {
 			b = base.Workers[i]
 		}
@@ -57,7 +55,7 @@ func Between(base, cur apply.Snapshot) Interval {
 
 // Since returns what the attempt whose counters cur holds did since it
 // started.
-func Since(cur apply.Snapshot) Interval { return Between(apply.Snapshot{}, cur) }
+func Since(cur Snapshot) Interval { return Between(Snapshot{}, cur) }
 
 // share is d as a part of the interval (0 when it has no length).
 func (iv Interval) share(d time.Duration) float64 {

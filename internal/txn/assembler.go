@@ -12,14 +12,13 @@ import (
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/redact"
-	"github.com/binlane/binlane/internal/replica"
 )
 
 // Source yields what the assembler consumes, in stream order: binlog
 // events, and a restart after the source connection was re-established (a
 // replica.Stream, or a file reader for replays and tests).
 type Source interface {
-	Next(ctx context.Context) (replica.Message, error)
+	Next(ctx context.Context) (binlog.Message, error)
 }
 
 // Config tunes an Assembler.
@@ -194,7 +193,7 @@ func (a *Assembler) abort(ctx context.Context, err error) error {
 // source sends it again from its start. One whose parts the applier already
 // has cannot be taken back here: the stream restarts from the saved
 // position.
-func (a *Assembler) restart(ctx context.Context, r *replica.Restart) error {
+func (a *Assembler) restart(ctx context.Context, r *binlog.Restart) error {
 	if a.cur == nil {
 		a.single = false
 		return nil

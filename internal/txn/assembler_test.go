@@ -8,7 +8,6 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/binlog/binlogtest"
 	"github.com/binlane/binlane/internal/gtid"
-	"github.com/binlane/binlane/internal/replica"
 )
 
 // script is a Source that plays events, then returns err; before playing
@@ -20,15 +19,15 @@ type script struct {
 	i     int
 }
 
-func (s *script) Next(ctx context.Context) (replica.Message, error) {
+func (s *script) Next(ctx context.Context) (binlog.Message, error) {
 	if h := s.hooks[s.i]; h != nil {
 		h()
 	}
 	if s.i >= len(s.evs) {
-		return replica.Message{}, s.err
+		return binlog.Message{}, s.err
 	}
 	s.i++
-	return replica.Message{Event: s.evs[s.i-1]}, nil
+	return binlog.Message{Event: s.evs[s.i-1]}, nil
 }
 
 func gtidEv(seq uint64) *binlog.Event {
@@ -82,14 +81,14 @@ func TestStopWhileHandingOver(t *testing.T) {
 // transaction the applier has not seen drops it and numbers the resent one
 // like the first try.
 func TestRestartDropsPartial(t *testing.T) {
-	msgs := []replica.Message{
-		{Event: gtidEv(1)}, {Event: queryEv("BEGIN")}, {Restart: &replica.Restart{Reason: "test"}},
+	msgs := []binlog.Message{
+		{Event: gtidEv(1)}, {Event: queryEv("BEGIN")}, {Restart: &binlog.Restart{Reason: "test"}},
 		{Event: gtidEv(1)}, {Event: queryEv("BEGIN")}, {Event: xidEv()},
 	}
 	i := 0
-	src := sourceFunc(func(ctx context.Context) (replica.Message, error) {
+	src := sourceFunc(func(ctx context.Context) (binlog.Message, error) {
 		if i == len(msgs) {
-			return replica.Message{}, context.Canceled
+			return binlog.Message{}, context.Canceled
 		}
 		i++
 		return msgs[i-1], nil
@@ -102,9 +101,9 @@ func TestRestartDropsPartial(t *testing.T) {
 	}
 }
 
-type sourceFunc func(ctx context.Context) (replica.Message, error)
+type sourceFunc func(ctx context.Context) (binlog.Message, error)
 
-func (f sourceFunc) Next(ctx context.Context) (replica.Message, error) { return f(ctx) }
+func (f sourceFunc) Next(ctx context.Context) (binlog.Message, error) { return f(ctx) }
 
 // TestEveryEventKindAnswered: handle has a case for every kind of event
 // the decoder makes, if only to say why it ignores it.

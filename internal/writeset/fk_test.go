@@ -9,7 +9,6 @@ import (
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
-	"github.com/binlane/binlane/internal/writeset"
 )
 
 // The web shop of issue 17, planned by hand as plan.Builder plans it:
@@ -191,7 +190,7 @@ func TestForeignKeyOrder(t *testing.T) {
 // off).
 func TestCascadeAfterChunk(t *testing.T) {
 	s := scheduler.New(scheduler.Config{Mode: scheduler.ModeWriteset, MaxUnits: 100, MaxBytes: 1 << 20, MaxBatch: 1, MaxBatchBytes: 1 << 20}, 1)
-	chunk := &scheduler.Unit{Seq: 1, Solo: true, Bytes: 1, Set: &writeset.Set{Tables: []writeset.TableAccess{{Table: tbl("orders"), Exclusive: true}}}}
+	chunk := &scheduler.Unit{Seq: 1, Solo: true, Bytes: 1, Set: &scheduler.KeySet{Tables: []scheduler.TableAccess{{Table: tbl("orders"), Exclusive: true}}}}
 	s.Add(chunk)
 	drop := &scheduler.Unit{Seq: 2, Bytes: 1, Set: setOf(change{cust, del(i64(1), str("a"), i64(5))})}
 	s.Add(drop)

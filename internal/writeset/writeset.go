@@ -1,4 +1,5 @@
-// Package writeset computes, for a transaction, the set of keys it writes:
+// Package writeset computes, for a transaction, the set of keys it writes
+// (a scheduler.KeySet: the scheduler owns the type, this package fills it):
 // one hash per primary and unique key value of every row image it touches,
 // one per parent row its foreign keys reference, and table-level accesses
 // where rows cannot be named with certainty. Two transactions whose sets
@@ -127,69 +128,10 @@ import (
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 )
-
-// Set is what a transaction (or a merged group of transactions) writes.
-type Set struct {
-	// Keys are row-level keys.
-	Keys []uint64
-	// Shared are row-level keys held shared: they conflict with the same
-	// key in another set's Keys, not with each other (the rows referencing a
-	// parent key value; the parent row a child's check locks in share mode).
-	Shared []uint64
-	// Tables are table-level accesses: every table touched (shared), and
-	// whole tables taken exclusively where rows could not be named.
-	Tables []TableAccess
-	// Barrier, when set, says why the transaction must run alone.
-	Barrier string
-}
-
-// TableAccess is a table-level access.
-type TableAccess struct {
-	Table     uint64
-	Exclusive bool
-}
-
-// Reset empties the set, keeping its memory.
-func (s *Set) Reset() {
-	s.Keys, s.Shared, s.Tables, s.Barrier = s.Keys[:0], s.Shared[:0], s.Tables[:0], ""
-}
-
-// addTable records a table access; exclusive wins over shared.
-func (s *Set) addTable(h uint64, exclusive bool) {
-	for i := range s.Tables {
-		if s.Tables[i].Table == h {
-			s.Tables[i].Exclusive = s.Tables[i].Exclusive || exclusive
-			return
-		}
-	}
-	s.Tables = append(s.Tables, TableAccess{Table: h, Exclusive: exclusive})
-}
-
-// Coarsen trades the row keys for the tables they belong to, taken whole:
-// every row change touches its table (and the parents it references), so
-// the table accesses cover what the keys named. For transactions too large
-// to keep a key per row.
-func (s *Set) Coarsen() {
-	s.Keys, s.Shared = s.Keys[:0], s.Shared[:0]
-	for i := range s.Tables {
-		s.Tables[i].Exclusive = true
-	}
-}
-
-// Merge adds o's keys and accesses to s.
-func (s *Set) Merge(o *Set) {
-	s.Keys = append(s.Keys, o.Keys...)
-	s.Shared = append(s.Shared, o.Shared...)
-	for _, t := range o.Tables {
-		s.addTable(t.Table, t.Exclusive)
-	}
-	if s.Barrier == "" {
-		s.Barrier = o.Barrier
-	}
-}
 
 // Builder hashes row changes. It reuses its buffers; it is not safe for
 // concurrent use.
@@ -205,22 +147,23 @@ type Builder struct {
 	whole            bool
 }
 
-// Span locates the keys one change added to a Set: Keys[Keys[0]:Keys[1]]
-// and Shared[Shared[0]:Shared[1]]. Whole says the change took a table
-// exclusively (rows it could not name). The run planner of package rowsql
-// reuses them instead of hashing every change a second time.
+// Span locates the keys one change added to a scheduler.KeySet:
+// Keys[Keys[0]:Keys[1]] and Shared[Shared[0]:Shared[1]]. Whole says the
+// change took a table exclusively (rows it could not name). The run planner
+// of package rowsql reuses them instead of hashing every change a second
+// time.
 type Span struct {
 	Keys, Shared [2]int32
 	Whole        bool
 }
 
 // AddChange adds the keys of one row change of the table planned by p.
-func (b *Builder) AddChange(s *Set, p *plan.Table, c *txn.Change) {
+func (b *Builder) AddChange(s *scheduler.KeySet, p *plan.Table, c *txn.Change) {
 	b.AddChangeSpan(s, p, c)
 }
 
 // AddChangeSpan is AddChange, and says where the change's keys are in s.
-func (b *Builder) AddChangeSpan(s *Set, p *plan.Table, c *txn.Change) Span {
+func (b *Builder) AddChangeSpan(s *scheduler.KeySet, p *plan.Table, c *txn.Change) Span {
 	b.keysAt, b.sharedAt, b.whole = len(s.Keys), len(s.Shared), false
 	b.addChange(s, p, c)
 	return Span{Keys: [2]int32{int32(b.keysAt), int32(len(s.Keys))},
@@ -228,12 +171,12 @@ func (b *Builder) AddChangeSpan(s *Set, p *plan.Table, c *txn.Change) Span {
 }
 
 // table records a table access of the change being added.
-func (b *Builder) table(s *Set, h uint64, exclusive bool) {
+func (b *Builder) table(s *scheduler.KeySet, h uint64, exclusive bool) {
 	b.whole = b.whole || exclusive
-	s.addTable(h, exclusive)
+	s.AddTable(h, exclusive)
 }
 
-func (b *Builder) addChange(s *Set, p *plan.Table, c *txn.Change) {
+func (b *Builder) addChange(s *scheduler.KeySet, p *plan.Table, c *txn.Change) {
 	// Rows of a table without a usable key cannot be named: take the table.
 	b.table(s, p.TableHash, p.RowKey == nil)
 	if p.Serialize != "" && s.Barrier == "" {
@@ -300,7 +243,7 @@ func (b *Builder) addChange(s *Set, p *plan.Table, c *txn.Change) {
 // package doc): nothing where the child rows they change are named by
 // this row's own key, which the change already holds; the tables whose
 // rows cannot be named, whole.
-func (b *Builder) addChildren(s *Set, p *plan.Table, c *txn.Change) {
+func (b *Builder) addChildren(s *scheduler.KeySet, p *plan.Table, c *txn.Change) {
 	for i := range p.Children {
 		ch := &p.Children[i]
 		act, deeper := childAction(ch, c)
@@ -426,7 +369,7 @@ func hasNonNull(row []binlog.Value, cols []int) bool {
 // colls overrides the columns' own collations (for parent keys). When a
 // value cannot be normalized, or a partial image lacks it, the table the
 // key belongs to (fallback) is taken exclusively instead.
-func (b *Builder) addKey(s *Set, p *plan.Table, seed uint64, row []binlog.Value, cols, prefix []int,
+func (b *Builder) addKey(s *scheduler.KeySet, p *plan.Table, seed uint64, row []binlog.Value, cols, prefix []int,
 	colls []schema.Collation, fallback uint64, shared bool) {
 	if row == nil {
 		return

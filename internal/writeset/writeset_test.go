@@ -123,20 +123,20 @@ type change struct {
 }
 
 // setOf computes the writeset of a transaction made of changes.
-func setOf(changes ...change) *writeset.Set {
+func setOf(changes ...change) *scheduler.KeySet {
 	var b writeset.Builder
-	s := &writeset.Set{}
+	s := &scheduler.KeySet{}
 	for _, ch := range changes {
 		b.AddChange(s, ch.p, &ch.c)
 	}
 	return s
 }
 
-func access(s *writeset.Set, p *plan.Table) (touched, exclusive bool) {
+func access(s *scheduler.KeySet, p *plan.Table) (touched, exclusive bool) {
 	return accessHash(s, p.TableHash)
 }
 
-func accessHash(s *writeset.Set, h uint64) (touched, exclusive bool) {
+func accessHash(s *scheduler.KeySet, h uint64) (touched, exclusive bool) {
 	for _, t := range s.Tables {
 		if t.Table == h {
 			return true, t.Exclusive
@@ -147,7 +147,7 @@ func accessHash(s *writeset.Set, h uint64) (touched, exclusive bool) {
 
 // checkSet checks a set's key count and its access to each test table:
 // shared (touched, not exclusively), excl (taken whole), or none.
-func checkSet(t *testing.T, s *writeset.Set, keys int, shared, excl []*plan.Table) {
+func checkSet(t *testing.T, s *scheduler.KeySet, keys int, shared, excl []*plan.Table) {
 	t.Helper()
 	if n := len(s.Keys) + len(s.Shared); n != keys {
 		t.Errorf("%d keys (exclusive and shared), want %d", n, keys)
@@ -305,7 +305,7 @@ func TestAddChangeAllocations(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	var b writeset.Builder
-	var s writeset.Set
+	var s scheduler.KeySet
 	ch := upd(row(i64(1), str("a@x"), str("Ann")), row(i64(2), str("B@X  "), str("Bob")))
 	child := ins(i64(1), i64(2))
 	allocs := testing.AllocsPerRun(100, func() {
@@ -322,7 +322,7 @@ func TestAddChangeAllocations(t *testing.T) {
 // key in a _ci collation and a cascade: allocs/op must stay 0.
 func BenchmarkAddChange(b *testing.B) {
 	var wb writeset.Builder
-	var s writeset.Set
+	var s scheduler.KeySet
 	ch := upd(row(i64(1), str("someone@example.com"), str("Ann")), row(i64(1), str("Someone@Example.com"), str("Bob")))
 	b.ReportAllocs()
 	for b.Loop() {
