@@ -43,32 +43,57 @@ const noDirInCreate = 1 << 7
 // ran in on the source. coll names the collations of user variables'
 // string values.
 func Enter(st *txn.Statement, coll Collation) ([]string, error) {
-	var set []string
-	add := func(format string, args ...any) { set = append(set, fmt.Sprintf(format, args...)) }
+	var b setList
 	s := &st.Status
 	if st.Timestamp != 0 {
 		if s.HasMicros {
-			add("timestamp=%d.%06d", st.Timestamp, s.Micros)
+			b.add("timestamp=%d.%06d", st.Timestamp, s.Micros)
 		} else {
-			add("timestamp=%d", st.Timestamp)
+			b.add("timestamp=%d", st.Timestamp)
 		}
 	}
 	if s.HasSQLMode {
-		add("sql_mode=%d", s.SQLMode&^noDirInCreate)
+		b.add("sql_mode=%d", s.SQLMode&^noDirInCreate)
 	}
+	b.flags(s)
+	if err := b.charsets(s, coll); err != nil {
+		return nil, err
+	}
+	b.intVars(&st.Vars)
+	out := []string{"SET SESSION " + strings.Join(b.set, ", ")}
+	if len(st.Vars.User) > 0 {
+		vars, err := userVars(st.Vars.User, coll)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vars)
+	}
+	return out, nil
+}
+
+// setList collects the assignments of one SET SESSION.
+type setList struct{ set []string }
+
+func (b *setList) add(format string, args ...any) {
+	b.set = append(b.set, fmt.Sprintf(format, args...))
+}
+
+// flags sets the session flags the event carries, and the auto-increment
+// settings.
+func (b *setList) flags(s *binlog.QueryStatus) {
 	if s.HasFlags2 {
 		f := s.Flags2
-		add("foreign_key_checks=%s", onOff(f&binlog.Flags2NoForeignKeyChecks == 0))
-		add("unique_checks=%s", onOff(f&binlog.Flags2RelaxedUniqueChecks == 0))
-		add("sql_auto_is_null=%s", onOff(f&binlog.Flags2AutoIsNull != 0))
+		b.add("foreign_key_checks=%s", onOff(f&binlog.Flags2NoForeignKeyChecks == 0))
+		b.add("unique_checks=%s", onOff(f&binlog.Flags2RelaxedUniqueChecks == 0))
+		b.add("sql_auto_is_null=%s", onOff(f&binlog.Flags2AutoIsNull != 0))
 		if s.MariaDB {
-			add("check_constraint_checks=%s", onOff(f&binlog.Flags2NoCheckConstraints == 0))
-			add("sql_if_exists=%s", onOff(f&binlog.Flags2IfExists != 0))
-			add("system_versioning_insert_history=%s", onOff(f&binlog.Flags2InsertHistory != 0))
+			b.add("check_constraint_checks=%s", onOff(f&binlog.Flags2NoCheckConstraints == 0))
+			b.add("sql_if_exists=%s", onOff(f&binlog.Flags2IfExists != 0))
+			b.add("system_versioning_insert_history=%s", onOff(f&binlog.Flags2InsertHistory != 0))
 		}
 	}
 	if s.HasExplicitDefaultsTS {
-		add("explicit_defaults_for_timestamp=%s", onOff(s.ExplicitDefaultsTS))
+		b.add("explicit_defaults_for_timestamp=%s", onOff(s.ExplicitDefaultsTS))
 	}
 	// A source writes the auto-increment settings only when they are not
 	// the defaults.
@@ -76,55 +101,55 @@ func Enter(st *txn.Statement, coll Collation) ([]string, error) {
 	if s.AutoIncInc != 0 {
 		inc, off = s.AutoIncInc, s.AutoIncOffset
 	}
-	add("auto_increment_increment=%d, auto_increment_offset=%d", inc, off)
+	b.add("auto_increment_increment=%d, auto_increment_offset=%d", inc, off)
+}
+
+// charsets sets the character sets, collations, time zone and locale.
+func (b *setList) charsets(s *binlog.QueryStatus, coll Collation) error {
 	if s.ClientCharset != 0 {
 		// The event names the client's character set by a collation id; a
 		// number given to character_set_client is taken as a character set's
 		// default collation only, so it is named.
 		_, cs, ok := coll(s.ClientCharset)
 		if !ok {
-			return nil, fmt.Errorf("the statement's client character set (collation %d) is unknown to the target", s.ClientCharset)
+			return fmt.Errorf("the statement's client character set (collation %d) is unknown to the target", s.ClientCharset)
 		}
-		add("character_set_client=%s, collation_connection=%d", cs, s.ConnCollation)
+		b.add("character_set_client=%s, collation_connection=%d", cs, s.ConnCollation)
 	}
 	if s.ServerCollat != 0 {
-		add("collation_server=%d", s.ServerCollat)
+		b.add("collation_server=%d", s.ServerCollat)
 	}
 	// The time zone is written only when the statement used it; the
 	// replica's own is the server's default.
 	if s.TimeZone != "" {
 		tz, err := sqlquote.Setting(s.TimeZone)
 		if err != nil {
-			return nil, fmt.Errorf("the statement's time_zone %w", err)
+			return fmt.Errorf("the statement's time_zone %w", err)
 		}
-		add("time_zone=%s", tz)
+		b.add("time_zone=%s", tz)
 	} else {
-		add("time_zone=DEFAULT")
+		b.add("time_zone=DEFAULT")
 	}
-	add("lc_time_names=%d", s.LCTimeNames) // 0 is en_US
+	b.add("lc_time_names=%d", s.LCTimeNames) // 0 is en_US
 	// Absent, it is the default database's (the caller's USE set it).
 	if s.CharsetDB != 0 {
-		add("collation_database=%d", s.CharsetDB)
+		b.add("collation_database=%d", s.CharsetDB)
 	}
-	v := &st.Vars
+	return nil
+}
+
+// intVars sets the values of the Intvar and Rand events before the
+// statement.
+func (b *setList) intVars(v *txn.Vars) {
 	if v.HasInsertID {
-		add("insert_id=%d", v.InsertID)
+		b.add("insert_id=%d", v.InsertID)
 	}
 	if v.HasLastInsertID {
-		add("last_insert_id=%d", v.LastInsertID)
+		b.add("last_insert_id=%d", v.LastInsertID)
 	}
 	if v.Rand != nil {
-		add("rand_seed1=%d, rand_seed2=%d", v.Rand.Seed1, v.Rand.Seed2)
+		b.add("rand_seed1=%d, rand_seed2=%d", v.Rand.Seed1, v.Rand.Seed2)
 	}
-	out := []string{"SET SESSION " + strings.Join(set, ", ")}
-	if len(v.User) > 0 {
-		vars, err := userVars(v.User, coll)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, vars)
-	}
-	return out, nil
 }
 
 // userVars renders SET @name:=value for each user variable, typed as the
