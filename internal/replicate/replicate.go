@@ -369,12 +369,24 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 	cErr := copyErr()
 	cancelApply() // the drain bound's goroutine ends
 	_ = g.Wait()
+	return pipeError(ctx.Err() != nil, cErr, applyErr, sErr)
+}
+
+// pipeError is what an attempt returns from its copy's, applier's and
+// stream's errors (stopped: the attempt's context ended). The copy's own
+// failure comes first; a copy that was only canceled because the applier
+// stopped (the source's context ends with it) says less than the
+// applier's error, which names the transaction. Errors that only echo a
+// stop are no errors.
+func pipeError(stopped bool, cErr, applyErr, sErr error) error {
 	switch {
+	case cErr != nil && !(applyErr != nil && errors.Is(cErr, context.Canceled)):
+		return cErr
+	case applyErr != nil && !(stopped && errors.Is(applyErr, txn.ErrStreamBroken)):
+		return applyErr
 	case cErr != nil:
 		return cErr
-	case applyErr != nil && !(ctx.Err() != nil && errors.Is(applyErr, txn.ErrStreamBroken)):
-		return applyErr
-	case sErr == nil, ctx.Err() != nil && (errors.Is(sErr, context.Canceled) || errors.Is(sErr, txn.ErrStreamBroken)):
+	case sErr == nil, stopped && (errors.Is(sErr, context.Canceled) || errors.Is(sErr, txn.ErrStreamBroken)):
 		return nil
 	}
 	return sErr
