@@ -76,7 +76,7 @@ func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, f form, group in
 	sp.mid = len(h.keys)
 	h.keys = append(h.keys, set.Shared[span.Shared[0]:span.Shared[1]]...)
 	sp.to = len(h.keys)
-	merge := f == formUpsert && !fence && whole(c.Before) && whole(c.After)
+	merge := f == formUpsert && !fence // formUpsert: full images only
 	h.changes = append(h.changes, pendingChange{t: t, p: p, c: c})
 	h.entries = append(h.entries, runEntry{group: group, fence: fence, merge: merge})
 	h.spans = append(h.spans, sp)
@@ -114,16 +114,6 @@ func (h *pending) order() []int32 {
 	return h.planner.plan(h.entries)
 }
 
-// whole reports whether a row image has every column's value.
-func whole(img []binlog.Value) bool {
-	for i := range img {
-		if img[i].Kind == binlog.KindAbsent {
-			return false
-		}
-	}
-	return true
-}
-
 func imageBytes(img []binlog.Value) int {
 	n := 0
 	for i := range img {
@@ -144,14 +134,12 @@ func (w *Writer) hold(t *txn.Txn, p *plan.Table, changes []txn.Change, known *Ke
 	h := &w.pend
 	for j := range changes {
 		c := &changes[j]
-		if w.Collapse && p.Collapsible {
-			if !c.Partial {
-				w.col.add(t, p, c)
-				continue
-			}
-			if err := w.flushCollapsed(p); err != nil {
-				return err
-			}
+		taken, err := w.collapse(t, p, c)
+		if err != nil {
+			return err
+		}
+		if taken {
+			continue
 		}
 		f := formOf(p, c, false) // never diagnosis: see hoisting
 		h.add(t, p, c, f, h.group(p, f, c), known, first+j)

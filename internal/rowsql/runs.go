@@ -25,13 +25,13 @@ type runPlanner struct {
 	last  map[uint64]holders // key -> the last runs holding it
 	open  map[int]int        // group -> its last run
 	order []int32            // output
-	// lastEntry: key -> the last entry holding it, in any mode; into:
-	// entry -> the entry it merged into (-1: none); final: entry -> the
-	// last entry merged into it, whose after image it writes (-1: none).
-	lastEntry   map[uint64]int32
-	into, final []int32
-	runOf       []int32 // entry -> its run
-	fence       int     // the last fence entry: nothing merges across it
+	// lastEntry: key -> the last entry placed in a run holding it, in any
+	// mode (a merged entry is never one); final: entry -> the last entry
+	// merged into it, whose after image it writes (-1: none).
+	lastEntry map[uint64]int32
+	final     []int32
+	runOf     []int32 // entry placed in a run -> its run
+	fence     int     // the last fence entry: nothing merges across it
 }
 
 // holders are the last runs holding a key exclusively and in any mode
@@ -40,7 +40,7 @@ type holders struct{ excl, any int32 }
 
 // plan returns the order in which to write entries: runs one after
 // another, each run's members in source order. An entry merged into an
-// earlier one (r.into) is not in the order: the earlier one's statement
+// earlier one (r.final) is not in the order: the earlier one's statement
 // writes its after image.
 func (r *runPlanner) plan(entries []runEntry) []int32 {
 	r.reset()
@@ -50,7 +50,7 @@ func (r *runPlanner) plan(entries []runEntry) []int32 {
 	for i := range entries {
 		e := &entries[i]
 		if p := r.mergeTarget(entries, i); p >= 0 {
-			r.into[i], r.runOf[i], r.final[p] = p, r.runOf[p], int32(i)
+			r.final[p] = int32(i)
 			r.hold(e, int(r.runOf[p]))
 			continue
 		}
@@ -116,7 +116,7 @@ func (r *runPlanner) mergeTarget(entries []runEntry, i int) int32 {
 		return -1
 	}
 	p, ok := r.lastEntry[e.keys[0]]
-	if !ok || int(p) < r.fence || !entries[p].merge || entries[p].group != e.group || r.into[p] >= 0 {
+	if !ok || int(p) < r.fence || !entries[p].merge || entries[p].group != e.group {
 		return -1
 	}
 	for _, keys := range [][]uint64{e.keys, e.shared} {
@@ -157,11 +157,11 @@ func (r *runPlanner) reset() {
 	r.runs, r.order = r.runs[:0], r.order[:0]
 }
 
-// sized makes into, final and runOf hold n entries, into and final all -1.
+// sized makes final and runOf hold n entries, final all -1.
 func (r *runPlanner) sized(n int) {
-	r.into, r.final, r.runOf = growInt32(r.into, n), growInt32(r.final, n), growInt32(r.runOf, n)
-	for i := range r.into {
-		r.into[i], r.final[i] = -1, -1
+	r.final, r.runOf = growInt32(r.final, n), growInt32(r.runOf, n)
+	for i := range r.final {
+		r.final[i] = -1
 	}
 }
 

@@ -185,6 +185,20 @@ func (w *Writer) RowStatements() int { return w.dml }
 // Pending reports whether statements wait to be sent.
 func (w *Writer) Pending() bool { return len(w.stmts) > 0 }
 
+// collapse hands a change of a collapsible table to the collapser (taken),
+// under Collapse; a partial image of such a table is written in source
+// order, after what the collapser holds of the table.
+func (w *Writer) collapse(t *txn.Txn, p *plan.Table, c *txn.Change) (taken bool, err error) {
+	if !w.Collapse || !p.Collapsible {
+		return false, nil
+	}
+	if !c.Partial {
+		w.col.add(t, p, c)
+		return true, nil
+	}
+	return false, w.flushCollapsed(p)
+}
+
 // Rows writes the row changes of one rows item with its plan.
 func (w *Writer) Rows(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
 	if err := w.writeRuns(); err != nil { // held changes come first
@@ -192,14 +206,12 @@ func (w *Writer) Rows(t *txn.Txn, p *plan.Table, changes []txn.Change) error {
 	}
 	for j := range changes {
 		c := &changes[j]
-		if w.Collapse && p.Collapsible {
-			if !c.Partial {
-				w.col.add(t, p, c)
-				continue
-			}
-			if err := w.flushCollapsed(p); err != nil {
-				return err
-			}
+		taken, err := w.collapse(t, p, c)
+		if err != nil {
+			return err
+		}
+		if taken {
+			continue
 		}
 		if err := w.change(t, p, c); err != nil {
 			return err
