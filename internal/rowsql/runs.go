@@ -25,18 +25,17 @@ type runPlanner struct {
 	last  map[uint64]holders // key -> the last runs holding it
 	open  map[int]int        // group -> its last run
 	order []int32            // output
-	// lastEntry: key -> the last entry placed in a run holding it, in any
-	// mode (a merged entry is never one); final: entry -> the last entry
-	// merged into it, whose after image it writes (-1: none).
-	lastEntry map[uint64]int32
-	final     []int32
-	runOf     []int32 // entry placed in a run -> its run
-	fence     int     // the last fence entry: nothing merges across it
+	// final: entry -> the last entry merged into it, whose after image it
+	// writes (-1: none).
+	final []int32
+	runOf []int32 // entry placed in a run -> its run
+	fence int     // the last fence entry: nothing merges across it
 }
 
-// holders are the last runs holding a key exclusively and in any mode
-// (-1: none).
-type holders struct{ excl, any int32 }
+// holders are the last runs holding a key exclusively and in any mode,
+// and the last entry placed in a run that holds it in any mode (a merged
+// entry is never one); -1: none.
+type holders struct{ excl, any, entry int32 }
 
 // plan returns the order in which to write entries: runs one after
 // another, each run's members in source order. An entry merged into an
@@ -51,7 +50,7 @@ func (r *runPlanner) plan(entries []runEntry) []int32 {
 		e := &entries[i]
 		if p := r.mergeTarget(entries, i); p >= 0 {
 			r.final[p] = int32(i)
-			r.hold(e, int(r.runOf[p]))
+			r.hold(e, int(r.runOf[p]), -1)
 			continue
 		}
 		bar := floor
@@ -76,13 +75,7 @@ func (r *runPlanner) plan(entries []runEntry) []int32 {
 		}
 		r.runs[at] = append(r.runs[at], int32(i))
 		r.runOf[i] = int32(at)
-		for _, k := range e.keys {
-			r.lastEntry[k] = int32(i)
-		}
-		for _, k := range e.shared {
-			r.lastEntry[k] = int32(i)
-		}
-		r.hold(e, at)
+		r.hold(e, at, int32(i))
 	}
 	for _, run := range r.runs {
 		r.order = append(r.order, run...)
@@ -90,16 +83,25 @@ func (r *runPlanner) plan(entries []runEntry) []int32 {
 	return r.order
 }
 
-// hold records that run at holds e's keys.
-func (r *runPlanner) hold(e *runEntry, at int) {
+// hold records that run at holds e's keys, and that entry does when it
+// is not -1 (a merged entry's keys stay its target's).
+func (r *runPlanner) hold(e *runEntry, at int, entry int32) {
 	for _, k := range e.keys {
 		h := r.holders(k)
-		r.last[k] = holders{excl: max(h.excl, int32(at)), any: max(h.any, int32(at))}
+		r.last[k] = holders{excl: max(h.excl, int32(at)), any: max(h.any, int32(at)), entry: pick(entry, h.entry)}
 	}
 	for _, k := range e.shared {
 		h := r.holders(k)
-		r.last[k] = holders{excl: h.excl, any: max(h.any, int32(at))}
+		r.last[k] = holders{excl: h.excl, any: max(h.any, int32(at)), entry: pick(entry, h.entry)}
 	}
+}
+
+// pick is v, or else (v is -1) old.
+func pick(v, old int32) int32 {
+	if v < 0 {
+		return old
+	}
+	return v
 }
 
 // mergeTarget returns the entry entries[i] merges into, or -1: an
@@ -115,13 +117,13 @@ func (r *runPlanner) mergeTarget(entries []runEntry, i int) int32 {
 	if !e.merge || len(e.keys) == 0 {
 		return -1
 	}
-	p, ok := r.lastEntry[e.keys[0]]
-	if !ok || int(p) < r.fence || !entries[p].merge || entries[p].group != e.group {
+	p := r.holders(e.keys[0]).entry
+	if p < 0 || int(p) < r.fence || !entries[p].merge || entries[p].group != e.group {
 		return -1
 	}
 	for _, keys := range [][]uint64{e.keys, e.shared} {
 		for _, k := range keys {
-			if q, ok := r.lastEntry[k]; !ok || q != p {
+			if r.holders(k).entry != p {
 				return -1
 			}
 		}
@@ -144,16 +146,15 @@ func (r *runPlanner) holders(k uint64) holders {
 	if h, ok := r.last[k]; ok {
 		return h
 	}
-	return holders{-1, -1}
+	return holders{-1, -1, -1}
 }
 
 func (r *runPlanner) reset() {
 	if r.last == nil {
-		r.last, r.open, r.lastEntry = map[uint64]holders{}, map[int]int{}, map[uint64]int32{}
+		r.last, r.open = map[uint64]holders{}, map[int]int{}
 	}
 	clear(r.last)
 	clear(r.open)
-	clear(r.lastEntry)
 	r.runs, r.order = r.runs[:0], r.order[:0]
 }
 
