@@ -224,6 +224,10 @@ type batch struct {
 	depWait time.Duration
 	// rule is what it must follow to commit.
 	rule turnRule
+	// chained: handed out before what it depends on committed (see
+	// scheduler.Config.Chain). Its worker renders it at once and sends
+	// nothing before every earlier batch committed (released).
+	chained, released bool
 }
 
 // result is a worker's report on a batch.

@@ -60,6 +60,37 @@ func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
 	}
 }
 
+// release waits, once, until every batch before a chained batch b
+// committed; nothing of b may reach the target before. It holds no lock
+// while it waits (nothing was sent), so the lock-wait monitor has no
+// reason to roll it back: it is not marked as waiting for its turn.
+func (w *worker) release(ctx context.Context, b *batch) error {
+	if !b.chained || b.released {
+		return nil
+	}
+	start := time.Now()
+	defer func() { w.ws.CommitWait.Add(int64(time.Since(start))) }()
+	for {
+		ok, changed, err := w.commit.seq.ready(b.first, turnRule{all: true})
+		if err != nil {
+			return err
+		}
+		if ok {
+			b.released = true
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-b.abort:
+			return errAborted
+		case <-w.abortAll:
+			return errStopping
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // waiting marks w as waiting for its commit turn (the lock-wait monitor
 // may roll its batch back) until the returned function runs, and counts
 // the time as commit wait.
@@ -117,6 +148,9 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		checkpoints = append(checkpoints, wk.checkpoints...)
 	}
 	onlyBegin := w.sql.RowStatements() == 0 && len(o.deferred) == 0 && len(checkpoints) == 0
+	if err := w.release(ctx, b); err != nil {
+		return err
+	}
 	if !c.seq.atHead(b.first) || b.bytes() >= flushFirstBytes {
 		// Not the earliest batch in flight: its rows go before it waits,
 		// and never while it holds the position lock. A large batch sends

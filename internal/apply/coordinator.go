@@ -88,7 +88,8 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	a.stats.setPosition(start.GTID.String())
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
-			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites, Domains: true}, start.FirstSeq),
+			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites, Domains: true,
+			Chain: chainFor(a.cfg.Workers)}, start.FirstSeq),
 		jobs: make([]chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
 		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}, sourceOK: map[string]bool{}}
 	for i := a.cfg.Workers - 1; i >= 0; i-- {
@@ -421,6 +422,17 @@ func ruleOf(works []*work, first uint64) turnRule {
 	return r
 }
 
+// chainFor is scheduler.Config.Chain for a number of workers: one batch
+// prepared ahead while the one it depends on applies, which only a second
+// worker can do. One is enough to keep the target busy: rendering a batch
+// takes binlane less time than the target takes to apply it.
+func chainFor(workers int) int {
+	if workers < 2 {
+		return 0
+	}
+	return 1
+}
+
 // busy is the batches handed to workers without a result yet.
 func (c *coordinator) busy() int { return len(c.jobs) - len(c.idle) }
 
@@ -439,6 +451,10 @@ func (c *coordinator) dispatch() {
 			b.depWait += now.Sub(w.added)
 		}
 		b.rule = ruleOf(b.works, b.first)
+		if b.chained = units[0].Chained(); b.chained {
+			b.rule = turnRule{all: true}
+			c.a.stats.Chained.Add(1)
+		}
 		c.a.stats.DependencyWait.Add(int64(b.depWait))
 		for _, sp := range units[0].Spans {
 			if c.writing[sp.Table] > 0 {

@@ -34,7 +34,10 @@ type Stats struct {
 	CopiedRows     atomic.Uint64 // rows of copied chunks committed
 	// ChunksBeside counts copied chunks that started while another chunk of
 	// their table was being written.
-	ChunksBeside  atomic.Uint64
+	ChunksBeside atomic.Uint64
+	// Chained counts the batches prepared while the batches they depend
+	// on applied (see scheduler.Config.Chain).
+	Chained       atomic.Uint64
 	InFlight      atomic.Int64  // transactions in the scheduler
 	Pending       atomic.Int64  // of those, not yet dispatched
 	LockWaitKills atomic.Uint64 // later transactions rolled back to let an earlier one through

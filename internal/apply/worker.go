@@ -134,7 +134,7 @@ func (w *worker) apply(ctx context.Context, b *batch) result {
 	case b.works[0].alone:
 		// Statements and transactions sent in parts cannot be re-run from
 		// here; their errors name what failed already.
-	case !headAtStart && (sqlerr.Code(err) != 0 || errors.Is(err, rowsql.ErrRowCount)):
+	case !headAtStart && !b.released && (sqlerr.Code(err) != 0 || errors.Is(err, rowsql.ErrRowCount)):
 		res.retry = retryDependent
 	case b.works[0].chunk != nil && sqlerr.Transient(err) && !w.finalTry(b):
 		res.retry = retryTransient
@@ -298,6 +298,10 @@ func (w *worker) Send(sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
 		case <-b.abort:
 			return nil, errAborted
 		default:
+		}
+		// A chained batch large enough to send rows while it renders.
+		if err := w.release(w.ctx, b); err != nil {
+			return nil, err
 		}
 	}
 	w.execStart.Store(time.Now().UnixNano())

@@ -26,18 +26,9 @@ func (s *Scheduler) Next() []*Unit {
 			continue
 		}
 		s.batchID++
-		batch, bytes := s.grow(i)
+		batch, bytes := s.grow(i, false)
 		if s.worthDispatching(batch, bytes) {
-			for _, v := range batch {
-				v.state = stateDispatched
-				if v.waiting == 0 {
-					s.ready--
-				}
-				if v.Solo {
-					s.solo++
-				}
-			}
-			s.pending = slices.Delete(s.pending, i, i+len(batch))
+			s.hand(i, batch)
 			return slices.Clone(batch)
 		}
 		for _, v := range batch {
@@ -49,11 +40,62 @@ func (s *Scheduler) Next() []*Unit {
 		budget -= len(batch)
 		i += len(batch) - 1
 	}
-	return nil
+	return s.chain()
 }
 
-// grow builds the batch that starts at pending[start], in s.grown.
-func (s *Scheduler) grow(start int) (batch []*Unit, bytes int) {
+// chain returns a chained batch (see Config.Chain), or nil. It starts at
+// the earliest pending unit, so every unit before it is dispatched or
+// committed: its worker, waiting for all of them before it sends anything,
+// honours every dependency of the batch, whichever units they are. So
+// the batch grows as any batch does, but counting dispatched units as
+// satisfied dependencies. Units that must run alone, at the head or beside
+// a copy (spans, points: their waits assume one order) never chain, and
+// chaining stops at a GTID domain's unit that is not Ordered: the chained
+// batch follows every earlier unit, as Ordered units do, and mixing would
+// tie a domain to another.
+func (s *Scheduler) chain() []*Unit {
+	if s.chained >= s.cfg.Chain || len(s.pending) == 0 {
+		return nil
+	}
+	first := s.pending[0]
+	if first.Seq == s.committed+1 || !chainable(first) {
+		return nil // at the head a ready batch would have gone already
+	}
+	s.batchID++
+	batch, bytes := s.grow(0, true)
+	if !s.worthDispatching(batch, bytes) {
+		for _, v := range batch {
+			v.batch = 0
+		}
+		return nil
+	}
+	s.chained++
+	first.chained = true
+	s.hand(0, batch)
+	return slices.Clone(batch)
+}
+
+func chainable(u *Unit) bool {
+	return !(u.Barrier || u.headOnly || u.Solo || u.Open || len(u.Spans) > 0 || len(u.Points) > 0)
+}
+
+// hand marks the batch at pending[at] dispatched and takes it off pending.
+func (s *Scheduler) hand(at int, batch []*Unit) {
+	for _, v := range batch {
+		v.state = stateDispatched
+		if v.waiting == 0 {
+			s.ready--
+		}
+		if v.Solo {
+			s.solo++
+		}
+	}
+	s.pending = slices.Delete(s.pending, at, at+len(batch))
+}
+
+// grow builds the batch that starts at pending[start], in s.grown;
+// chained counts dispatched units as satisfied dependencies (see chain).
+func (s *Scheduler) grow(start int, chained bool) (batch []*Unit, bytes int) {
 	first := s.pending[start]
 	clear(s.grown) // no stale unit kept reachable
 	batch, bytes = append(s.grown[:0], first), first.Bytes
@@ -69,7 +111,7 @@ func (s *Scheduler) grow(start int) (batch []*Unit, bytes int) {
 				// units may, so mixing would tie a domain to another.
 				break
 			}
-			if !s.depsSatisfied(v, s.batchID) {
+			if chained && !chainable(v) || !s.depsSatisfied(v, s.batchID, chained) {
 				break
 			}
 			batch = append(batch, v)
@@ -105,13 +147,13 @@ func (s *Scheduler) worthDispatching(batch []*Unit, bytes int) bool {
 }
 
 // depsSatisfied reports whether every dependency of v committed or is in
-// the batch being built.
-func (s *Scheduler) depsSatisfied(v *Unit, batch uint64) bool {
+// the batch being built (or, for a chained batch, was dispatched).
+func (s *Scheduler) depsSatisfied(v *Unit, batch uint64, chained bool) bool {
 	if v.waiting == 0 {
 		return true
 	}
 	for _, d := range v.deps {
-		if d.state != stateCommitted && d.batch != batch {
+		if d.state != stateCommitted && d.batch != batch && !(chained && d.state == stateDispatched) {
 			return false
 		}
 	}
@@ -122,6 +164,7 @@ func (s *Scheduler) depsSatisfied(v *Unit, batch uint64) bool {
 // in Seq order, so the batch's units are the oldest in flight; with them, a
 // batch may commit before earlier ones of other domains.
 func (s *Scheduler) Committed(batch []*Unit) {
+	s.unchain(batch)
 	for _, u := range batch {
 		if u.Solo {
 			s.solo--
@@ -184,6 +227,7 @@ func (s *Scheduler) Committed(batch []*Unit) {
 // through, or after a transient error) back into the graph. Its first unit
 // then runs only at the head, when nothing earlier can still be in its way.
 func (s *Scheduler) Requeue(batch []*Unit) {
+	s.unchain(batch)
 	for i, u := range batch {
 		if u.Solo {
 			s.solo--
@@ -203,5 +247,13 @@ func (s *Scheduler) Requeue(batch []*Unit) {
 			return 0
 		})
 		s.pending = slices.Insert(s.pending, at, u)
+	}
+}
+
+// unchain counts a chained batch out.
+func (s *Scheduler) unchain(batch []*Unit) {
+	if len(batch) > 0 && batch[0].chained {
+		batch[0].chained = false
+		s.chained--
 	}
 }

@@ -108,7 +108,13 @@ type Unit struct {
 	state         unitState
 	headOnly      bool   // a retry: dispatch only when every earlier unit committed
 	batch         uint64 // dispatch id while dispatched
+	chained       bool   // first unit of a chained batch (see Config.Chain)
 }
+
+// Chained reports whether the unit heads a batch handed out before every
+// earlier unit committed (see Config.Chain): the batch may be prepared, but
+// nothing of it may reach the target until every earlier unit committed.
+func (u *Unit) Chained() bool { return u.chained }
 
 // Blocked reports whether the unit waits for an uncommitted conflict.
 func (u *Unit) Blocked() bool { return u.waiting > 0 }
@@ -146,6 +152,13 @@ type Config struct {
 	// Only writeset mode sees conflicts: in the other modes every unit
 	// stays Ordered.
 	Domains bool
+	// Chain bounds the chained batches dispatched and not committed: when
+	// no batch is ready, the earliest pending units may still go out as a
+	// batch whose dependencies are all dispatched. Its worker prepares it
+	// while they apply and sends it only once every earlier unit committed
+	// (Unit.Chained), so the target does not idle between two dependent
+	// batches while the next one is rendered. 0: never.
+	Chain int
 	// Conflict, when set, is told each key and table through which Add
 	// makes a unit wait for an earlier one in writeset mode (analyze
 	// names the hot ones from it); the applier leaves it nil.
@@ -183,6 +196,8 @@ type Scheduler struct {
 	ready int
 	// solo counts the solo units dispatched and not committed.
 	solo int
+	// chained counts the chained batches dispatched and not committed.
+	chained int
 	// grown is where Next builds candidate batches. Most are held back
 	// (worthDispatching) and built again after the next Add, which with
 	// idle workers is after every transaction (Next was 18% of binlane's

@@ -50,10 +50,6 @@ func seqs(b []*Unit) string {
 // run adds units and then performs steps: "next" takes a batch and expects
 // it, "commit" commits the oldest dispatched batch.
 func TestSchedulerScenarios(t *testing.T) {
-	type step struct {
-		op   string // next, commit, requeue
-		want string // for next: the batch, "[]" for none
-	}
 	cases := []struct {
 		name     string
 		units    []string
@@ -119,38 +115,130 @@ func TestSchedulerScenarios(t *testing.T) {
 			for i, d := range c.units {
 				s.Add(unit(uint64(i+1), d))
 			}
-			var dispatched [][]*Unit
-			for i, st := range c.steps {
-				checkReady(t, s)
-				switch st.op {
-				case "next":
-					b := s.Next()
-					if got := seqs(b); got != st.want {
-						t.Fatalf("step %d: next = %s, want %s", i, got, st.want)
-					}
-					if b != nil {
-						dispatched = append(dispatched, b)
-					}
-				case "commit":
-					// Commit the dispatched batch with the lowest Seq.
-					best := 0
-					for j := range dispatched {
-						if dispatched[j][0].Seq < dispatched[best][0].Seq {
-							best = j
-						}
-					}
-					s.Committed(dispatched[best])
-					dispatched = append(dispatched[:best], dispatched[best+1:]...)
-				case "add":
-					n, _ := s.InFlight()
-					s.Add(unit(s.CommittedSeq()+uint64(n)+1, st.want))
-				case "requeue":
-					b := dispatched[len(dispatched)-1]
-					dispatched = dispatched[:len(dispatched)-1]
-					s.Requeue(b)
+			play(t, s, c.steps)
+		})
+	}
+}
+
+// step is one action of a scenario: "next" takes a batch and expects it
+// ("[]" for none), "chained" too and expects it chained, "commit" commits
+// the oldest dispatched batch, "add" adds a unit (want describes it),
+// "requeue" puts back the last dispatched batch.
+type step struct {
+	op   string
+	want string
+}
+
+func play(t *testing.T, s *Scheduler, steps []step) {
+	t.Helper()
+	var dispatched [][]*Unit
+	for i, st := range steps {
+		checkReady(t, s)
+		switch st.op {
+		case "next", "chained":
+			b := s.Next()
+			if got := seqs(b); got != st.want {
+				t.Fatalf("step %d: next = %s, want %s", i, got, st.want)
+			}
+			if b != nil {
+				if b[0].Chained() != (st.op == "chained") {
+					t.Fatalf("step %d: batch %s chained = %v", i, seqs(b), b[0].Chained())
+				}
+				dispatched = append(dispatched, b)
+			}
+		case "commit":
+			// Commit the dispatched batch with the lowest Seq.
+			best := 0
+			for j := range dispatched {
+				if dispatched[j][0].Seq < dispatched[best][0].Seq {
+					best = j
 				}
 			}
+			s.Committed(dispatched[best])
+			dispatched = append(dispatched[:best], dispatched[best+1:]...)
+		case "add":
+			n, _ := s.InFlight()
+			s.Add(unit(s.CommittedSeq()+uint64(n)+1, st.want))
+		case "requeue":
+			b := dispatched[len(dispatched)-1]
+			dispatched = dispatched[:len(dispatched)-1]
+			s.Requeue(b)
+		}
+	}
+}
+
+// TestChain: with Config.Chain, the earliest pending units go out as a
+// chained batch when no batch is ready and what they wait for is
+// dispatched; at most Chain such batches at once; never a barrier, a unit
+// of a copy or a retry; a batch that became ready is an ordinary one.
+func TestChain(t *testing.T) {
+	cases := []struct {
+		name     string
+		units    []string
+		maxBatch int
+		chain    int
+		steps    []step
+	}{
+		{"a dependent batch chains behind the one in flight", []string{"a", "a", "a"}, 1, 1,
+			[]step{{"next", "[1]"}, {"chained", "[2]"}, {"next", "[]"}, {"commit", ""}, {"next", "[]"},
+				{"commit", ""}, {"next", "[3]"}}},
+		{"two chained at once with Chain 2", []string{"a", "a", "a"}, 1, 2,
+			[]step{{"next", "[1]"}, {"chained", "[2]"}, {"chained", "[3]"}, {"next", "[]"}}},
+		{"never without Chain", []string{"a", "a"}, 1, 0,
+			[]step{{"next", "[1]"}, {"next", "[]"}}},
+		{"a chained batch grows over conflicts with any unit dispatched", []string{"a", "b"}, 8, 1,
+			[]step{{"next", "[1 2]"}, {"add", "a"}, {"add", "b"}, {"add", "b"}, {"add", "a"}, {"chained", "[3 4 5 6]"}}},
+		{"an independent unit inside the run goes out unchained first", []string{"a", "b"}, 8, 1,
+			[]step{{"next", "[1 2]"}, {"add", "a"}, {"add", "c"}, {"add", "b"}, {"next", "[4]"}, {"chained", "[3]"}}},
+		{"an independent ready batch goes first, unchained", []string{"a"}, 1, 1,
+			[]step{{"next", "[1]"}, {"add", "a"}, {"add", "b"}, {"next", "[3]"}, {"chained", "[2]"}}},
+		{"a barrier never chains", []string{"a", "B"}, 8, 1,
+			[]step{{"next", "[1]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}}},
+		{"a chained batch stops before a barrier", []string{"a"}, 8, 1,
+			[]step{{"next", "[1]"}, {"add", "a"}, {"add", "B"}, {"chained", "[2]"}}},
+		{"a requeued chained batch runs at the head, unchained", []string{"a", "a", "a"}, 1, 1,
+			[]step{{"next", "[1]"}, {"chained", "[2]"}, {"requeue", ""}, {"next", "[]"}, {"commit", ""},
+				{"next", "[2]"}, {"chained", "[3]"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := New(Config{MaxBatch: c.maxBatch, MaxUnits: 100, Chain: c.chain}, 1)
+			for i, d := range c.units {
+				s.Add(unit(uint64(i+1), d))
+			}
+			play(t, s, c.steps)
 		})
+	}
+}
+
+// TestChainWaitsToGrow: under a backlog a chained batch, like any batch
+// not at the head, goes out only when it is large enough to pay for its
+// commit.
+func TestChainWaitsToGrow(t *testing.T) {
+	s := New(Config{MaxBatch: 4, MaxUnits: 100, Chain: 1}, 1)
+	for i := range 5 {
+		s.Add(unit(uint64(i+1), "a"))
+	}
+	first := s.Next()
+	if seqs(first) != "[1 2 3 4]" {
+		t.Fatalf("first batch %s", seqs(first))
+	}
+	for i := 5; i < 9; i++ {
+		s.Add(unit(uint64(i+1), "b"))
+	}
+	// Pending: 5 (waits for 4), 6-9 (ready, independent of 5): the ready
+	// run 6-9 is a full batch and goes first.
+	if b := s.Next(); seqs(b) != "[6 7 8 9]" || b[0].Chained() {
+		t.Fatalf("second batch %s", seqs(b))
+	}
+	for i := 9; i < 12; i++ {
+		s.Add(unit(uint64(i+1), "a"))
+	}
+	// Pending 5, 10-12, all behind batch 1; 8 pending of MaxBatch 4 is a
+	// backlog: the chained run 5 alone is too small (5 and 10 are not
+	// contiguous), and nothing else is ready.
+	if b := s.Next(); b != nil {
+		t.Fatalf("held-back chained batch dispatched: %s", seqs(b))
 	}
 }
 
