@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,6 +48,7 @@ type replicateFlags struct {
 	readyMaxLag             time.Duration
 	statusInterval          time.Duration
 	cpuProfile, memProfile  string
+	execTrace               string
 	copyMode                string
 	copyThreads             int
 	chunkTime               time.Duration
@@ -167,6 +169,8 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the run to this file")
 	_ = fl.MarkHidden("cpu-profile")
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write a Go allocation profile at exit to this file")
+	fl.StringVar(&f.execTrace, "exec-trace", "", "write a Go execution trace of the run to this file (where goroutines wait: go tool trace -pprof=sched)")
+	_ = fl.MarkHidden("exec-trace")
 	_ = fl.MarkHidden("mem-profile")
 	fl.StringVar(&f.copyMode, "copy", "auto", "auto: copy the tables first when the stream has no position and no --start-gtid; never: assume the target is in sync")
 	fl.IntVar(&f.copyThreads, "copy-threads", 4, "chunks written on the target at once during the copy (twice as many source connections read them)")
@@ -236,7 +240,7 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 	auxCtx, stopAux := context.WithCancel(ctx)
 	var aux errgroup.Group
 	defer func() { stopAux(); _ = aux.Wait() }()
-	stopProfiles, err := startProfiles(f.cpuProfile, f.memProfile)
+	stopProfiles, err := startProfiles(f.cpuProfile, f.memProfile, f.execTrace)
 	if err != nil {
 		return err
 	}
@@ -318,7 +322,7 @@ func tuneMemory(f *replicateFlags, explicit bool, log *slog.Logger) {
 
 // startProfiles starts the hidden profiling options' profiles; stop
 // writes them.
-func startProfiles(cpu, mem string) (stop func(), err error) {
+func startProfiles(cpu, mem, execTrace string) (stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -335,6 +339,19 @@ func startProfiles(cpu, mem string) (stop func(), err error) {
 			return nil, err
 		}
 		stops = append(stops, func() { pprof.StopCPUProfile(); pf.Close() })
+	}
+	if execTrace != "" {
+		tf, err := os.Create(execTrace)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if err := trace.Start(tf); err != nil {
+			tf.Close()
+			stop()
+			return nil, err
+		}
+		stops = append(stops, func() { trace.Stop(); tf.Close() })
 	}
 	if mem != "" {
 		stops = append(stops, func() {
