@@ -29,9 +29,9 @@
 // printable ASCII other than the backslash or part of valid UTF-8 (the
 // statement stays readable in errors and logs), _utf8mb4 X'..' for other
 // UTF-8 text, and X'..' (a binary string: the bytes as they are) for
-// bytes that are not UTF-8. The plain form assumes a utf8mb4 (or
-// ASCII-compatible) character_set_client, which every binlane session
-// has. Where the grammar takes a quoted string only (an account, LOAD
+// bytes that are not UTF-8. The plain form assumes a utf8mb4 or binary
+// (read as the same bytes) character_set_client, which every binlane
+// session has. Where the grammar takes a quoted string only (an account, LOAD
 // DATA's file name) a hex literal is a syntax error: an account goes in
 // identifier quotes (Account), and a file name into a session binlane set
 // up (AppendEscaped).

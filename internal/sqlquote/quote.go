@@ -149,9 +149,11 @@ const hexDigits = "0123456789abcdef"
 //
 // The escaped bytes are those that end or alter a quoted string (quote,
 // backslash, NUL) plus CR, LF and Ctrl-Z, so that statements stay
-// printable. The lexer reads the literal in character_set_client utf8mb4,
-// whose multi-byte sequences hold no ASCII byte, so no escape can be
-// swallowed by a byte before it.
+// printable. The escapes work byte by byte, so the value's charset does
+// not matter as long as no escape can be swallowed by a byte before it:
+// the apply session's character_set_client is binary (dsn.ApplySession),
+// where each byte is read as itself, and in utf8mb4 no multi-byte
+// sequence holds an ASCII byte.
 func AppendEscaped[T text](dst []byte, charset string, b T) []byte {
 	if charset != "" {
 		dst = append(dst, '_')

@@ -24,33 +24,55 @@ var trickyBytes = append([]string{"\xff\xfe", "\xc3'", "\xe9\\", "\x80\x00\x5c\x
 // modes are the sql_modes that change how a literal or a name is read.
 var modes = []string{"", "NO_BACKSLASH_ESCAPES", "ANSI_QUOTES", "NO_BACKSLASH_ESCAPES,ANSI_QUOTES"}
 
+// multiByte are values in charsets whose characters may hold a quote's
+// or a backslash's byte after their first, with their introducers.
+var multiByte = []struct{ charset, value string }{
+	{"gbk", "\x81\x5c\x95\x5c"}, {"sjis", "\x83\x5c"}, {"utf16", "\x00\x5c\x00\x27\x00\x00"}, {"ucs2", "\x5c\x5c\x27\x27"},
+	{"utf8mb4", "grüße \\ '😀'"}, {"latin1", "caf\xe9 \\ '"},
+}
+
 // TestRoundTripServer selects every quoted value back from a server in
-// each sql_mode and compares the bytes.
+// each sql_mode and compares the bytes, in each character_set_client
+// binlane's sessions have (binary: the apply session's).
 func TestRoundTripServer(t *testing.T) {
-	ctx := context.Background()
 	db := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target}).OpenT(t, "")
 	for _, mode := range modes {
-		t.Run("mode="+mode, func(t *testing.T) {
-			conn := modeConn(t, db, mode)
-			for _, s := range trickyBytes {
-				checkBytes(t, conn, "String", string(sqlquote.AppendString(nil, s)), s)
-				checkBytes(t, conn, "AppendHex", string(sqlquote.AppendHex(nil, "binary", s)), s)
-				if !strings.Contains(mode, "NO_BACKSLASH_ESCAPES") { // its documented limit
-					checkBytes(t, conn, "AppendEscaped", string(sqlquote.AppendEscaped(nil, "binary", s)), s)
-				}
-			}
-			for _, v := range []string{"+01:00", "SYSTEM", "-09:30"} {
-				lit, err := sqlquote.Setting(v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				exec(t, conn, "SET SESSION time_zone = "+lit)
-				var got string
-				if err := conn.QueryRowContext(ctx, "SELECT @@session.time_zone").Scan(&got); err != nil || got != v {
-					t.Errorf("time_zone %s: got %q, %v", lit, got, err)
-				}
-			}
-		})
+		for _, client := range []string{"utf8mb4", "binary"} {
+			t.Run("mode="+mode+"/client="+client, func(t *testing.T) {
+				conn := modeConn(t, db, mode)
+				exec(t, conn, "SET SESSION character_set_client = "+client)
+				roundTrips(t, conn, mode)
+			})
+		}
+	}
+}
+
+// roundTrips checks every tricky value in every form on conn.
+func roundTrips(t *testing.T, conn *sql.Conn, mode string) {
+	ctx := context.Background()
+	for _, s := range trickyBytes {
+		checkBytes(t, conn, "String", string(sqlquote.AppendString(nil, s)), s)
+		checkBytes(t, conn, "AppendHex", string(sqlquote.AppendHex(nil, "binary", s)), s)
+		if !strings.Contains(mode, "NO_BACKSLASH_ESCAPES") { // its documented limit
+			checkBytes(t, conn, "AppendEscaped", string(sqlquote.AppendEscaped(nil, "binary", s)), s)
+		}
+	}
+	for _, v := range multiByte {
+		checkBytes(t, conn, "AppendHex", string(sqlquote.AppendHex(nil, v.charset, v.value)), v.value)
+		if !strings.Contains(mode, "NO_BACKSLASH_ESCAPES") {
+			checkBytes(t, conn, "AppendEscaped", string(sqlquote.AppendEscaped(nil, v.charset, v.value)), v.value)
+		}
+	}
+	for _, v := range []string{"+01:00", "SYSTEM", "-09:30"} {
+		lit, err := sqlquote.Setting(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(t, conn, "SET SESSION time_zone = "+lit)
+		var got string
+		if err := conn.QueryRowContext(ctx, "SELECT @@session.time_zone").Scan(&got); err != nil || got != v {
+			t.Errorf("time_zone %s: got %q, %v", lit, got, err)
+		}
 	}
 }
 
