@@ -194,9 +194,6 @@ func (c *collapser) writeDeletes(w *Writer, ct *collapsedTable) error {
 // DUPLICATE KEY UPDATE.
 func (c *collapser) writeRows(w *Writer, ct *collapsedTable, upsert bool) error {
 	p := ct.p
-	if upsert && w.joinable(p) && c.changed(ct) >= w.JoinRows {
-		return c.writeJoin(w, ct)
-	}
 	n := 0
 	var info Stmt
 	for i := range ct.rows {
@@ -227,41 +224,6 @@ func (c *collapser) writeRows(w *Writer, ct *collapsedTable, upsert bool) error 
 		return nil
 	}
 	return c.endRows(w, p, upsert, info)
-}
-
-// changed counts the rows to upsert: rows present before the batch and
-// after it.
-func (c *collapser) changed(ct *collapsedTable) int {
-	n := 0
-	for i := range ct.rows {
-		if r := &ct.rows[i]; r.final != nil && r.existed {
-			n++
-		}
-	}
-	return n
-}
-
-// writeJoin writes the changed rows as join runs (join.go): each row's
-// update from its image before the batch (key: the first before image,
-// whole, as partial images are never collapsed) to its last one.
-func (c *collapser) writeJoin(w *Writer, ct *collapsedTable) error {
-	changes := make([]txn.Change, 0, c.changed(ct)) // never grows: the writer holds pointers into it
-	for i := range ct.rows {
-		r := &ct.rows[i]
-		if r.final == nil || !r.existed {
-			continue
-		}
-		changes = append(changes, txn.Change{Kind: binlog.RowsUpdate, Before: r.key, After: r.final})
-		if err := w.upsert(r.txn, ct.p, &changes[len(changes)-1]); err != nil {
-			return err
-		}
-		if w.openFull() {
-			if err := w.closeOpen(); err != nil {
-				return err
-			}
-		}
-	}
-	return w.closeOpen()
 }
 
 // endRows ends an INSERT of new rows, whose row count is checked, or an

@@ -89,55 +89,6 @@
 // must find its row: its row-count check is the first one's. Partial row
 // images never merge.
 //
-// # Long runs of updates: a temporary table and one UPDATE
-//
-// An upsert run of at least Writer.JoinRows updates (DefaultJoinRows; a
-// bulk UPDATE of the source) is a join run (join.go): CREATE OR REPLACE
-// TEMPORARY TABLE s._binlane_rows (PRIMARY KEY (key)) SELECT key, cols
-// FROM t LIMIT 0; an INSERT into it of the key and the set columns of
-// each after image; UPDATE t JOIN it USING (key) SET t.c=v.c for the set
-// columns, with its row-count check; DROP TEMPORARY TABLE. The set columns
-// are those any update of the run changes, and the ON UPDATE ones: what
-// an UPDATE of each row would set. The changed rows of a collapsible
-// table in a merged batch are written so too, each as one update from
-// its image before the batch to its last (collapse.go). The upsert
-// re-sends every column of every row; sending only the set columns is
-// what saves the target's time (apply.BenchmarkBulkForms).
-//
-// Why it does what the run's UPDATEs did:
-//   - The temporary table's columns are the table's own (CREATE ...
-//     SELECT keeps type, charset, collation and nullability): a literal is
-//     converted into it as into the table, and copying it over converts
-//     nothing.
-//   - The UPDATE finds each row by its primary key, which the run's
-//     updates keep, and sets the set columns: a column the row's update
-//     changed gets its after image; one it did not gets its after image
-//     too, which is its before image, the value the row holds (full images
-//     only: partial ones never join a run). Columns outside the set no
-//     update of the run changed.
-//   - The rows are distinct: an update of a row the run already holds
-//     ends the run (the temporary table has one row per key, and a
-//     multi-table UPDATE changes each row once), and so does one that
-//     changes a column outside the set. The server visits them in its own
-//     order, which changes nothing: the updates change no key, unique or
-//     foreign-key column and the table has no trigger (an upsert table),
-//     so an update of one row neither sees nor affects another, checks no
-//     unique or foreign key, and fires nothing.
-//   - The session counts found rows, so the UPDATE's count is the number
-//     of the temporary table's rows whose row it found: a row missing on
-//     the target is not inserted (as the upsert's attempt would) and
-//     leaves the count short, which its check turns into a failed commit
-//     (diagnosis then names the row). The INSERT into the temporary table
-//     inserts every row or fails.
-//   - Temporary tables do not commit implicitly, and with binlog_format
-//     ROW are not logged: the target's binlog holds the UPDATE's rows. The
-//     table lives from its CREATE to its DROP in the worker's session; a
-//     failed round trip costs the connection, and the table with it.
-//   - Memory: a run holds at most JoinRows updates (pointers into events
-//     already held) and MaxStatement bytes of their images until its form
-//     is decided; the INSERT is bounded by MaxStatement as any multi-row
-//     statement, and the set of keys of the open run by its rows.
-//
 // Fences keep their place and let nothing move past them: a change of a
 // table without a usable key, of one a self-referencing foreign key or a
 // foreign-key cycle links (written row by row in source order), of a table

@@ -15,13 +15,9 @@ type openStmt struct {
 	info Stmt
 	// composite keys use OR-ed conditions instead of an IN list
 	composite bool
-	// run holds the updates of an upsert run not written yet: a run of one
-	// is written as an UPDATE, a long one as a join run (see upsert);
-	// runBytes are their after images' bytes.
-	run      []*txn.Change
-	runBytes int
-	// join: the open statement fills a join run's temporary table.
-	join *joinState
+	// held is the first update of an upsert run, not written yet: a run of
+	// one is written as an UPDATE (see upsert).
+	held *txn.Change
 }
 
 // change writes one row change in source order, merging runs of inserts,
@@ -112,9 +108,6 @@ const maxDeleteRows = 500
 // openFull reports whether the open multi-row statement takes no more rows.
 func (w *Writer) openFull() bool {
 	o := w.open
-	if o.run != nil {
-		return false // nothing written yet; bufferUpsert bounds what it holds
-	}
 	return len(w.buf)-w.start > w.MaxStatement || o.kind == binlog.RowsDelete && o.info.Expect >= maxDeleteRows
 }
 
@@ -258,23 +251,14 @@ func (w *Writer) closeOpen() error {
 	if o == nil {
 		return nil
 	}
-	if len(o.run) > 1 {
-		if err := w.startUpsert(o.p); err != nil {
-			return err
-		}
-	}
 	w.open = nil
 	if o.kind == binlog.RowsDelete {
 		w.buf = append(w.buf, ')')
 	}
-	info, kind, p, run, join := o.info, o.kind, o.p, o.run, o.join
-	w.o = openStmt{} // holds rows: let them go (see reset)
+	info, kind, p, held := o.info, o.kind, o.p, o.held
+	w.o = openStmt{} // holds a row: let it go (see reset)
 	switch {
-	case join != nil:
-		return w.endJoin(p, info, join)
-	case len(run) == 1:
-		held := run[0]
-		run[0] = nil
+	case held != nil:
 		return w.update(info.Txn, p, held)
 	case kind == binlog.RowsUpdate:
 		return w.endUpsert(p, info)

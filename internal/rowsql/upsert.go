@@ -77,32 +77,28 @@ const (
 	wideRatio = 4
 )
 
-// upsert adds an update to the open upsert run. The first updates of a
-// run are held: a run of one is written as an UPDATE, which costs the
-// server less than a one-row upsert (apply.BenchmarkUpsertRuns, target CPU
-// per row of a table with two foreign keys: guarded UPDATEs 21-30 µs;
-// upserts 32-36 µs for one row, 20-25 in runs of 2, 18-19 in runs of 3,
-// 10-11 in runs of 10), and a run of JoinRows as a join run (join.go).
+// upsert adds an update to the open upsert run. The first update of a run
+// is held: a run of one is written as an UPDATE, which costs the server
+// less than a one-row upsert (apply.BenchmarkUpsertRuns, target CPU per
+// row of a table with two foreign keys: guarded UPDATEs 21-30 µs; upserts
+// 32-36 µs for one row, 20-25 in runs of 2, 18-19 in runs of 3, 10-11 in
+// runs of 10).
 func (w *Writer) upsert(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	o := w.open
 	if o == nil {
-		w.o = openStmt{p: p, kind: binlog.RowsUpdate, run: append(w.runBuf[:0], c), runBytes: imageBytes(c.After),
+		w.o = openStmt{p: p, kind: binlog.RowsUpdate, held: c,
 			info: Stmt{Expect: 1, Txn: t, Table: p, What: "update (upsert)", Row: c.Before, Key: p.RowKey}}
 		w.open = &w.o
 		return nil
 	}
-	if o.join != nil {
-		return w.joinRow(p, c)
-	}
-	if o.run != nil {
-		if w.joinable(p) {
-			err := w.bufferUpsert(p, c)
-			if o.run != nil {
-				w.runBuf = o.run // keep the grown array for the next run
-			}
-			return err
+	if held := o.held; held != nil {
+		o.held = nil
+		w.begin()
+		if len(p.Parents) > 0 && !w.fkOff {
+			w.buf = append(w.buf, setStatement+fkChecksOff+" FOR "...)
 		}
-		if err := w.startUpsert(p); err != nil {
+		w.buf = appendInsertHead(w.buf, p, "INSERT INTO ")
+		if err := w.appendRow(p, held.After, p.Write); err != nil {
 			return err
 		}
 	}

@@ -83,9 +83,6 @@ type Writer struct {
 	// statements of in-memory files named with it (see Chunk); the sink
 	// must serve Stmt.File under Stmt.FileName. "": chunks are INSERTs.
 	InfilePrefix string
-	// JoinRows: an upsert run of this many updates or more is written as
-	// a join run (join.go); 0: never.
-	JoinRows int
 
 	buf   []byte
 	stmts []Stmt
@@ -111,15 +108,13 @@ type Writer struct {
 	open      *openStmt
 	o         openStmt // storage for open, to avoid allocating
 	col       collapser
-	pend      pending             // changes waiting for the run planner (Runs)
-	assign    []int               // scratch: the columns an upsert assigns
-	runBuf    []*txn.Change       // storage for an upsert run's held updates
-	joinKeys  map[string]struct{} // the keys of the open join run
+	pend      pending // changes waiting for the run planner (Runs)
+	assign    []int   // scratch: the columns an upsert assigns
 }
 
 // NewWriter returns a writer sending to sink.
 func NewWriter(sink Sink) *Writer {
-	return &Writer{sink: sink, MaxStatement: DefaultMaxStatement, MaxRoundTrip: DefaultMaxRoundTrip, JoinRows: DefaultJoinRows}
+	return &Writer{sink: sink, MaxStatement: DefaultMaxStatement, MaxRoundTrip: DefaultMaxRoundTrip}
 }
 
 // Guard variables. guardVar counts row statements that did not affect the
@@ -180,7 +175,6 @@ func (w *Writer) reset() {
 	w.dml, w.unchecked = 0, 0
 	w.block = false
 	w.open, w.o = nil, openStmt{}
-	clear(w.runBuf[:cap(w.runBuf)])
 	w.col.reset()
 	w.pend.reset()
 }
