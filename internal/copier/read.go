@@ -3,6 +3,7 @@ package copier
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
@@ -270,8 +271,14 @@ func newReader(ctx context.Context, src *sql.DB, cache *snapshot.Cache, coordina
 	return &reader{conn: conn, query: q, stats: stats}, nil
 }
 
+// close ends the reader's snapshot and closes its physical connection: it
+// is in the copy-read session (UTC, binary results), and the pool it came
+// from also reads the tables' definitions, which must show TIMESTAMP
+// defaults in the server's own time zone. sql.Conn.Close alone would hand
+// it back to the pool as it is.
 func (r *reader) close() {
 	_, _ = r.conn.ExecContext(context.Background(), "ROLLBACK")
+	_ = r.conn.Raw(func(any) error { return driver.ErrBadConn })
 	r.conn.Close()
 }
 
