@@ -35,7 +35,7 @@ func TestChunk(t *testing.T) {
 	}
 	got := strings.Join(s.all(), "\n")
 	head := "INSERT INTO `app`.`t``x` (`id`,`d`,`s`,`b`,`f`) VALUES "
-	lax := "SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION' FOR "
+	lax := "SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION' FOR "
 	want := strings.Join([]string{
 		"START TRANSACTION",
 		"SET @binlane_bad=0,@binlane_n=0",

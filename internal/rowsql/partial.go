@@ -82,7 +82,7 @@ func (w *Writer) insertPartial(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 		// (0, '') on the source, in a session that was not strict (a
 		// strict one refuses the insert); the strict apply session would
 		// refuse it here.
-		w.buf = append(w.buf, setStatement+implicitDefaultsSQLMode+" FOR "...)
+		w.buf = append(w.buf, setStatement+laxSQLMode+" FOR "...)
 	}
 	w.buf = append(w.buf, "INSERT INTO "...)
 	w.buf = append(w.buf, p.Name...)
@@ -99,12 +99,6 @@ func (w *Writer) insertPartial(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	}
 	return w.end(Stmt{Expect: 1, Txn: t, Table: p, What: "insert (partial image)", Row: c.After, Key: p.RowKey, Exact: true})
 }
-
-// implicitDefaultsSQLMode is the apply session's sql_mode (package apply)
-// without STRICT_ALL_TABLES, for a partial insert that leaves out a NOT
-// NULL column: the column then takes its default, or its implicit one
-// where it has none, as on the source.
-const implicitDefaultsSQLMode = "sql_mode='NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION'"
 
 // omitsNotNull reports whether a partial insert's image leaves out a
 // column the target keeps NOT NULL (other than AUTO_INCREMENT, which the

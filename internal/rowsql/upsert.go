@@ -110,7 +110,14 @@ func (w *Writer) upsert(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 const (
 	setStatement = "SET STATEMENT "
 	fkChecksOff  = "foreign_key_checks=0"
-	laxSQLMode   = "sql_mode='NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'"
+	// laxSQLMode is the apply session's sql_mode (package dsn) without
+	// STRICT_ALL_TABLES: for a value only a non-strict mode stores (the
+	// ENUM error value 0), and for a partial insert that leaves out a NOT
+	// NULL column (it then takes its default, or its implicit one, as on
+	// the source). It keeps ALLOW_INVALID_DATES: without it a non-strict
+	// mode would store an invalid date of the same row as a zero date,
+	// with only a warning.
+	laxSQLMode = "sql_mode='NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION'"
 )
 
 // endUpsert ends an INSERT of rows that must all exist with its ON

@@ -92,7 +92,7 @@ func TestUpsertRuns(t *testing.T) {
 			[]string{"UPDATE `d`.`uk` SET `v`=1 WHERE `id`=1", "UPDATE `d`.`uk` SET `v`=1 WHERE `id`=2"}},
 		{"a relaxed sql_mode joins the statement's SET STATEMENT",
 			[]rows{{enum, enumRun, 0}},
-			[]string{"SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION' FOR INSERT INTO `d`.`en` (`id`,`e`) VALUES (1,0),(2,_utf8mb4'a')" +
+			[]string{"SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION' FOR INSERT INTO `d`.`en` (`id`,`e`) VALUES (1,0),(2,_utf8mb4'a')" +
 				" ON DUPLICATE KEY UPDATE `e`=IF((@binlane_n:=@binlane_n+1)>0,VALUES(`e`),NULL)", guard("2")}},
 	}
 	for _, c := range cases {
@@ -135,7 +135,7 @@ func TestUpsertWithLaxAndChecksOff(t *testing.T) {
 		upd(row(i64(2), binlog.Value{Kind: binlog.KindEnum, N: 1}), row(i64(2), binlog.Value{Kind: binlog.KindEnum, N: 1}))})
 	w.Finish()
 	w.Flush()
-	want := "SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION',foreign_key_checks=0 FOR INSERT INTO `d`.`en`"
+	want := "SET STATEMENT sql_mode='NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION',foreign_key_checks=0 FOR INSERT INTO `d`.`en`"
 	if got := s.all()[2]; !strings.HasPrefix(got, want) {
 		t.Errorf("got %s\nwant %s...", got, want)
 	}
