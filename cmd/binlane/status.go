@@ -341,6 +341,9 @@ func printWorkers(w io.Writer, r *streamstatus.Run) {
 	pct := func(share float64) string { return fmt.Sprintf("%.0f%%", 100*share) }
 	fmt.Fprintf(w, "  queue      %d in flight, %d waiting; %d later transactions rolled back for an earlier one\n",
 		r.InFlight, r.Pending, r.LockWaitRollbacks)
+	if r.RedoneOneByOne > 0 {
+		fmt.Fprintf(w, "  redone     %d merged batches the target refused committed one statement at a time (see the log)\n", r.RedoneOneByOne)
+	}
 	// Right-aligned cells get their padding on the left: that indents the
 	// first column like the other labels.
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

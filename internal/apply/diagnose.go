@@ -41,6 +41,7 @@ func (w *worker) diagnose(ctx context.Context, b *batch, orig error) error {
 		err = w.write(ctx, b)
 	}
 	if err == nil {
+		w.stats.RedoneOneByOne.Add(1)
 		w.log.Info("batch applied one statement at a time after a merged attempt failed", "batch", b.describe(), "error", orig)
 		return nil
 	}

@@ -37,10 +37,13 @@ type Stats struct {
 	ChunksBeside atomic.Uint64
 	// Chained counts the batches prepared while the batches they depend
 	// on applied (see scheduler.Config.Chain).
-	Chained       atomic.Uint64
-	InFlight      atomic.Int64  // transactions in the scheduler
-	Pending       atomic.Int64  // of those, not yet dispatched
-	LockWaitKills atomic.Uint64 // later transactions rolled back to let an earlier one through
+	Chained atomic.Uint64
+	// RedoneOneByOne counts merged batches the target refused that then
+	// committed applied one statement at a time (diagnose).
+	RedoneOneByOne atomic.Uint64
+	InFlight       atomic.Int64  // transactions in the scheduler
+	Pending        atomic.Int64  // of those, not yet dispatched
+	LockWaitKills  atomic.Uint64 // later transactions rolled back to let an earlier one through
 	// BlindLockWaitKills are those rolled back without seeing the target's
 	// lock waits (no PROCESS privilege).
 	BlindLockWaitKills atomic.Uint64
@@ -115,7 +118,7 @@ func (s *Stats) Serialized() map[string]uint64 {
 // Snapshot copies the counters, for display and the stream's report.
 func (s *Stats) Snapshot() streamstatus.Snapshot {
 	snap := streamstatus.Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
-		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
+		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), Chained: s.Chained.Load(), RedoneOneByOne: s.RedoneOneByOne.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
 		LastCommitTS: s.LastCommitTS.Load(), Position: s.Position(), NextTS: s.NextTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
 	if m := s.domainNext.Load(); m != nil && len(*m) > 0 {
 		snap.DomainNextTS = maps.Clone(*m)

@@ -78,6 +78,8 @@ func NewCollector(stream string, read func() (Reading, bool)) *Collector {
 	add("domain_position", "Sequence number of the last GTID applied in one MariaDB GTID domain; only when the position has several domains.", "domain")
 	add("queue_transactions", "Transactions in the scheduler, by state.", "state")
 	add("lock_wait_rollbacks_total", "Later transactions rolled back to let an earlier one through (ordered-commit lock waits).")
+	add("chained_batches_total", "Batches prepared while the batches they depend on applied.")
+	add("batches_redone_total", "Merged batches the target refused that then committed one statement at a time.")
 	add("dependency_wait_seconds_total", "Time transactions spent waiting for conflicting earlier ones.")
 	add("conflicts_total", "Transactions that waited for a conflicting earlier one, by table.", "table")
 	add("serialized_total", "Transactions that ran alone, by reason.", "reason")
@@ -137,6 +139,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	emit("queue_transactions", prometheus.GaugeValue, float64(s.InFlight-s.Pending), "dispatched")
 	emit("queue_transactions", prometheus.GaugeValue, float64(s.Pending), "pending")
 	emit("lock_wait_rollbacks_total", prometheus.CounterValue, float64(s.LockWaitKills))
+	emit("chained_batches_total", prometheus.CounterValue, float64(s.Chained))
+	emit("batches_redone_total", prometheus.CounterValue, float64(s.RedoneOneByOne))
 	emit("dependency_wait_seconds_total", prometheus.CounterValue, s.DependencyWait.Seconds())
 	for table, n := range s.Conflicts {
 		emit("conflicts_total", prometheus.CounterValue, float64(n), table)

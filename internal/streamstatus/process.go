@@ -13,13 +13,18 @@ import "time"
 // display (apply.Stats.Snapshot). It is stored as JSON in the stream's row
 // (Report), so its tags are a stored format.
 type Snapshot struct {
-	At             time.Time     `json:"at"`
-	Started        time.Time     `json:"started"`
-	Committed      uint64        `json:"committed"`
-	InFlight       int64         `json:"in_flight"`
-	Pending        int64         `json:"pending"`
-	LockWaitKills  uint64        `json:"lock_wait_kills"`
-	BlindKills     uint64        `json:"blind_lock_wait_kills"`
+	At            time.Time `json:"at"`
+	Started       time.Time `json:"started"`
+	Committed     uint64    `json:"committed"`
+	InFlight      int64     `json:"in_flight"`
+	Pending       int64     `json:"pending"`
+	LockWaitKills uint64    `json:"lock_wait_kills"`
+	BlindKills    uint64    `json:"blind_lock_wait_kills"`
+	// Chained: batches prepared while those they depend on applied.
+	Chained uint64 `json:"chained_batches,omitempty"`
+	// RedoneOneByOne: merged batches the target refused and that then
+	// committed applied one statement at a time, in source order.
+	RedoneOneByOne uint64        `json:"batches_redone_one_by_one,omitempty"`
 	DependencyWait time.Duration `json:"dependency_wait_ns"`
 	LastCommitTS   int64         `json:"last_commit_source_ts"`
 	Position       string        `json:"position,omitempty"`
