@@ -1,0 +1,137 @@
+package txn_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/txn"
+	"github.com/binlane/binlane/internal/writeset"
+)
+
+// The sysbench fixture of package binlog: small transactions (an update by
+// the indexed column, one by the other, a delete and an insert).
+const sysbenchFixture = "../binlog/testdata/sysbench-oltp-write-only.binlog.gz"
+
+// fixtureEvents returns the fixture's raw events.
+func fixtureEvents(tb testing.TB) [][]byte {
+	f, err := os.Open(sysbenchFixture)
+	if err != nil {
+		tb.Skip(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(zr); err != nil {
+		tb.Fatal(err)
+	}
+	var events [][]byte
+	for rest := buf.Bytes()[4:]; len(rest) > 0; {
+		size := int(binary.LittleEndian.Uint32(rest[9:]))
+		events = append(events, rest[:size:size])
+		rest = rest[size:]
+	}
+	return events
+}
+
+// rawSource decodes the raw events one by one, as the stream does.
+type rawSource struct {
+	d      *binlog.Decoder
+	events [][]byte
+	i      int
+}
+
+func (s *rawSource) Next(context.Context) (binlog.Message, error) {
+	if s.i == len(s.events) {
+		return binlog.Message{}, io.EOF
+	}
+	ev, err := s.d.Decode(s.events[s.i])
+	s.i++
+	return binlog.Message{Event: ev}, err
+}
+
+// sbtestPlan plans every sysbench table like a shop table: (id PK, k, c,
+// pad), c UNIQUE in a _ci collation, k referencing a parent's key.
+func sbtestPlan(tm *binlog.TableMap) *plan.Table {
+	id := schema.Ident{Schema: tm.Schema, Table: tm.Table}
+	ci := schema.ClassifyCollation("utf8mb4_general_ci", "utf8mb4")
+	parent := schema.Ident{Schema: tm.Schema, Table: "parent"}
+	return &plan.Table{Name: "`" + id.Schema + "`.`" + id.Table + "`", TableHash: plan.TableSeed(id),
+		Cols:   []plan.Col{{Name: "id"}, {Name: "k"}, {Name: "c", Coll: ci}, {Name: "pad", Coll: ci}},
+		RowKey: []int{0},
+		Keys: []plan.Key{
+			{Seed: plan.IndexSeed(id, "PRIMARY"), Cols: []int{0}, Prefix: []int{0}, Primary: true},
+			{Seed: plan.IndexSeed(id, "c"), Cols: []int{2}, Prefix: []int{0}},
+		},
+		Parents: []plan.Parent{{Seed: plan.IndexSeed(parent, "PRIMARY"), Cols: []int{1}, Colls: []schema.Collation{{}},
+			ParentTable: plan.TableSeed(parent)}},
+	}
+}
+
+// BenchmarkPipelineSysbench runs the path every source transaction takes
+// before it is scheduled: decode, assemble, writeset (a fresh key set per
+// transaction, as the applier makes one per work). It reports ns, bytes
+// and allocations per transaction.
+func BenchmarkPipelineSysbench(b *testing.B) {
+	events := fixtureEvents(b)
+	plans := map[*binlog.TableMap]*plan.Table{}
+	var ws writeset.Builder
+	txns := 0
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	start := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d := binlog.NewDecoder()
+		d.SetPosition("sysbench.binlog", 4)
+		pipe := txn.NewPipe(32 << 20)
+		done := make(chan error, 1)
+		go func() {
+			err := txn.NewAssembler(&rawSource{d: d, events: events}, txn.Config{}).Run(context.Background(), pipe)
+			pipe.Close()
+			done <- err
+		}()
+		for p := range pipe.C() {
+			pipe.Taken(&p)
+			txns++
+			set := new(scheduler.KeySet)
+			spans := make([]writeset.Span, len(p.Body.Changes))
+			for _, it := range p.Body.Items {
+				if it.Kind != txn.ItemRows {
+					continue
+				}
+				pl := plans[it.Rows.Table]
+				if pl == nil {
+					pl = sbtestPlan(it.Rows.Table)
+					plans[it.Rows.Table] = pl
+				}
+				for j := it.First; j < it.Last; j++ {
+					spans[j] = ws.AddChangeSpan(set, pl, &p.Body.Changes[j])
+				}
+			}
+		}
+		if err := <-done; !errors.Is(err, io.EOF) {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&ms1)
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(txns), "ns/txn")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(txns), "allocs/txn")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(txns), "B/txn")
+}
