@@ -1,13 +1,9 @@
 package txn_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
-	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -19,50 +15,6 @@ import (
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
 )
-
-// The sysbench fixture of package binlog: small transactions (an update by
-// the indexed column, one by the other, a delete and an insert).
-const sysbenchFixture = "../binlog/testdata/sysbench-oltp-write-only.binlog.gz"
-
-// fixtureEvents returns the fixture's raw events.
-func fixtureEvents(tb testing.TB) [][]byte {
-	f, err := os.Open(sysbenchFixture)
-	if err != nil {
-		tb.Skip(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(zr); err != nil {
-		tb.Fatal(err)
-	}
-	var events [][]byte
-	for rest := buf.Bytes()[4:]; len(rest) > 0; {
-		size := int(binary.LittleEndian.Uint32(rest[9:]))
-		events = append(events, rest[:size:size])
-		rest = rest[size:]
-	}
-	return events
-}
-
-// rawSource decodes the raw events one by one, as the stream does.
-type rawSource struct {
-	d      *binlog.Decoder
-	events [][]byte
-	i      int
-}
-
-func (s *rawSource) Next(context.Context) (binlog.Message, error) {
-	if s.i == len(s.events) {
-		return binlog.Message{}, io.EOF
-	}
-	ev, err := s.d.Decode(s.events[s.i])
-	s.i++
-	return binlog.Message{Event: ev}, err
-}
 
 // sbtestPlan plans every sysbench table like a shop table: (id PK, k, c,
 // pad), c UNIQUE in a _ci collation, k referencing a parent's key.
@@ -87,7 +39,7 @@ func sbtestPlan(tm *binlog.TableMap) *plan.Table {
 // transaction, as the applier makes one per work). It reports ns, bytes
 // and allocations per transaction.
 func BenchmarkPipelineSysbench(b *testing.B) {
-	events := fixtureEvents(b)
+	events := txn.FixtureEvents(b)
 	plans := map[*binlog.TableMap]*plan.Table{}
 	var ws writeset.Builder
 	txns := 0
@@ -101,7 +53,7 @@ func BenchmarkPipelineSysbench(b *testing.B) {
 		pipe := txn.NewPipe(32 << 20)
 		done := make(chan error, 1)
 		go func() {
-			err := txn.NewAssembler(&rawSource{d: d, events: events}, txn.Config{}).Run(context.Background(), pipe)
+			err := txn.NewAssembler(txn.NewRawSource(d, events), txn.Config{}).Run(context.Background(), pipe)
 			pipe.Close()
 			done <- err
 		}()
