@@ -1,6 +1,7 @@
 package writeset
 
 import (
+	"slices"
 	"unicode/utf8"
 
 	"github.com/binlane/binlane/internal/schema"
@@ -60,11 +61,15 @@ func Normalize(dst, s []byte, coll schema.Collation, prefix int) ([]byte, bool) 
 	if !coll.CaseInsensitive {
 		return append(dst, s...), true
 	}
-	for _, c := range s {
-		if c >= 'a' && c <= 'z' {
+	// Into room made once: an append per byte costs a capacity check each.
+	n := len(dst)
+	dst = slices.Grow(dst, len(s))[:n+len(s)]
+	out := dst[n:]
+	for i, c := range s {
+		if c-'a' < 26 { // a to z (a byte below 'a' wraps past 26)
 			c -= 'a' - 'A'
 		}
-		dst = append(dst, c)
+		out[i] = c
 	}
 	return dst, true
 }
