@@ -37,7 +37,10 @@ type coordinator struct {
 	results  chan result
 	abortAll chan struct{}
 	ws       writeset.Builder
-	alone    int // statement or streamed transactions in flight: intake waits
+	// wsSet is where the writesets of whole transactions are built, its
+	// memory reused; each work gets an exactly sized copy (see keepSet).
+	wsSet scheduler.KeySet
+	alone int // statement or streamed transactions in flight: intake waits
 	// streaming is the transaction whose parts are arriving; part is a part
 	// of it received and not yet handed to its worker.
 	streaming *work
@@ -375,6 +378,7 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 	w.unit.Points = points
 	if c.a.cfg.Mode == scheduler.ModeWriteset {
 		w.keys = rowsql.Keys{Set: &w.set, Spans: make([]writeset.Span, len(w.body.Changes))}
+		c.wsSet.Reset()
 	}
 	for i, p := range w.plans {
 		if p == nil {
@@ -388,10 +392,30 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 		}
 		it := &w.body.Items[i]
 		for j := it.First; j < it.Last; j++ {
-			w.keys.Spans[j] = c.ws.AddChangeSpan(&w.set, p, &w.body.Changes[j])
+			w.keys.Spans[j] = c.ws.AddChangeSpan(&c.wsSet, p, &w.body.Changes[j])
 		}
 	}
+	if c.a.cfg.Mode == scheduler.ModeWriteset {
+		c.keepSet(w)
+	}
 	return nil
+}
+
+// wsSetMax bounds the keys and table accesses the reused writeset keeps
+// between transactions (128 KiB of keys).
+const wsSetMax = 1 << 14
+
+// keepSet gives w the writeset built in c.wsSet (the spans stay valid:
+// the copy keeps every key's place) and empties c.wsSet for the next
+// transaction. A large one is handed over as it is, its memory dropped.
+func (c *coordinator) keepSet(w *work) {
+	s := &c.wsSet
+	if len(s.Keys)+len(s.Shared)+len(s.Tables) > wsSetMax {
+		w.set, c.wsSet = *s, scheduler.KeySet{}
+		return
+	}
+	w.set.CopyFrom(s)
+	s.Reset()
 }
 
 // follow records what the commit of a unit just added follows (see

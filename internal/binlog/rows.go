@@ -90,9 +90,14 @@ func rowsKind(t EventType) RowsKind {
 const slabRowsMax = 64 << 10
 
 func (d *Decoder) decodeRows(h Header, body []byte) (*RowsEvent, error) {
-	e := new(RowsEvent)
+	// Either from the batch or alone, never both: a new(RowsEvent) made
+	// first and then replaced still cost an allocation per rows event (it
+	// escapes).
+	var e *RowsEvent
 	if len(body) <= slabRowsMax {
 		e = d.alloc.rows.next()
+	} else {
+		e = new(RowsEvent)
 	}
 	*e = RowsEvent{Kind: rowsKind(h.Type), flavor: d.fde.Flavor, partialJSON: h.Type == EventPartialUpdateRows}
 	idLen := 6

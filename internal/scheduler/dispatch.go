@@ -180,12 +180,7 @@ func (s *Scheduler) Committed(batch []*Unit) {
 		if u.Set != nil {
 			for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
 				for _, k := range keys {
-					if s.keyExcl[k] == u {
-						delete(s.keyExcl, k)
-					}
-					if s.keyLast[k] == u {
-						delete(s.keyLast, k)
-					}
+					s.release(k, u)
 				}
 			}
 			for _, t := range u.Set.Tables {

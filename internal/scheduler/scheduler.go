@@ -182,10 +182,9 @@ type Scheduler struct {
 	// above holds the Seqs above committed that committed already (with
 	// Domains, units commit out of Seq order); bounded by the window.
 	above     map[uint64]struct{}
-	last      *Unit            // last unit added
-	barrier   *Unit            // uncommitted barrier, if any
-	keyExcl   map[uint64]*Unit // the last unit that held each key exclusively
-	keyLast   map[uint64]*Unit // the last unit that held each key at all
+	last      *Unit              // last unit added
+	barrier   *Unit              // uncommitted barrier, if any
+	keys      map[uint64]holders // the last holders of each row key
 	tableExcl map[uint64]*Unit
 	tableLast map[uint64]*Unit // the last unit that touched each table
 	spans     spanState        // units with spans in flight, by table
@@ -230,7 +229,7 @@ func New(cfg Config, first uint64) *Scheduler {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 8 << 20
 	}
-	return &Scheduler{cfg: cfg, committed: first - 1, above: map[uint64]struct{}{}, keyExcl: map[uint64]*Unit{}, keyLast: map[uint64]*Unit{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
+	return &Scheduler{cfg: cfg, committed: first - 1, above: map[uint64]struct{}{}, keys: map[uint64]holders{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
 		spans: spanState{}, order: commitOrder{domains: map[uint32]*domainState{}}}
 }
 
@@ -301,12 +300,14 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	// kind (units commit in order), a shared one for the last exclusive
 	// holder only.
 	for _, k := range u.Set.Keys {
-		s.dependFor(u, s.keyLast[k], Conflict{Hash: k})
-		s.keyExcl[k], s.keyLast[k] = u, u
+		s.dependFor(u, s.keys[k].last, Conflict{Hash: k})
+		s.keys[k] = holders{excl: u, last: u}
 	}
 	for _, k := range u.Set.Shared {
-		s.dependFor(u, s.keyExcl[k], Conflict{Hash: k})
-		s.keyLast[k] = u
+		h := s.keys[k]
+		s.dependFor(u, h.excl, Conflict{Hash: k})
+		h.last = u
+		s.keys[k] = h
 	}
 	for _, t := range u.Set.Tables {
 		if t.Exclusive {
@@ -340,14 +341,16 @@ func (s *Scheduler) Seal(u *Unit, set *KeySet) {
 	// owner of what it holds: later units must wait for the latest one.
 	earlier := func(o *Unit) bool { return o == nil || o.Seq < u.Seq }
 	for _, k := range set.Keys {
-		if earlier(s.keyExcl[k]) {
-			s.keyExcl[k] = u
+		if h := s.keys[k]; earlier(h.excl) {
+			h.excl = u
+			s.keys[k] = h
 		}
 	}
 	for _, keys := range [][]uint64{set.Keys, set.Shared} {
 		for _, k := range keys {
-			if earlier(s.keyLast[k]) {
-				s.keyLast[k] = u
+			if h := s.keys[k]; earlier(h.last) {
+				h.last = u
+				s.keys[k] = h
 			}
 		}
 	}
@@ -379,7 +382,7 @@ func (s *Scheduler) markCrossDomain(u *Unit) {
 	}
 	for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
 		for _, k := range keys {
-			if other(s.keyLast[k]) || other(s.keyExcl[k]) {
+			if h := s.keys[k]; other(h.last) || other(h.excl) {
 				u.Ordered = true
 				return
 			}
@@ -394,6 +397,30 @@ func (s *Scheduler) markCrossDomain(u *Unit) {
 }
 
 // dependFor makes u wait for d through c (see Config.Conflict).
+// holders are the last unit that held a row key exclusively and the last
+// that held it at all (nil: none in flight). One map entry for both: a key
+// costs one lookup where two maps cost two.
+type holders struct{ excl, last *Unit }
+
+// release forgets u as a holder of key k (it committed).
+func (s *Scheduler) release(k uint64, u *Unit) {
+	h, ok := s.keys[k]
+	if !ok || h.excl != u && h.last != u {
+		return
+	}
+	if h.excl == u {
+		h.excl = nil
+	}
+	if h.last == u {
+		h.last = nil
+	}
+	if h.excl == nil && h.last == nil {
+		delete(s.keys, k)
+		return
+	}
+	s.keys[k] = h
+}
+
 func (s *Scheduler) dependFor(u, d *Unit, c Conflict) {
 	if d == nil || d == u || d.state == stateCommitted {
 		return

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -548,5 +549,36 @@ func TestDomains(t *testing.T) {
 	}
 	if got := seqs(s.Next()); got != "[6]" {
 		t.Fatalf("the barrier: %s, want [6]", got)
+	}
+}
+
+// TestKeySetCopyFrom: a copy has the source's keys in arrays of its own,
+// exactly sized, so the source can be reused and the copy extended.
+func TestKeySetCopyFrom(t *testing.T) {
+	var src, dst KeySet
+	src.Keys = append(src.Keys, 1, 2, 3)
+	src.Shared = append(src.Shared, 4)
+	src.AddTable(9, true)
+	src.Barrier = "b"
+	dst.CopyFrom(&src)
+	src.Reset()
+	src.Keys = append(src.Keys, 7, 7, 7, 7)
+	src.Shared = append(src.Shared, 7)
+	src.AddTable(7, false)
+	if !slices.Equal(dst.Keys, []uint64{1, 2, 3}) || !slices.Equal(dst.Shared, []uint64{4}) ||
+		!slices.Equal(dst.Tables, []TableAccess{{9, true}}) || dst.Barrier != "b" {
+		t.Fatalf("copy changed with its source: %+v", dst)
+	}
+	if cap(dst.Keys) != 3 || cap(dst.Shared) != 1 || cap(dst.Tables) != 1 {
+		t.Fatalf("capacities %d %d %d: not exact", cap(dst.Keys), cap(dst.Shared), cap(dst.Tables))
+	}
+	dst.Keys = append(dst.Keys, 5) // must not write into Shared
+	if dst.Shared[0] != 4 {
+		t.Fatalf("appending a key overwrote a shared key")
+	}
+	var empty KeySet
+	empty.CopyFrom(&KeySet{})
+	if empty.Keys != nil || empty.Shared != nil || empty.Tables != nil {
+		t.Fatalf("empty copy allocated: %+v", empty)
 	}
 }

@@ -61,17 +61,23 @@ var ErrStreamBroken = errors.New("the source connection broke in the middle of a
 
 // Assembler groups events into transactions.
 type Assembler struct {
-	src    Source
-	cfg    Config
-	log    *slog.Logger
-	seq    uint64
-	pos    gtid.Set // running position, to detect StopAt
-	cur    *Txn
-	body   Body // the part being filled
-	sent   bool // the current transaction's first part went out
+	src  Source
+	cfg  Config
+	log  *slog.Logger
+	seq  uint64
+	pos  gtid.Set // running position, to detect StopAt
+	cur  *Txn
+	body Body // the part being filled
+	sent bool // the current transaction's first part went out
+	// values is the decode buffer of the part being filled: its changes'
+	// images. It is reused from part to part (see handOver), so that a
+	// small transaction costs one exactly sized array of values instead
+	// of a chain of doubling ones.
 	values []binlog.Value
-	bytes  int // held by the part being filled
-	out    *Pipe
+	// scratchMax is scratchMaxBytes (a test lowers it).
+	scratchMax int
+	bytes      int // held by the part being filled
+	out        *Pipe
 	// tableSel caches the filter's verdict per table map.
 	tableSel map[*binlog.TableMap]bool
 	single   bool // standalone group: ends after its statement
@@ -107,7 +113,7 @@ func NewAssembler(src Source, cfg Config) *Assembler {
 		cfg.Logger = slog.Default()
 	}
 	return &Assembler{src: src, cfg: cfg, log: cfg.Logger, pos: cfg.Start.Clone(),
-		tableSel: map[*binlog.TableMap]bool{}, temps: tempTables{}}
+		tableSel: map[*binlog.TableMap]bool{}, temps: tempTables{}, scratchMax: scratchMaxBytes}
 }
 
 // Liveness reports when the last binlog event (sampled at the start of each
@@ -165,13 +171,12 @@ func (a *Assembler) Run(ctx context.Context, out *Pipe) error {
 // The transaction counts as started in the applier only once a part was
 // actually handed over.
 func (a *Assembler) sendPart(ctx context.Context, last bool, abort error) error {
-	p := Part{Txn: a.cur, Body: a.body, First: !a.sent, Last: last, Bytes: a.bytes, Abort: abort}
+	p := Part{Txn: a.cur, Body: a.handOver(), First: !a.sent, Last: last, Bytes: a.bytes, Abort: abort}
 	if err := a.out.Send(ctx, p); err != nil {
 		return err
 	}
 	a.sent = true
-	a.body = Body{}
-	a.values, a.bytes = nil, 0
+	a.bytes = 0
 	return nil
 }
 
@@ -295,8 +300,8 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 	a.seq++
 	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File, StartPos: ev.Pos, SessionsEnded: a.restarted}
 	a.restarted = false
-	a.body, a.sent = Body{}, false
-	a.values, a.bytes = nil, 0
+	a.sent, a.bytes = false, 0
+	a.recycle() // what a dropped transaction left
 	a.single = false
 	a.vars, a.alter = Vars{}, binlog.AlterNone
 	a.loads = nil

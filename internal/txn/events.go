@@ -16,6 +16,7 @@ import (
 const (
 	valueSize  = int(unsafe.Sizeof(binlog.Value{}))
 	changeSize = int(unsafe.Sizeof(Change{}))
+	itemSize   = int(unsafe.Sizeof(Item{}))
 )
 
 // rows decodes a rows event of a selected table into changes.
@@ -63,6 +64,84 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 	// themselves are counted on top.
 	a.bytes += int(ev.Header.EventSize) + (len(vals)-start)*valueSize + (len(body.Changes)-first)*changeSize
 	return a.maybeStream(ctx)
+}
+
+// scratchMaxBytes bounds the buffers the assembler keeps from part to
+// part (values, changes, items): a larger part is handed over in them,
+// and they are dropped. (Assembler.scratchMax holds it, for tests.)
+const scratchMaxBytes = 1 << 20
+
+// handOver returns the body of the part being filled, for the applier,
+// and empties the assembler's buffers for the next part. A small part is
+// copied into arrays of its exact sizes (one each for items, changes and
+// values), so that the buffers can be reused: nothing handed over points
+// into them. Its changes' images are carved out of one array of values.
+func (a *Assembler) handOver() Body {
+	b := a.body
+	if scratchBytes(&b, a.values) > a.scratchMax {
+		a.body, a.values = Body{}, nil
+		return b
+	}
+	var out Body
+	if len(b.Items) > 0 {
+		out.Items = make([]Item, len(b.Items))
+		copy(out.Items, b.Items)
+	}
+	if len(b.Changes) > 0 {
+		out.Changes = make([]Change, len(b.Changes))
+		copy(out.Changes, b.Changes)
+		repointImages(out.Changes)
+	}
+	a.recycle()
+	return out
+}
+
+// repointImages copies the images of changes into one array and points
+// the changes at their copies. Images are copied from wherever they are:
+// the decode buffer, or an array it outgrew.
+func repointImages(changes []Change) {
+	n := 0
+	for i := range changes {
+		n += len(changes[i].Before) + len(changes[i].After)
+	}
+	vals := make([]binlog.Value, n)
+	off := 0
+	for i := range changes {
+		c := &changes[i]
+		c.Before, off = carve(vals, off, c.Before)
+		c.After, off = carve(vals, off, c.After)
+	}
+}
+
+// carve copies src to dst at off and returns the copy (nil for a nil
+// image: an insert's Before, a delete's After) and the offset after it.
+func carve(dst []binlog.Value, off int, src []binlog.Value) ([]binlog.Value, int) {
+	if src == nil {
+		return nil, off
+	}
+	end := off + copy(dst[off:], src)
+	return dst[off:end:end], end
+}
+
+// recycle empties the buffers of the part being filled, keeping their
+// memory unless it outgrew scratchMaxBytes. They are cleared: values point
+// into event bytes, items at events, and kept they would keep those alive.
+func (a *Assembler) recycle() {
+	if scratchBytes(&Body{Items: a.body.Items[:cap(a.body.Items)], Changes: a.body.Changes[:cap(a.body.Changes)]},
+		a.values[:cap(a.values)]) > a.scratchMax {
+		a.body, a.values = Body{}, nil
+		return
+	}
+	clear(a.body.Items)
+	clear(a.body.Changes)
+	clear(a.values)
+	a.body = Body{Items: a.body.Items[:0], Changes: a.body.Changes[:0]}
+	a.values = a.values[:0]
+}
+
+// scratchBytes is the memory of a body's items and changes and of values.
+func scratchBytes(b *Body, values []binlog.Value) int {
+	return len(b.Items)*itemSize + len(b.Changes)*changeSize + len(values)*valueSize
 }
 
 // selectedTable applies the filter once per table map (the decoder reuses a

@@ -1,6 +1,8 @@
 package writeset
 
 import (
+	"encoding/binary"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/binlane/binlane/internal/schema"
@@ -46,10 +48,8 @@ func Normalize(dst, s []byte, coll schema.Collation, prefix int) ([]byte, bool) 
 	if coll.MergesASCII {
 		return dst, false
 	}
-	for _, c := range s {
-		if c < 0x20 || c > 0x7e {
-			return dst, false
-		}
+	if !printableASCII(s) {
+		return dst, false
 	}
 	if prefix > 0 && len(s) > prefix {
 		s = s[:prefix] // ASCII: one byte per character
@@ -60,13 +60,56 @@ func Normalize(dst, s []byte, coll schema.Collation, prefix int) ([]byte, bool) 
 	if !coll.CaseInsensitive {
 		return append(dst, s...), true
 	}
+	// Into room made once: an append per byte costs a capacity check each.
+	n := len(dst)
+	dst = slices.Grow(dst, len(s))[:n+len(s)]
+	upperASCII(dst[n:], s)
+	return dst, true
+}
+
+// Bytes of a word, for testing eight bytes at once.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// printableASCII reports whether every byte of s is in 0x20..0x7e. Eight
+// bytes at a time: w-0x20 sets the high bit of a byte below 0x20 (that
+// was clear in w), w+1 that of a byte above 0x7e (or w had it), and no
+// carry or borrow crosses into a byte unless one such byte is there.
+func printableASCII(s []byte) bool {
+	for len(s) >= 8 {
+		w := binary.LittleEndian.Uint64(s)
+		if ((w-0x20*ones)&^w|(w+ones)|w)&highs != 0 {
+			return false
+		}
+		s = s[8:]
+	}
 	for _, c := range s {
-		if c >= 'a' && c <= 'z' {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// upperASCII writes s to dst (as long) with a to z upper-cased; s must be
+// printable ASCII. Eight bytes at a time: b+0x1f reaches the high bit from
+// 'a' on, b+0x05 from '{' on (no carry: b <= 0x7e), so their difference
+// marks the lower-case letters, whose 0x20 bit is flipped.
+func upperASCII(dst, s []byte) {
+	for len(s) >= 8 {
+		w := binary.LittleEndian.Uint64(s)
+		lower := (w + (0x80-'a')*ones) &^ (w + (0x80-'z'-1)*ones) & highs
+		binary.LittleEndian.PutUint64(dst, w^lower>>2)
+		s, dst = s[8:], dst[8:]
+	}
+	for i, c := range s {
+		if c-'a' < 26 { // a to z (a byte below 'a' wraps past 26)
 			c -= 'a' - 'A'
 		}
-		dst = append(dst, c)
+		dst[i] = c
 	}
-	return dst, true
 }
 
 func trimSpaces(s []byte) []byte {

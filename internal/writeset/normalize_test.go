@@ -266,3 +266,48 @@ func isPrintableASCII(s []byte) bool {
 	}
 	return true
 }
+
+// BenchmarkNormalize folds a sysbench-like CHAR(120) value in a _ci
+// collation: the common case of a unique string key.
+func BenchmarkNormalize(b *testing.B) {
+	coll := schema.ClassifyCollation("utf8mb4_general_ci", "utf8mb4")
+	s := []byte("68487932199-96439406143-93774651418-41631865787-96406072701-20604855487-25459966574-28203206787-41238978918-19503783441")
+	var dst []byte
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		dst, _ = Normalize(dst[:0], s, coll, 0)
+	}
+}
+
+// TestWordAtATime checks the eight-bytes-at-once helpers of Normalize
+// against byte-by-byte ones: every byte value at every place of a word
+// and of the tail, among printable and lower-case neighbours.
+func TestWordAtATime(t *testing.T) {
+	for _, fill := range []byte{'a', 'z', ' ', '~', 'A', '{', '`'} {
+		for n := 1; n <= 19; n++ {
+			for at := 0; at < n; at++ {
+				for b := 0; b < 256; b++ {
+					s := bytes.Repeat([]byte{fill}, n)
+					s[at] = byte(b)
+					wantOK := true
+					for _, c := range s {
+						if c < 0x20 || c > 0x7e {
+							wantOK = false
+						}
+					}
+					if printableASCII(s) != wantOK {
+						t.Fatalf("printableASCII(%q) = %v", s, !wantOK)
+					}
+					if !wantOK {
+						continue
+					}
+					got := make([]byte, n)
+					upperASCII(got, s)
+					if want := bytes.ToUpper(s); !bytes.Equal(got, want) {
+						t.Fatalf("upperASCII(%q) = %q, want %q", s, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/binlane/binlane/internal/binlog"
+)
+
+// imageTexts renders the images of the rows events of events, decoded
+// alone, in the order the assembler carves them (a row's before image,
+// then its after image).
+func imageTexts(t *testing.T, events [][]byte) []string {
+	d := binlog.NewDecoder()
+	d.SetPosition("sysbench.binlog", 4)
+	var out []string
+	for _, raw := range events {
+		ev, err := d.Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := ev.Data.(*binlog.RowsEvent)
+		if !ok || r.Table == nil {
+			continue
+		}
+		vals, err := r.AppendRows(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(vals); i += r.Columns {
+			out = append(out, rowText(vals[i:i+r.Columns]))
+		}
+	}
+	return out
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func rowText(vals []binlog.Value) string {
+	s := ""
+	for i := range vals {
+		s += fmt.Sprintf("%s:%s|", vals[i].Kind, vals[i].String())
+	}
+	return s
+}
+
+// partTexts renders the images of the parts' changes, in order.
+func partTexts(parts []Part) []string {
+	var out []string
+	for _, p := range parts {
+		for _, c := range p.Body.Changes {
+			for _, img := range [][]binlog.Value{c.Before, c.After} {
+				if img != nil {
+					out = append(out, rowText(img))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestHandedOverValuesStay: the assembler reuses its decode buffer from
+// part to part, so a part it handed over must not point into it. The
+// applier reads each part while the assembler decodes the next ones (the
+// race detector sees any write to a value a part holds); every part's
+// images must still be the source's once the whole stream was assembled.
+// Transactions whole, cut into a part per rows event (MaxTxnBytes 1), and
+// with parts handed over in the buffers themselves (scratchMax 0: the
+// path of a part too large to copy).
+func TestHandedOverValuesStay(t *testing.T) {
+	events := FixtureEvents(t)
+	// Thousands of transactions are enough, and quick under -race. The
+	// cut is at a commit (the type byte of an XID event).
+	n := min(len(events), 30000)
+	for n > 0 && binlog.EventType(events[n-1][4]) != binlog.EventXID {
+		n--
+	}
+	events = events[:n]
+	want := imageTexts(t, events)
+	for _, tc := range []struct {
+		name       string
+		maxBytes   int
+		scratchMax int
+	}{{"whole", 0, scratchMaxBytes}, {"parts", 1, scratchMaxBytes}, {"in place", 0, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := binlog.NewDecoder()
+			d.SetPosition("sysbench.binlog", 4)
+			a := NewAssembler(NewRawSource(d, events), Config{MaxTxnBytes: tc.maxBytes, Logger: quiet})
+			a.scratchMax = tc.scratchMax
+			pipe := NewPipe(1 << 30)
+			done := make(chan error, 1)
+			go func() {
+				err := a.Run(context.Background(), pipe)
+				pipe.Close()
+				done <- err
+			}()
+			var parts []Part
+			var seen []string
+			for p := range pipe.C() {
+				pipe.Taken(&p)
+				seen = append(seen, partTexts([]Part{p})...) // read while the assembler goes on
+				parts = append(parts, p)
+				for _, c := range p.Body.Changes {
+					if cap(c.Before) != len(c.Before) || cap(c.After) != len(c.After) {
+						t.Fatalf("an image's capacity is beyond its length: an append would write into another's")
+					}
+				}
+			}
+			if err := <-done; !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			for name, got := range map[string][]string{"on receipt": seen, "at the end": partTexts(parts)} {
+				if len(got) != len(want) {
+					t.Fatalf("%s: %d images, want %d", name, len(got), len(want))
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s: image %d is %s, want %s", name, i, got[i], want[i])
+					}
+				}
+			}
+			if tc.maxBytes == 1 && len(parts) <= len(partTexts(parts))/4 {
+				t.Fatalf("%d parts: the transactions were not cut", len(parts))
+			}
+		})
+	}
+}
