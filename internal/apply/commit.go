@@ -43,6 +43,11 @@ func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
 		rule.all = true
 	}
 	defer w.waiting()()
+	return c.await(ctx, w, b, rule)
+}
+
+// await blocks until the batches rule names committed, or b must give way.
+func (c *committer) await(ctx context.Context, w *worker, b *batch, rule turnRule) error {
 	for {
 		ok, changed, err := c.seq.ready(b.first, rule)
 		if err != nil || ok {
@@ -69,26 +74,10 @@ func (w *worker) release(ctx context.Context, b *batch) error {
 		return nil
 	}
 	start := time.Now()
-	defer func() { w.ws.CommitWait.Add(int64(time.Since(start))) }()
-	for {
-		ok, changed, err := w.commit.seq.ready(b.first, turnRule{all: true})
-		if err != nil {
-			return err
-		}
-		if ok {
-			b.released = true
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-b.abort:
-			return errAborted
-		case <-w.abortAll:
-			return errStopping
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	err := w.commit.await(ctx, w, b, turnRule{all: true})
+	w.ws.CommitWait.Add(int64(time.Since(start)))
+	b.released = err == nil
+	return err
 }
 
 // waiting marks w as waiting for its commit turn (the lock-wait monitor

@@ -148,15 +148,7 @@ func play(t *testing.T, s *Scheduler, steps []step) {
 				dispatched = append(dispatched, b)
 			}
 		case "commit":
-			// Commit the dispatched batch with the lowest Seq.
-			best := 0
-			for j := range dispatched {
-				if dispatched[j][0].Seq < dispatched[best][0].Seq {
-					best = j
-				}
-			}
-			s.Committed(dispatched[best])
-			dispatched = append(dispatched[:best], dispatched[best+1:]...)
+			dispatched = commitOldest(s, dispatched)
 		case "add":
 			n, _ := s.InFlight()
 			s.Add(unit(s.CommittedSeq()+uint64(n)+1, st.want))
@@ -166,6 +158,19 @@ func play(t *testing.T, s *Scheduler, steps []step) {
 			s.Requeue(b)
 		}
 	}
+}
+
+// commitOldest commits the dispatched batch with the lowest Seq and
+// returns the others.
+func commitOldest(s *Scheduler, dispatched [][]*Unit) [][]*Unit {
+	best := 0
+	for j := range dispatched {
+		if dispatched[j][0].Seq < dispatched[best][0].Seq {
+			best = j
+		}
+	}
+	s.Committed(dispatched[best])
+	return append(dispatched[:best], dispatched[best+1:]...)
 }
 
 // TestChain: with Config.Chain, the earliest pending units go out as a

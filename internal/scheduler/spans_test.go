@@ -84,14 +84,7 @@ func TestSpans(t *testing.T) {
 				checkReady(t, s)
 				switch {
 				case st == "commit":
-					best := 0
-					for j := range dispatched {
-						if dispatched[j][0].Seq < dispatched[best][0].Seq {
-							best = j
-						}
-					}
-					s.Committed(dispatched[best])
-					dispatched = append(dispatched[:best], dispatched[best+1:]...)
+					dispatched = commitOldest(s, dispatched)
 				case strings.HasPrefix(st, "add "):
 					n, _ := s.InFlight()
 					s.Add(spanUnit(s.CommittedSeq()+uint64(n)+1, st[4:]))
