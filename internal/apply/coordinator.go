@@ -446,15 +446,19 @@ func ruleOf(works []*work, first uint64) turnRule {
 	return r
 }
 
-// chainFor is scheduler.Config.Chain for a number of workers: one batch
-// prepared ahead while the one it depends on applies, which only a second
-// worker can do. One is enough to keep the target busy: rendering a batch
-// takes binlane less time than the target takes to apply it.
+// chainFor is scheduler.Config.Chain for a number of workers: batches
+// prepared ahead while the ones they depend on apply, which only a second
+// worker can do. Two, not one: a chained batch counts until it commits,
+// also while it applies, so with one the batch after it could only be
+// prepared once it committed and every other batch of a chain would keep
+// the target idle while it was rendered. No deadlock: a chained batch
+// waits only for batches dispatched before it, and a worker whose batch
+// fails reports, so the retry, first in line, always finds that worker.
 func chainFor(workers int) int {
 	if workers < 2 {
 		return 0
 	}
-	return 1
+	return 2
 }
 
 // busy is the batches handed to workers without a result yet.
