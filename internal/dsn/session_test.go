@@ -18,7 +18,7 @@ func TestSessions(t *testing.T) {
 	}{
 		{ApplySession(true, 20), []string{"SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION', " +
 			"time_zone = '+00:00', foreign_key_checks = 1, unique_checks = 1, check_constraint_checks = 0, innodb_lock_wait_timeout = 20, " +
-			"autocommit = 1, character_set_client = utf8mb4, character_set_connection = utf8mb4, character_set_results = utf8mb4, " +
+			"autocommit = 1, character_set_client = binary, character_set_connection = utf8mb4, character_set_results = utf8mb4, " +
 			"collation_connection = utf8mb4_general_ci", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"}},
 		{VerifySession(), []string{"SET SESSION time_zone = '+00:00', sql_mode = ''", "SET NAMES utf8mb4", "SET SESSION TRANSACTION READ ONLY"}},
 		{CopyReadSession(), []string{"SET SESSION character_set_results = binary, time_zone = '+00:00'"}},
@@ -30,8 +30,8 @@ func TestSessions(t *testing.T) {
 		}
 	}
 	// A statement from the binlog sets its own character sets: the restore
-	// puts the apply session's back.
-	if got := ApplySession(true, 20).Restore(true); !strings.Contains(got, "character_set_client = utf8mb4, character_set_connection = utf8mb4, ") ||
+	// puts the apply session's back, the client's binary.
+	if got := ApplySession(true, 20).Restore(true); !strings.Contains(got, "character_set_client = binary, character_set_connection = utf8mb4, ") ||
 		!strings.Contains(got, "collation_connection = utf8mb4_general_ci") {
 		t.Errorf("apply session's restore: %s", got)
 	}
