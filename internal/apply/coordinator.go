@@ -377,8 +377,8 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 	}
 	w.unit.Points = points
 	if c.a.cfg.Mode == scheduler.ModeWriteset {
+		// c.wsSet is empty: keepSet leaves it so.
 		w.keys = rowsql.Keys{Set: &w.set, Spans: make([]writeset.Span, len(w.body.Changes))}
-		c.wsSet.Reset()
 	}
 	for i, p := range w.plans {
 		if p == nil {
