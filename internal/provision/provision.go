@@ -36,9 +36,13 @@ type Source struct {
 // CreateTables creates the schemas and tables the target lacks, from the
 // source's definitions (the source's triggers are not created: see the
 // README), with the indexes Split defers left out when deferIndexes is
-// set. It returns what it left out of each table (by position in tables;
-// nil for tables it did not create), and the existing tables that hold
-// rows.
+// set. It returns what it left out of each table (by position in tables),
+// and the existing tables that hold rows.
+//
+// An existing empty table is kept as it is, but the indexes Split would
+// defer that it lacks count as deferred: a run stopped between creating
+// the tables and recording the copy leaves them so, and the run after it
+// must build them (before, it copied into them and never did).
 func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexes bool) (deferred [][]Index, nonEmpty []string, err error) {
 	deferred = make([][]Index, len(tables))
 	created := map[string]bool{}
@@ -56,6 +60,11 @@ func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexe
 		case err == nil:
 			nonEmpty = append(nonEmpty, t.QualifiedName())
 		case err == sql.ErrNoRows:
+			if deferIndexes {
+				if deferred[i], err = missing(ctx, dst, t, src.Create); err != nil {
+					return nil, nil, err
+				}
+			}
 		case sqlerr.Is(err, sqlerr.NoSuchTable):
 			create := src.Create
 			if deferIndexes {
@@ -69,6 +78,39 @@ func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexe
 		}
 	}
 	return deferred, nonEmpty, nil
+}
+
+// missing returns the indexes Split defers from a table's definition that
+// the target's table of that name lacks.
+func missing(ctx context.Context, dst *sql.DB, t *schema.Table, create string) ([]Index, error) {
+	_, want := Split(create, t)
+	if len(want) == 0 {
+		return nil, nil
+	}
+	rows, err := dst.QueryContext(ctx, "SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS "+
+		"WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.Schema, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("read the indexes of %s on the target: %w", t.QualifiedName(), err)
+	}
+	defer rows.Close()
+	has := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		has[strings.ToLower(name)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the indexes of %s on the target: %w", t.QualifiedName(), err)
+	}
+	var out []Index
+	for _, ix := range want {
+		if !has[strings.ToLower(ix.Name)] {
+			out = append(out, ix)
+		}
+	}
+	return out, nil
 }
 
 // createTable runs a CREATE TABLE in the table's schema, with foreign keys
