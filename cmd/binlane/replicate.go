@@ -158,7 +158,7 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.BoolVar(&f.allowTriggers, "allow-target-triggers", false,
 		"replicate into tables that have triggers on the target (they fire for every replicated row: only for triggers that may run twice)")
 	sizeVar(fl, &f.windowBytes, "window-bytes", 128<<20, "transactions in flight at most, in bytes (memory bound of the applier)")
-	sizeVar(fl, &f.queueBytes, "queue-bytes", 32<<20, "binlog events read ahead of the applier, in bytes")
+	sizeVar(fl, &f.queueBytes, "queue-bytes", 8<<20, "binlog events read ahead of the applier, in bytes")
 	sizeVar(fl, &f.maxMemory, "max-memory", 384<<20, "soft limit of the process's heap (the garbage collector works harder near it; 0: none); by default raised to what the byte bounds may hold with many threads")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "",
 		"serve the status page (/), /status, /history, /healthz, /readyz and Prometheus /metrics on this address (e.g. 127.0.0.1:9797)")
