@@ -170,6 +170,9 @@ func (s *Scheduler) Committed(batch []*Unit) {
 			s.solo--
 		}
 		u.state = stateCommitted
+		if !u.Ordered {
+			s.free.add(u.Domain, -1)
+		}
 		for _, d := range u.dependents {
 			d.waiting--
 			if d.waiting == 0 && d.state == statePending {
