@@ -412,6 +412,17 @@ func RecordSource(ctx context.Context, db *sql.DB, name, owner, sourceID, flavor
 	return nil
 }
 
+// KeepStart saves the position a new stream is to start from, before it
+// reads the source (see RecordSource), when it has none yet.
+func KeepStart(ctx context.Context, db *sql.DB, name, owner, start string) error {
+	err := ownedUpdate(ctx, db, name, owner, "UPDATE "+Table+` SET gtid_pos = ?
+		WHERE COALESCE(gtid_pos, '') = '' AND applied_trx = 0 AND state <> '`+StateCutOver+`' AND name = ? AND owner = ?`, start)
+	if err != nil {
+		return fmt.Errorf("record the start of stream %q: %w", name, err)
+	}
+	return nil
+}
+
 // MarkDDL records, on the connection about to run it, that a statement
 // which cannot roll back starts. It fails for a process that lost the
 // stream, so such a process never runs the statement.

@@ -45,6 +45,9 @@ func (r *run) once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.keepStart(ctx, st, start); err != nil {
+		return err
+	}
 	temps, err := savedTempTables(ctx, r.meta, cfg.Stream, st, start)
 	if err != nil {
 		return err
@@ -132,6 +135,20 @@ func (r *run) bounds(ctx context.Context, start gtid.Set, copying bool) (stop gt
 		return stop, skip, txn.ErrStopped
 	}
 	return stop, skip, nil
+}
+
+// keepStart saves --start-gtid at once when the stream has no position
+// yet: a run that fails before it reads the source (a source down, a
+// mistyped option) otherwise leaves a stream without one, and the next run
+// without --start-gtid would start from the source's current position,
+// skipping every transaction in between. A start that overrides a saved
+// position is saved once the source is read (recordSource): a run that
+// fails before that keeps the position it had.
+func (r *run) keepStart(ctx context.Context, st position.State, start gtid.Set) error {
+	if r.cfg.StartGTID == "" || st.GTID != "" || st.Applied > 0 {
+		return nil
+	}
+	return position.KeepStart(ctx, r.meta, r.cfg.Stream, r.currentOwner(), start.String())
 }
 
 // recordSource saves which server the stream reads from, and from where;
