@@ -33,6 +33,12 @@ const (
 	// not built yet.
 	CopyIndexing = "indexing"
 	CopyDone     = "done"
+	// CopyCreated: a copy's start created the table on the target and has
+	// not recorded the copy yet (StartCopy replaces the row). A run that
+	// finds such rows drops those tables if they are still empty: the
+	// source may no longer have them, and its stream would then create
+	// them again.
+	CopyCreated = "created"
 )
 
 // CopyDDL creates binlane.copy.
@@ -82,6 +88,28 @@ func StartCopy(ctx context.Context, db *sql.DB, stream, owner, start string, tab
 		}
 	}
 	return tx.Commit()
+}
+
+// CopyCreating records, before a copy's start creates a table on the
+// target, that it does (CopyCreated).
+func CopyCreating(ctx context.Context, db *sql.DB, stream, schemaName, table string) error {
+	_, err := db.ExecContext(ctx, "INSERT INTO "+CopyTableName+" (stream, schema_name, table_name, state, coverage) "+
+		"VALUES (?, ?, ?, ?, '') ON DUPLICATE KEY UPDATE state = VALUES(state), coverage = ''", stream, schemaName, table, CopyCreated)
+	if err != nil {
+		return fmt.Errorf("record the creation of %s.%s: %w", schemaName, table, err)
+	}
+	return nil
+}
+
+// ForgetCreated removes the record of a table a stopped copy start
+// created (CopyCreated), once it is dealt with.
+func ForgetCreated(ctx context.Context, db *sql.DB, stream, schemaName, table string) error {
+	_, err := db.ExecContext(ctx, "DELETE FROM "+CopyTableName+" WHERE stream = ? AND schema_name = ? AND table_name = ? AND state = ?",
+		stream, schemaName, table, CopyCreated)
+	if err != nil {
+		return fmt.Errorf("forget the creation of %s.%s: %w", schemaName, table, err)
+	}
+	return nil
 }
 
 // LoadCopy reads a stream's copy (nil when it has none).

@@ -43,7 +43,11 @@ type Source struct {
 // defer that it lacks count as deferred: a run stopped between creating
 // the tables and recording the copy leaves them so, and the run after it
 // must build them (before, it copied into them and never did).
-func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexes bool) (deferred [][]Index, nonEmpty []string, err error) {
+//
+// before, when set, runs before each table is created: the caller records
+// that it creates it (a run stopped after that knows what it left behind).
+func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexes bool,
+	before func(*schema.Table) error) (deferred [][]Index, nonEmpty []string, err error) {
 	deferred = make([][]Index, len(tables))
 	created := map[string]bool{}
 	for i, src := range tables {
@@ -70,6 +74,11 @@ func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexe
 			if deferIndexes {
 				create, deferred[i] = Split(create, t)
 			}
+			if before != nil {
+				if err := before(t); err != nil {
+					return nil, nil, err
+				}
+			}
 			if err := createTable(ctx, dst, t, create); err != nil {
 				return nil, nil, err
 			}
@@ -78,6 +87,33 @@ func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexe
 		}
 	}
 	return deferred, nonEmpty, nil
+}
+
+// DropIfEmpty drops a table of the target that holds no row (a table a
+// stopped copy start created); one that holds rows, or is gone, stays as
+// it is. It reports whether it dropped the table.
+func DropIfEmpty(ctx context.Context, dst *sql.DB, schemaName, table string) (bool, error) {
+	name := sqlquote.Name(schemaName) + "." + sqlquote.Name(table)
+	var one int
+	err := dst.QueryRowContext(ctx, "SELECT 1 FROM "+name+" LIMIT 1").Scan(&one)
+	switch {
+	case err == nil, sqlerr.Is(err, sqlerr.NoSuchTable):
+		return false, nil
+	case err != sql.ErrNoRows:
+		return false, fmt.Errorf("read %s on the target: %w", name, err)
+	}
+	conn, err := dst.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	defer conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // drops the connection
+	for _, q := range []string{"SET SESSION foreign_key_checks = 0", "DROP TABLE IF EXISTS " + name} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return false, fmt.Errorf("drop %s on the target: %w", name, err)
+		}
+	}
+	return true, nil
 }
 
 // missing returns the indexes Split defers from a table's definition that

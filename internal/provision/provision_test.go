@@ -73,7 +73,7 @@ func TestDeferredIndexesEndAsTheSource(t *testing.T) {
 		def.Schema = "dst"
 		sources = append(sources, Source{Def: &def, Create: create})
 	}
-	deferred, nonEmpty, err := CreateTables(ctx, db, sources, true)
+	deferred, nonEmpty, err := CreateTables(ctx, db, sources, true, nil)
 	if err != nil || len(nonEmpty) != 0 {
 		t.Fatal(nonEmpty, err)
 	}
@@ -99,7 +99,7 @@ func TestDeferredIndexesEndAsTheSource(t *testing.T) {
 	}
 	// A run stopped before it recorded the copy leaves the tables created
 	// and empty: the next one finds them so, and must defer what they lack.
-	again, nonEmpty, err := CreateTables(ctx, db, sources, true)
+	again, nonEmpty, err := CreateTables(ctx, db, sources, true, nil)
 	if err != nil || len(nonEmpty) != 0 {
 		t.Fatal(nonEmpty, err)
 	}

@@ -53,6 +53,9 @@ type CopyConfig struct {
 	// BeforeBuild, when set (tests), runs before the stream starts when a
 	// resumed copy builds the indexes of a table whose rows are copied.
 	BeforeBuild func(table string)
+	// AfterCreate, when set (tests), runs when a new copy has created the
+	// target's tables, before it records its start.
+	AfterCreate func()
 	// ExitWhenDone ends the run once every table is copied and the target
 	// caught up with the source's position at that moment (binlane copy).
 	ExitWhenDone bool
@@ -94,6 +97,9 @@ func (r *run) prepareCopy(ctx context.Context, rcfg replica.Config) (*copyRun, e
 	if err != nil {
 		return nil, err
 	}
+	if saved, err = r.undoStoppedStart(ctx, saved); err != nil {
+		return nil, err
+	}
 	unfinished := false
 	for _, t := range saved {
 		unfinished = unfinished || t.State != position.CopyDone
@@ -126,6 +132,32 @@ func (r *run) prepareCopy(ctx context.Context, rcfg replica.Config) (*copyRun, e
 		return nil, err
 	}
 	return cr, nil
+}
+
+// undoStoppedStart drops the tables a copy's start created on the target
+// before it was stopped, short of recording the copy (position.CopyCreated),
+// that are still empty; and returns the rest of the copy's rows. Left, a
+// table the source has dropped since would stay on the target, and the
+// stream would fail to create it again.
+func (r *run) undoStoppedStart(ctx context.Context, saved []position.CopyTable) ([]position.CopyTable, error) {
+	var rest []position.CopyTable
+	for _, t := range saved {
+		if t.State != position.CopyCreated {
+			rest = append(rest, t)
+			continue
+		}
+		dropped, err := provision.DropIfEmpty(ctx, r.meta, t.Schema, t.Table)
+		if err != nil {
+			return nil, fmt.Errorf("copy: a stopped start's table: %w", err)
+		}
+		if dropped {
+			r.log.Info("dropped a table a stopped copy start created", "table", t.Schema+"."+t.Table)
+		}
+		if err := position.ForgetCreated(ctx, r.meta, r.cfg.Stream, t.Schema, t.Table); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
 }
 
 func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, saved []position.CopyTable, resume bool) error {
@@ -167,6 +199,12 @@ func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, s
 		t.Pending = provision.PendingKeys(deferred[i])
 		rows[i] = position.CopyTable{Schema: t.Schema, Table: t.Name, Estimate: t.Rows, OnePass: t.OnePass,
 			Deferred: provision.Encode(deferred[i])}
+	}
+	if cfg.Copy.AfterCreate != nil {
+		cfg.Copy.AfterCreate()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 	if err := position.StartCopy(ctx, r.meta, cfg.Stream, r.currentOwner(), pos.String(), rows); err != nil {
 		return err

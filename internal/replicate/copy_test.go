@@ -3,6 +3,7 @@ package replicate
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -347,4 +348,48 @@ func TestCopyMillion(t *testing.T) {
 	stopLoad()
 	<-wlDone
 	e.catchUpAndVerify(t, ctx)
+}
+
+// TestCopyStartStoppedAfterCreate: a copy stopped after it created the
+// target's tables and before it recorded its start; the source then drops
+// one of them, and creates it again once the next run has started. The
+// next run drops the empty table the stopped one left (it no longer lists
+// it), so the stream creates it as the source did; everything ends equal.
+// (Before, the table stayed, and the stream stopped on "already exists".)
+func TestCopyStartStoppedAfterCreate(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e.src.ExecT(t, "CREATE DATABASE wl", "CREATE TABLE wl.keep (id INT PRIMARY KEY, v INT, UNIQUE KEY v (v))",
+		"CREATE TABLE wl.gone (id INT PRIMARY KEY, v VARCHAR(10))",
+		"INSERT INTO wl.keep SELECT seq, seq FROM wl.seq_1_to_500", "INSERT INTO wl.gone VALUES (1, 'one')")
+	cfg := e.copyConfig(t)
+	runCtx, stop := context.WithCancel(ctx)
+	cfg.Copy.AfterCreate = stop
+	if err := Run(runCtx, cfg); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stopped run: %v", err)
+	}
+	var n int
+	if err := e.dst.OpenT(t, "").QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'wl' AND TABLE_NAME = 'gone'").
+		Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the stopped run did not leave wl.gone behind: %d %v", n, err)
+	}
+	e.src.ExecT(t, "DROP TABLE wl.gone")
+
+	cfg = e.copyConfig(t)
+	cfg.Copy.ExitWhenDone = true
+	if err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.src.ExecT(t, "CREATE TABLE wl.gone (id INT PRIMARY KEY, w INT)", "INSERT INTO wl.gone VALUES (2, 2)")
+	e.catchUpAndVerify(t, ctx)
+	copied, err := position.LoadCopy(ctx, e.dst.OpenT(t, ""), cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range copied {
+		if c.State != position.CopyDone {
+			t.Errorf("copy row %s.%s in state %q; want %q", c.Schema, c.Table, c.State, position.CopyDone)
+		}
+	}
 }

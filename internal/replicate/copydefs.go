@@ -11,6 +11,7 @@ import (
 	"github.com/binlane/binlane/internal/copier"
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/schema"
 )
@@ -105,7 +106,9 @@ func (r *run) createDefinitions(ctx context.Context, st *startDefs) ([][]provisi
 	for i, t := range st.tables {
 		sources[i] = provision.Source{Def: t.Def, Create: t.Create}
 	}
-	deferred, nonEmpty, err := provision.CreateTables(ctx, r.meta, sources, !cfg.Copy.InlineIndexes)
+	deferred, nonEmpty, err := provision.CreateTables(ctx, r.meta, sources, !cfg.Copy.InlineIndexes, func(t *schema.Table) error {
+		return position.CopyCreating(ctx, r.meta, cfg.Stream, t.Schema, t.Name)
+	})
 	if err != nil {
 		return nil, err
 	}
