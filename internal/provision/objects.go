@@ -3,7 +3,6 @@ package provision
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"regexp"
@@ -164,12 +163,6 @@ const viewInvalid = 1356
 // create runs o's definition (and then, for a sequence, its state) in a
 // session of its own, thrown away after: its settings are o's.
 func (c *creator) create(ctx context.Context, o *schema.ObjectDef, after ...string) error {
-	conn, err := c.dst.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	defer conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // drops the connection
 	setup, err := ObjectSession(o)
 	if err != nil {
 		return err
@@ -181,10 +174,8 @@ func (c *creator) create(ctx context.Context, o *schema.ObjectDef, after ...stri
 	if o.Kind == schema.KindEvent && !c.opt.EventsAsSource {
 		create = DisabledOnReplica(create)
 	}
-	for _, q := range append(append(setup, create), after...) {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("create %s on the target: %w%s", o, err, createHint(err))
-		}
+	if err := inThrowawaySession(ctx, c.dst, append(append(setup, create), after...)...); err != nil {
+		return fmt.Errorf("create %s on the target: %w%s", o, err, createHint(err))
 	}
 	return nil
 }

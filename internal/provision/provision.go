@@ -58,18 +58,19 @@ func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexe
 			}
 			created[t.Schema] = true
 		}
-		var one int
-		err := dst.QueryRowContext(ctx, "SELECT 1 FROM "+t.QualifiedName()+" LIMIT 1").Scan(&one)
+		exists, empty, err := emptiness(ctx, dst, t.QualifiedName())
 		switch {
-		case err == nil:
+		case err != nil:
+			return nil, nil, err
+		case !empty:
 			nonEmpty = append(nonEmpty, t.QualifiedName())
-		case err == sql.ErrNoRows:
+		case exists:
 			if deferIndexes {
 				if deferred[i], err = missing(ctx, dst, t, src.Create); err != nil {
 					return nil, nil, err
 				}
 			}
-		case sqlerr.Is(err, sqlerr.NoSuchTable):
+		default:
 			create := src.Create
 			if deferIndexes {
 				create, deferred[i] = Split(create, t)
@@ -82,11 +83,25 @@ func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexe
 			if err := createTable(ctx, dst, t, create); err != nil {
 				return nil, nil, err
 			}
-		default:
-			return nil, nil, fmt.Errorf("read %s on the target: %w", t.QualifiedName(), err)
 		}
 	}
 	return deferred, nonEmpty, nil
+}
+
+// emptiness reports whether a table of the target exists and whether it
+// holds no row (a table that does not exist counts as empty).
+func emptiness(ctx context.Context, dst *sql.DB, name string) (exists, empty bool, err error) {
+	var one int
+	err = dst.QueryRowContext(ctx, "SELECT 1 FROM "+name+" LIMIT 1").Scan(&one)
+	switch {
+	case err == nil:
+		return true, false, nil
+	case err == sql.ErrNoRows:
+		return true, true, nil
+	case sqlerr.Is(err, sqlerr.NoSuchTable):
+		return false, true, nil
+	}
+	return false, false, fmt.Errorf("read %s on the target: %w", name, err)
 }
 
 // DropIfEmpty drops a table of the target that holds no row (a table a
@@ -94,24 +109,12 @@ func CreateTables(ctx context.Context, dst *sql.DB, tables []Source, deferIndexe
 // it is. It reports whether it dropped the table.
 func DropIfEmpty(ctx context.Context, dst *sql.DB, schemaName, table string) (bool, error) {
 	name := sqlquote.Name(schemaName) + "." + sqlquote.Name(table)
-	var one int
-	err := dst.QueryRowContext(ctx, "SELECT 1 FROM "+name+" LIMIT 1").Scan(&one)
-	switch {
-	case err == nil, sqlerr.Is(err, sqlerr.NoSuchTable):
-		return false, nil
-	case err != sql.ErrNoRows:
-		return false, fmt.Errorf("read %s on the target: %w", name, err)
-	}
-	conn, err := dst.Conn(ctx)
-	if err != nil {
+	exists, empty, err := emptiness(ctx, dst, name)
+	if err != nil || !exists || !empty {
 		return false, err
 	}
-	defer conn.Close()
-	defer conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // drops the connection
-	for _, q := range []string{"SET SESSION foreign_key_checks = 0", "DROP TABLE IF EXISTS " + name} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return false, fmt.Errorf("drop %s on the target: %w", name, err)
-		}
+	if err := inThrowawaySession(ctx, dst, "SET SESSION foreign_key_checks = 0", "DROP TABLE IF EXISTS "+name); err != nil {
+		return false, fmt.Errorf("drop %s on the target: %w", name, err)
 	}
 	return true, nil
 }
@@ -123,26 +126,13 @@ func missing(ctx context.Context, dst *sql.DB, t *schema.Table, create string) (
 	if len(want) == 0 {
 		return nil, nil
 	}
-	rows, err := dst.QueryContext(ctx, "SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS "+
-		"WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.Schema, t.Name)
-	if err != nil {
-		return nil, fmt.Errorf("read the indexes of %s on the target: %w", t.QualifiedName(), err)
-	}
-	defer rows.Close()
-	has := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, err
-		}
-		has[strings.ToLower(name)] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the indexes of %s on the target: %w", t.QualifiedName(), err)
+	have, err := schema.ReadTable(ctx, dst, t.Schema, t.Name)
+	if err != nil || have == nil {
+		return nil, err
 	}
 	var out []Index
 	for _, ix := range want {
-		if !has[strings.ToLower(ix.Name)] {
+		if have.IndexByName(ix.Name) == nil {
 			out = append(out, ix)
 		}
 	}
@@ -156,16 +146,27 @@ func missing(ctx context.Context, dst *sql.DB, t *schema.Table, create string) (
 // created on a target whose global mode has NO_ZERO_DATE. The session is
 // thrown away after.
 func createTable(ctx context.Context, dst *sql.DB, t *schema.Table, create string) error {
+	err := inThrowawaySession(ctx, dst, "USE "+sqlquote.Name(t.Schema),
+		"SET SESSION foreign_key_checks = 0, sql_mode = '"+schema.DefinitionMode+"'", create)
+	if err != nil {
+		return fmt.Errorf("create %s on the target: %w", t.QualifiedName(), err)
+	}
+	return nil
+}
+
+// inThrowawaySession runs statements on a connection of its own that is
+// closed after them: the session settings they change never reach the
+// pool.
+func inThrowawaySession(ctx context.Context, dst *sql.DB, stmts ...string) error {
 	conn, err := dst.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	defer conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // drops the connection
-	for _, q := range []string{"USE " + sqlquote.Name(t.Schema),
-		"SET SESSION foreign_key_checks = 0, sql_mode = '" + schema.DefinitionMode + "'", create} {
+	for _, q := range stmts {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("create %s on the target: %w", t.QualifiedName(), err)
+			return err
 		}
 	}
 	return nil
