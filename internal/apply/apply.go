@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -93,7 +94,10 @@ type Config struct {
 	// bound): more concurrent inserts than the target has cores cost
 	// InnoDB more in contention than they gain.
 	MaxChunkWrites int
-	Logger         *slog.Logger
+	// NoRenderAhead: a worker renders its next batch only once the one
+	// before committed (see ahead.go).
+	NoRenderAhead bool
+	Logger        *slog.Logger
 }
 
 // SourceTables describes the source's tables.
@@ -228,6 +232,17 @@ type batch struct {
 	// scheduler.Config.Chain). Its worker renders it at once and sends
 	// nothing before every earlier batch committed (released).
 	chained, released bool
+	// committing is set once the batch holds the position lock with its
+	// turn come: nothing waits for it to give way any more, and an abort
+	// then (the lock-wait monitor acts on what it read a moment before,
+	// when the connection may have run an earlier batch) is ignored. Its
+	// last round trip, interrupted, would leave the commit's outcome
+	// unknown to every later batch.
+	committing atomic.Bool
+	// ahead: rendered ahead into its worker's spare writer (ahead.go);
+	// rows is the row changes rendered.
+	ahead bool
+	rows  int
 }
 
 // result is a worker's report on a batch.
@@ -236,6 +251,9 @@ type result struct {
 	err    error
 	retry  retryKind
 	worker int
+	// offer: not a report; the worker can take its next batch now,
+	// before it reports the one it has (see ahead.go).
+	offer bool
 }
 
 // retryKind says why a batch is re-run.

@@ -33,6 +33,9 @@ type commitOpts struct {
 	// xaPrepared records, xaFinished forgets, an XA transaction the stream
 	// prepared on the target (see runXA).
 	xaPrepared, xaFinished string
+	// ahead: the worker may take and render its next batch while the
+	// last round trip runs (see lastAhead).
+	ahead bool
 }
 
 // waitTurn blocks until what b must follow committed (b.rule; every
@@ -157,10 +160,12 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	if err := c.lockPosition(ctx, w, b); err != nil {
 		return err
 	}
-	defer func() { <-c.seq.posLock }()
+	unlock := func() { <-c.seq.posLock }
 	if _, _, err := c.seq.ready(b.first, b.rule); err != nil {
+		unlock()
 		return err // broken while this batch waited for the lock
 	}
+	b.committing.Store(true)
 	pos, save := c.seq.next(b.works)
 	save.ClearDDL = o.clearDDL
 	if onlyBegin && !o.force && time.Since(c.seq.lastSave) < c.idleSave {
@@ -170,6 +175,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		c.seq.commit(pos, save, false)
 		c.stats.setPosition(save.GTID)
 		c.done(w, b, o.rows)
+		unlock()
 		return nil
 	}
 	tail := &position.Tail{Stream: c.stream, Owner: c.owner, Save: save, Deferred: o.deferred, Copy: checkpoints,
@@ -177,21 +183,30 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	if tail.XAPrepared != "" {
 		tail.XAPreparedGTID = b.works[0].t.GTID.String()
 	}
-	start := time.Now()
-	if err := w.sql.Commit(tail); err != nil {
-		if sqlerr.Code(err) == 0 && !errors.Is(err, rowsql.ErrRowCount) {
-			// No answer from the server: the COMMIT may have happened. A
-			// later batch writing the position without this one's GTIDs
-			// could lose them (see sequencer).
-			c.seq.breakOff()
+	wr := w.sql
+	last := func() error {
+		defer unlock()
+		start := time.Now()
+		if err := wr.Commit(tail); err != nil {
+			if sqlerr.Code(err) == 0 && !errors.Is(err, rowsql.ErrRowCount) {
+				// No answer from the server: the COMMIT may have happened. A
+				// later batch writing the position without this one's GTIDs
+				// could lose them (see sequencer).
+				c.seq.breakOff()
+				w.log.Warn("the outcome of a commit is unknown: nothing may commit after it", "batch", b.describe(), "error", err)
+			}
+			return err
 		}
-		return err
+		w.ws.Commit.Add(int64(time.Since(start)))
+		c.seq.commit(pos, save, true)
+		c.stats.setPosition(save.GTID)
+		c.done(w, b, o.rows)
+		return nil
 	}
-	w.ws.Commit.Add(int64(time.Since(start)))
-	c.seq.commit(pos, save, true)
-	c.stats.setPosition(save.GTID)
-	c.done(w, b, o.rows)
-	return nil
+	if !o.ahead {
+		return last()
+	}
+	return w.lastAhead(ctx, last)
 }
 
 // done passes the turn on and counts the batch.

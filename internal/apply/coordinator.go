@@ -34,8 +34,17 @@ type coordinator struct {
 	// where a shared queue handed each batch to the worker idle longest.
 	// Hot rows, 500,000 transactions (bench): 16 workers reached 0.82-0.89x
 	// of one worker's rate that way, 1.06-1.07x this way.
-	jobs     []chan *batch
-	idle     []int
+	jobs []chan *batch
+	idle []int
+	// offered marks the workers that offered to take a batch before
+	// reporting the one they have (see offer); outstanding counts the
+	// batches handed out and not reported.
+	offered     []bool
+	outstanding int
+	// aheadOf is the batch handed to a worker on its offer, until the
+	// worker reports the batch it had (see report).
+	aheadOf  []*batch
+	workers  []*worker
 	results  chan result
 	abortAll chan struct{}
 	ws       writeset.Builder
@@ -94,8 +103,9 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
 			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites, Domains: true,
-			Chain: chainFor(a.cfg.Workers)}, start.FirstSeq),
-		jobs: make([]chan *batch, a.cfg.Workers), results: make(chan result, a.cfg.Workers),
+			Chain: chainFor(a.cfg.Workers, !a.cfg.NoRenderAhead)}, start.FirstSeq),
+		jobs: make([]chan *batch, a.cfg.Workers), offered: make([]bool, a.cfg.Workers), aheadOf: make([]*batch, a.cfg.Workers),
+		results:  make(chan result, 2*a.cfg.Workers),
 		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}, sourceOK: map[string]bool{}}
 	for i := a.cfg.Workers - 1; i >= 0; i-- {
 		c.jobs[i] = make(chan *batch, 1)
@@ -107,6 +117,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	for i := range workers {
 		wc := a.workerConfig(i, pool, seq, c.abortAll)
 		wc.temps, wc.restore = c.temps, session.Restore(a.cfg.Flavor == sqlerr.MariaDB)
+		wc.jobs, wc.results, wc.renderAhead = c.jobs[i], c.results, !a.cfg.NoRenderAhead
 		if workers[i], err = newWorker(ctx, wc); err != nil {
 			for _, w := range workers[:i] {
 				w.dropConn()
@@ -114,14 +125,10 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 			return err
 		}
 	}
+	c.workers = workers
 	var wg sync.WaitGroup
-	for i, w := range workers {
-		wg.Go(func() {
-			defer w.dropConn()
-			for b := range c.jobs[i] {
-				c.results <- w.apply(ctx, b)
-			}
-		})
+	for _, w := range workers {
+		wg.Go(func() { w.loop(ctx) })
 	}
 	monCtx, stopMonitor := context.WithCancel(ctx)
 	mon := newLockMonitor(monitorConfig{pool: pool, workers: workers, seq: seq, probe: a.cfg.LockProbe,
@@ -201,8 +208,7 @@ func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 			}
 			c.part = nil
 		case r := <-c.results:
-			c.idle = append(c.idle, r.worker)
-			c.handle(r)
+			c.report(r)
 		case <-ticker.C:
 			c.publishDomains()
 			if c.busy() == 0 && c.firstErr == nil {
@@ -462,27 +468,71 @@ func ruleOf(works []*work, first uint64) turnRule {
 }
 
 // chainFor is scheduler.Config.Chain for a number of workers: batches
-// prepared ahead while the ones they depend on apply, which only a second
-// worker can do. Two, not one: a chained batch counts until it commits,
-// also while it applies, so with one the batch after it could only be
-// prepared once it committed and every other batch of a chain would keep
-// the target idle while it was rendered. No deadlock: a chained batch
-// waits only for batches dispatched before it, and a worker whose batch
-// fails reports, so the retry, first in line, always finds that worker.
-func chainFor(workers int) int {
-	if workers < 2 {
+// prepared ahead while the ones they depend on apply, which a second
+// worker, or one that renders ahead (ahead.go), can do. Two, not one: a
+// chained batch counts until it commits, also while it applies, so with
+// one the batch after it could only be prepared once it committed and
+// every other batch of a chain would keep the target idle while it was
+// rendered. No deadlock: a chained batch waits only for batches
+// dispatched before it, and a worker whose batch fails reports it and
+// hands back the one it took ahead, so the retry, first in line, always
+// finds that worker.
+func chainFor(workers int, renderAhead bool) int {
+	if workers < 2 && !renderAhead {
 		return 0
 	}
 	return 2
 }
 
 // busy is the batches handed to workers without a result yet.
-func (c *coordinator) busy() int { return len(c.jobs) - len(c.idle) }
+func (c *coordinator) busy() int { return c.outstanding }
+
+// report takes a worker's message: an offer to take its next batch, or
+// the report on one. A worker that offered goes to the bottom of the idle
+// list: a truly idle worker gets a batch first (it sends at once, where
+// the one that offered sends only once its round trip answered). When its
+// report comes and it got nothing on its offer, it moves to the top.
+func (c *coordinator) report(r result) {
+	if r.offer {
+		c.offered[r.worker] = true
+		c.idle = slices.Insert(c.idle, 0, r.worker)
+		return
+	}
+	c.outstanding--
+	if c.offered[r.worker] && c.aheadOf[r.worker] != nil {
+		c.offered[r.worker] = false // busy with the batch it took ahead
+	} else {
+		// Truly idle now, and the warmest: on top (also if it offered).
+		c.offered[r.worker] = false
+		c.idle = slices.DeleteFunc(c.idle, func(i int) bool { return i == r.worker })
+		c.idle = append(c.idle, r.worker)
+	}
+	if x := c.aheadOf[r.worker]; x != nil {
+		c.aheadOf[r.worker] = nil
+		if r.err != nil || c.sched.PendingBefore(x.first) {
+			// The batch handed out on the offer started at the earliest
+			// pending unit; now the batch this report is on failed, or
+			// another one before it was requeued (rolled back for an
+			// earlier batch): it may have to follow a unit that needs a
+			// worker, and every other worker may hold a later batch. It
+			// gives way (its turn cannot come first), and this worker is
+			// free for the retry.
+			c.workers[r.worker].abortAhead(x)
+		}
+	}
+	c.handle(r)
+}
 
 // dispatch hands ready batches to idle workers.
 func (c *coordinator) dispatch() {
 	for c.firstErr == nil && len(c.idle) > 0 {
-		units := c.sched.Next()
+		i := c.idle[len(c.idle)-1]
+		var units []*scheduler.Unit
+		if c.offered[i] {
+			units = c.sched.NextInOrder()
+		} else {
+			units = c.sched.Next()
+		}
 		if units == nil {
 			return
 		}
@@ -505,9 +555,12 @@ func (c *coordinator) dispatch() {
 			}
 			c.writing[sp.Table]++
 		}
-		last := len(c.idle) - 1
-		c.jobs[c.idle[last]] <- b
-		c.idle = c.idle[:last]
+		if c.offered[i] {
+			c.aheadOf[i] = b
+		}
+		c.jobs[i] <- b
+		c.idle = c.idle[:len(c.idle)-1]
+		c.outstanding++
 	}
 }
 

@@ -111,3 +111,40 @@ func TestLaterDeletesCaseVariantUniqueValue(t *testing.T) {
 	}
 	p.compare(t, "uq")
 }
+
+// TestOrderedCommitLockWaitAhead is the same deadlock with two workers,
+// which render ahead: the earlier batch waits in its last round trip for
+// the later one's row lock, so its worker takes the next batch meanwhile;
+// the later batch is rolled back and queued again. Once the earlier one
+// commits, the batch its worker took ahead would wait for the requeued
+// one, and the other worker may hold a later batch too: nobody would be
+// left to run the requeued one. The batch taken ahead must give way.
+func TestOrderedCommitLockWaitAhead(t *testing.T) {
+	p := newPair(t)
+	lockWaitWorkload(t, p)
+	for i := 0; i < 4; i++ {
+		lockWaitWorkloadMore(t, p, i)
+	}
+	st, err := p.replay(t, runOpts{workers: 2, maxBatch: 1, mode: scheduler.ModeCommitOrder, process: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lock-wait rollbacks: %d, retries: %d, rendered ahead %d, handed back %d", st.LockWaitKills.Load(), retries(st),
+		st.RenderedAhead.Load(), st.AheadGaveWay.Load())
+	if st.LockWaitKills.Load() == 0 {
+		t.Fatal("the test did not hit the ordered-commit lock wait")
+	}
+	p.compare(t, "dl")
+}
+
+// lockWaitWorkloadMore adds, after each slow transaction, later
+// independent ones that idle workers can take.
+func lockWaitWorkloadMore(t *testing.T, p *pair, i int) {
+	p.src.ExecT(t,
+		"SET SESSION gtid_domain_id=1; BEGIN; INSERT INTO dl.big SELECT seq, 'y' FROM dl.seq_"+itoa(200001+i*20000)+"_to_"+itoa(200000+(i+1)*20000)+"; UPDATE dl.t SET v=v+1 WHERE id=2; COMMIT",
+		"SET SESSION gtid_domain_id=2; UPDATE dl.t SET v=v*10 WHERE id=2",
+		"SET SESSION gtid_domain_id=2; INSERT INTO dl.t VALUES ("+itoa(100+3*i)+", 0, NULL)",
+		"SET SESSION gtid_domain_id=1; INSERT INTO dl.t VALUES ("+itoa(101+3*i)+", 0, NULL)",
+		"SET SESSION gtid_domain_id=2; INSERT INTO dl.t VALUES ("+itoa(102+3*i)+", 0, NULL)",
+	)
+}

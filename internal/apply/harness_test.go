@@ -65,6 +65,8 @@ type runOpts struct {
 	allowTriggers bool
 	process       bool
 	source        SourceTables
+	// lockWait is Config.LockWaitTimeout (seconds; 0: its default).
+	lockWait int
 }
 
 const testOwner = "test/1/0"
@@ -117,8 +119,8 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	}
 	builder := plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: o.allowTriggers})
 	a := New(Config{Stream: "test", Owner: testOwner, Target: d, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
-		MaxBatchBytes: o.maxBatchBytes,
-		Logger:        testutil.Logger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
+		MaxBatchBytes: o.maxBatchBytes, LockWaitTimeout: o.lockWait,
+		Logger: testutil.Logger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
 	src := &skipSource{inner: newFileSource(t, p.src), skip: start}
 	asm := txn.NewAssembler(src, txn.Config{Rules: o.rules, MaxTxnBytes: o.maxTxn})
 	pipe := txn.NewPipe(0)

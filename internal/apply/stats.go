@@ -38,6 +38,11 @@ type Stats struct {
 	// Chained counts the batches prepared while the batches they depend
 	// on applied (see scheduler.Config.Chain).
 	Chained atomic.Uint64
+	// RenderedAhead counts the batches rendered while the batch before
+	// them on the same connection committed; AheadGaveWay those of them
+	// handed back unapplied because that batch failed (see ahead.go).
+	RenderedAhead atomic.Uint64
+	AheadGaveWay  atomic.Uint64
 	// RedoneOneByOne counts merged batches the target refused that then
 	// committed applied one statement at a time (diagnose).
 	RedoneOneByOne atomic.Uint64
@@ -118,7 +123,7 @@ func (s *Stats) Serialized() map[string]uint64 {
 // Snapshot copies the counters, for display and the stream's report.
 func (s *Stats) Snapshot() streamstatus.Snapshot {
 	snap := streamstatus.Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
-		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), Chained: s.Chained.Load(), RedoneOneByOne: s.RedoneOneByOne.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
+		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), Chained: s.Chained.Load(), RenderedAhead: s.RenderedAhead.Load(), AheadGaveWay: s.AheadGaveWay.Load(), RedoneOneByOne: s.RedoneOneByOne.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
 		LastCommitTS: s.LastCommitTS.Load(), Position: s.Position(), NextTS: s.NextTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
 	if m := s.domainNext.Load(); m != nil && len(*m) > 0 {
 		snap.DomainNextTS = maps.Clone(*m)

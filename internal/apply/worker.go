@@ -37,6 +37,12 @@ type workerConfig struct {
 	// restore puts the apply session back after a statement ran in its
 	// source session's context on the worker's connection.
 	restore string
+	// jobs and results are the worker's channels from and to the
+	// coordinator; renderAhead lets it take and render its next batch
+	// while the last round trip of one runs (ahead.go).
+	jobs        <-chan *batch
+	results     chan<- result
+	renderAhead bool
 }
 
 func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-chan struct{}) workerConfig {
@@ -53,9 +59,19 @@ func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-
 type worker struct {
 	workerConfig
 	conn *targetConn
-	sql  *rowsql.Writer
-	ws   *WorkerStats
-	ctx  context.Context // of the batch being applied, for Send
+	// sql is the writer in use, one of the lanes' (the other renders a
+	// batch ahead, see ahead.go).
+	sql   *rowsql.Writer
+	lanes [2]*lane
+	// next is the batch taken ahead, applied after the current one;
+	// closed says the coordinator closed jobs meanwhile.
+	next   *batch
+	closed bool
+	// offered is set once the worker offered to take its next batch
+	// during the current one (once per batch: see coordinator.report).
+	offered bool
+	ws      *WorkerStats
+	ctx     context.Context // of the batch being applied, for Send
 	// infilePrefix names the worker's LOAD DATA files (see targetConn.exec).
 	infilePrefix string
 	batch        *batch // being applied (owned by the worker goroutine)
@@ -73,13 +89,52 @@ type worker struct {
 
 func newWorker(ctx context.Context, cfg workerConfig) (*worker, error) {
 	w := &worker{workerConfig: cfg, ws: &cfg.stats.Workers[cfg.id], infilePrefix: newInfilePrefix()}
-	w.sql = rowsql.NewWriter(w)
-	w.sql.Blocks = cfg.flavor == sqlerr.MariaDB
+	for i := range w.lanes {
+		l := &lane{w: w}
+		l.wr = rowsql.NewWriter(l)
+		l.wr.Blocks = cfg.flavor == sqlerr.MariaDB
+		w.lanes[i] = l
+	}
+	w.sql = w.lanes[0].wr
 	if err := w.ensureConn(ctx); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
+
+// loop applies the batches the coordinator hands out until it closes
+// jobs, and reports each.
+func (w *worker) loop(ctx context.Context) {
+	defer w.dropConn()
+	for {
+		b := w.next
+		w.next = nil
+		if b == nil {
+			var ok bool
+			if w.closed {
+				return
+			}
+			if b, ok = <-w.jobs; !ok {
+				return
+			}
+		}
+		w.offered = false
+		res := w.apply(ctx, b)
+		w.dropAhead(b) // rendered ahead, not applied: failed before
+		w.results <- res
+		if nb := w.next; res.err != nil && nb != nil {
+			// Taken ahead of a batch that failed: handed back unapplied
+			// (see ahead.go).
+			w.next = nil
+			w.dropAhead(nb)
+			w.stats.AheadGaveWay.Add(1)
+			w.results <- result{b: nb, err: errAborted, retry: retryAborted, worker: w.id}
+		}
+	}
+}
+
+// offer tells the coordinator the worker can take its next batch.
+func (w *worker) offer() { w.results <- result{worker: w.id, offer: true} }
 
 // apply applies one batch and reports how it went. Failures are sorted by
 // what can heal them: a batch rolled back for an earlier one, or one that
@@ -218,9 +273,11 @@ func (w *worker) ensureConn(ctx context.Context) error {
 	}
 	w.conn = c
 	w.connID.Store(c.id)
-	w.sql.InfilePrefix = ""
-	if c.localInfile {
-		w.sql.InfilePrefix = w.infilePrefix
+	for _, l := range w.lanes {
+		l.wr.InfilePrefix = ""
+		if c.localInfile {
+			l.wr.InfilePrefix = w.infilePrefix
+		}
 	}
 	return nil
 }
@@ -240,26 +297,35 @@ func (w *worker) run(ctx context.Context, b *batch) error {
 	return w.write(ctx, b)
 }
 
-// write renders every transaction of the batch and commits it.
+// write renders every transaction of the batch (unless it was rendered
+// ahead) in the writer's mode and commits it.
 func (w *worker) write(ctx context.Context, b *batch) error {
-	if err := w.sql.Begin(); err != nil {
+	if b.ahead {
+		w.sql, b.ahead = w.spare().wr, false
+	} else if err := w.render(w.sql, b); err != nil {
 		return err
 	}
-	rows := 0
+	return w.commit.commit(ctx, w, b, commitOpts{rows: b.rows, ahead: !w.sql.OneByOne})
+}
+
+// render writes every transaction of the batch into wr, as one target
+// transaction up to its commit.
+func (w *worker) render(wr *rowsql.Writer, b *batch) error {
+	if err := wr.Begin(); err != nil {
+		return err
+	}
+	b.rows = 0
 	for _, wk := range b.works {
 		var keys *rowsql.Keys
 		if wk.keys.Spans != nil {
 			keys = &wk.keys
 		}
-		if err := w.sql.Body(wk.t, &wk.body, wk.plans, keys); err != nil {
+		if err := wr.Body(wk.t, &wk.body, wk.plans, keys); err != nil {
 			return err
 		}
-		rows += countRows(&wk.body)
+		b.rows += countRows(&wk.body)
 	}
-	if err := w.sql.Finish(); err != nil {
-		return err
-	}
-	return w.commit.commit(ctx, w, b, commitOpts{rows: rows})
+	return wr.Finish()
 }
 
 func countRows(body *txn.Body) int {
@@ -277,7 +343,7 @@ func countRows(body *txn.Body) int {
 func (w *worker) abortBatch(b *batch) bool {
 	w.abortMu.Lock()
 	defer w.abortMu.Unlock()
-	if w.cur.Load() != b || b.abortOnce {
+	if w.cur.Load() != b || b.abortOnce || b.committing.Load() {
 		return false
 	}
 	b.abortOnce = true
@@ -285,15 +351,26 @@ func (w *worker) abortBatch(b *batch) bool {
 	return true
 }
 
-// Send runs one round trip (the rowsql.Sink of the worker's writer), which
-// checks the row counts.
-func (w *worker) Send(sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
+// abortAhead makes a batch taken ahead give way before it sends anything
+// (see coordinator.report), whether or not the worker started it.
+func (w *worker) abortAhead(b *batch) {
+	w.abortMu.Lock()
+	defer w.abortMu.Unlock()
+	if !b.abortOnce {
+		b.abortOnce = true
+		close(b.abort)
+	}
+}
+
+// send runs one round trip (for the lane of the writer in use, which
+// checks the row counts).
+func (w *worker) send(sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
 	select {
 	case <-w.abortAll:
 		return nil, errStopping
 	default:
 	}
-	if b := w.batch; b != nil {
+	if b := w.batch; b != nil && !b.committing.Load() {
 		select {
 		case <-b.abort:
 			return nil, errAborted

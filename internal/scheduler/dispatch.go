@@ -40,7 +40,49 @@ func (s *Scheduler) Next() []*Unit {
 		budget -= len(batch)
 		i += len(batch) - 1
 	}
-	return s.chain()
+	return s.chain(s.worthDispatching)
+}
+
+// NextInOrder is Next for a worker that will apply the batch only after
+// the one it has (it renders ahead): only a batch that starts at the
+// earliest pending unit, so every unit before it is dispatched or
+// committed, and nothing the batch waits for needs that worker. (Next may
+// hand out a ready batch past a unit still waiting; if the batch had to
+// follow that unit, the worker holding it would wait for a unit only it
+// could take.) The batch must also be complete: the worker sends it only
+// once its current one committed, so a batch that could still grow with
+// transactions not yet added waits for them (or for the worker to be
+// idle, when Next hands it out as usual): a smaller batch would only cost
+// the target another commit.
+func (s *Scheduler) NextInOrder() []*Unit {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	if u := s.pending[0]; u.waiting == 0 && !u.headOnly && !(u.Solo && s.cfg.MaxSolo > 0 && s.solo >= s.cfg.MaxSolo) {
+		s.batchID++
+		batch, bytes := s.grow(0, false)
+		if s.complete(batch, bytes) {
+			s.hand(0, batch)
+			return slices.Clone(batch)
+		}
+		for _, v := range batch {
+			v.batch = 0
+		}
+	}
+	return s.chain(s.complete)
+}
+
+// complete reports whether a batch starting at pending[0] cannot grow:
+// it is full, or something already pending stopped it. Like any batch it must also be worth dispatching.
+func (s *Scheduler) complete(batch []*Unit, bytes int) bool {
+	return s.worthDispatching(batch, bytes) &&
+		(len(batch) >= s.cfg.MaxBatch || bytes >= s.cfg.MaxBatchBytes/2 || len(batch) < len(s.pending))
+}
+
+// PendingBefore reports whether a unit before seq waits to be dispatched
+// (a batch requeued after seq's batch was handed out).
+func (s *Scheduler) PendingBefore(seq uint64) bool {
+	return len(s.pending) > 0 && s.pending[0].Seq < seq
 }
 
 // chain returns a chained batch (see Config.Chain), or nil. It starts at
@@ -53,7 +95,7 @@ func (s *Scheduler) Next() []*Unit {
 // chaining stops at a GTID domain's unit that is not Ordered: the chained
 // batch follows every earlier unit, as Ordered units do, and mixing would
 // tie a domain to another.
-func (s *Scheduler) chain() []*Unit {
+func (s *Scheduler) chain(worth func(batch []*Unit, bytes int) bool) []*Unit {
 	if s.chained >= s.cfg.Chain || len(s.pending) == 0 {
 		return nil
 	}
@@ -63,7 +105,7 @@ func (s *Scheduler) chain() []*Unit {
 	}
 	s.batchID++
 	batch, bytes := s.grow(0, true)
-	if !s.worthDispatching(batch, bytes) {
+	if !worth(batch, bytes) {
 		for _, v := range batch {
 			v.batch = 0
 		}

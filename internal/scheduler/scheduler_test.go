@@ -587,3 +587,79 @@ func TestKeySetCopyFrom(t *testing.T) {
 		t.Fatalf("empty copy allocated: %+v", empty)
 	}
 }
+
+// TestNextInOrder: a worker rendering ahead gets only a batch that starts
+// at the earliest pending unit. Next would hand out the ready unit past
+// one that waits; a worker holding both would wait for a unit only it
+// could take.
+func TestNextInOrder(t *testing.T) {
+	cases := []struct {
+		name  string
+		units []string
+		chain int
+		want  string // NextInOrder's batch after Next took the first
+	}{
+		{"the next unit, ready", []string{"a", "b", "c"}, 0, "[2]"},
+		{"nothing past a waiting unit", []string{"a", "a", "b"}, 0, "[]"},
+		{"the waiting unit itself, chained", []string{"a", "a", "b"}, 2, "[2]"},
+		{"nothing when the earliest is a barrier", []string{"a", "B"}, 2, "[]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := New(Config{MaxBatch: 1, MaxUnits: 100, Chain: c.chain}, 1)
+			for i, d := range c.units {
+				s.Add(unit(uint64(i+1), d))
+			}
+			if b := s.Next(); seqs(b) != "[1]" {
+				t.Fatalf("first batch %s", seqs(b))
+			}
+			if got := seqs(s.NextInOrder()); got != c.want {
+				t.Fatalf("NextInOrder = %s, want %s", got, c.want)
+			}
+		})
+	}
+	// A batch that could still grow waits for the units to come.
+	s := New(Config{MaxBatch: 4, MaxUnits: 100}, 1)
+	for i := range 5 {
+		s.Add(unit(uint64(i+1), fmt.Sprint("k", i)))
+	}
+	if b := s.Next(); seqs(b) != "[1 2 3 4]" {
+		t.Fatalf("first batch %s", seqs(b))
+	}
+	if b := s.NextInOrder(); b != nil {
+		t.Fatalf("incomplete batch handed out ahead: %s", seqs(b))
+	}
+	for i := 5; i < 8; i++ {
+		s.Add(unit(uint64(i+1), fmt.Sprint("k", i)))
+	}
+	if b := s.NextInOrder(); seqs(b) != "[5 6 7 8]" {
+		t.Fatalf("NextInOrder = %s, want [5 6 7 8]", seqs(b))
+	}
+	// Next, by contrast, hands out unit 3 past the waiting 2.
+	s = New(Config{MaxBatch: 1, MaxUnits: 100}, 1)
+	for i, d := range []string{"a", "a", "b"} {
+		s.Add(unit(uint64(i+1), d))
+	}
+	s.Next()
+	if b := s.Next(); seqs(b) != "[3]" {
+		t.Fatalf("Next = %s, want [3]", seqs(b))
+	}
+}
+
+// TestPendingBefore: a requeued batch is pending again before the batches
+// handed out after it.
+func TestPendingBefore(t *testing.T) {
+	s := New(Config{MaxBatch: 1, MaxUnits: 100}, 1)
+	for i, d := range []string{"a", "b", "c"} {
+		s.Add(unit(uint64(i+1), d))
+	}
+	first, second := s.Next(), s.Next()
+	if s.PendingBefore(3) || !s.PendingBefore(4) {
+		t.Fatalf("before a requeue: PendingBefore(3) %v, PendingBefore(4) %v", s.PendingBefore(3), s.PendingBefore(4))
+	}
+	s.Requeue(second)
+	if !s.PendingBefore(3) || s.PendingBefore(2) {
+		t.Fatalf("after requeueing [2]: PendingBefore(3) %v, PendingBefore(2) %v", s.PendingBefore(3), s.PendingBefore(2))
+	}
+	_ = first
+}

@@ -22,6 +22,11 @@ type Snapshot struct {
 	BlindKills    uint64    `json:"blind_lock_wait_kills"`
 	// Chained: batches prepared while those they depend on applied.
 	Chained uint64 `json:"chained_batches,omitempty"`
+	// RenderedAhead: batches rendered while the batch before them on the
+	// same connection committed; AheadGaveWay: of those, handed back
+	// unapplied because that batch failed.
+	RenderedAhead uint64 `json:"rendered_ahead_batches,omitempty"`
+	AheadGaveWay  uint64 `json:"ahead_batches_handed_back,omitempty"`
 	// RedoneOneByOne: merged batches the target refused and that then
 	// committed applied one statement at a time, in source order.
 	RedoneOneByOne uint64        `json:"batches_redone_one_by_one,omitempty"`
