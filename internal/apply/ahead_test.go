@@ -2,11 +2,15 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/testutil"
 )
 
 // TestAheadGivesWay: the first batch's last round trip waits for a row
@@ -60,4 +64,53 @@ func TestAheadGivesWay(t *testing.T) {
 		t.Fatal("no batch taken ahead was handed back: the test did not reach the case")
 	}
 	p.compare(t, "app")
+}
+
+// TestCommittingBatchIgnoresAbort: the lock-wait monitor acts on waits it
+// read a moment before, and may abort the batch a connection runs now
+// for a wait of the one it ran before. Once the batch holds the position
+// lock with its turn come, its last round trip must still go out: an
+// error without a server error code there leaves the commit's outcome
+// unknown and stops the stream. Before it commits, an abort still stops
+// the batch's next round trip, and abortBatch no longer aborts a
+// committing batch.
+func TestCommittingBatchIgnoresAbort(t *testing.T) {
+	ctx := context.Background()
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	if _, err := dst.GrantBinlane(ctx, false, "app"); err != nil {
+		t.Fatal(err)
+	}
+	target, err := dsn.Parse(dst.UserURL(sandbox.TargetUser, sandbox.AccountPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := OpenPool(target, 1, dsn.ApplySession(true, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	w, err := newWorker(ctx, workerConfig{pool: pool, stats: newStats(1), abortAll: make(chan struct{}), log: testutil.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.dropConn()
+	b := &batch{abort: make(chan struct{})}
+	w.cur.Store(b)
+	w.ctx, w.batch = ctx, b
+	if !w.abortBatch(b) {
+		t.Fatal("abortBatch did not abort a batch that is not committing")
+	}
+	if _, err := w.send([]byte("SELECT 1"), nil); !errors.Is(err, errAborted) {
+		t.Fatalf("aborted batch, not committing: send returned %v, want errAborted", err)
+	}
+	b.committing.Store(true)
+	if _, err := w.send([]byte("SELECT 1"), nil); err != nil {
+		t.Fatalf("aborted batch, committing: send returned %v, want nil", err)
+	}
+	b2 := &batch{abort: make(chan struct{})}
+	b2.committing.Store(true)
+	w.cur.Store(b2)
+	if w.abortBatch(b2) {
+		t.Fatal("abortBatch aborted a committing batch")
+	}
 }
