@@ -103,7 +103,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
 			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites, Domains: true,
-			Chain: chainFor(a.cfg.Workers, !a.cfg.NoRenderAhead), ChainInOrder: !a.cfg.NoRenderAhead}, start.FirstSeq),
+			Chain: chainFor(a.cfg.Workers, !a.cfg.NoRenderAhead)}, start.FirstSeq),
 		jobs: make([]chan *batch, a.cfg.Workers), offered: make([]bool, a.cfg.Workers), aheadOf: make([]*batch, a.cfg.Workers),
 		results:  make(chan result, 2*a.cfg.Workers),
 		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}, sourceOK: map[string]bool{}}
@@ -469,12 +469,11 @@ func ruleOf(works []*work, first uint64) turnRule {
 
 // chainFor is scheduler.Config.Chain for a number of workers: batches
 // prepared ahead while the ones they depend on apply, which a second
-// worker, or one that renders ahead (ahead.go), can do. When workers
-// render ahead, only they chain (scheduler.Config.ChainInOrder): a chain
-// of conflicts stays on one connection, as with one worker, where a
-// second worker's chained batches made two workers up to a fifth slower
-// than one on a chain (pinned: the first batch's connection idles while
-// the second commits, and merged commits got smaller). Two, not one: a
+// worker, or one that renders ahead (ahead.go), can do. With several
+// workers, both: keeping a chain on the worker that renders ahead left
+// the others idle, and two workers drained shop, order entry and docs
+// 9-17% slower than with chained batches on a second connection
+// (unpinned, one run). Two, not one: a
 // chained batch counts until it commits, also while it applies, so with
 // one the batch after it could only be prepared once it committed and
 // every other batch of a chain would keep the target idle while it was

@@ -40,9 +40,6 @@ func (s *Scheduler) Next() []*Unit {
 		budget -= len(batch)
 		i += len(batch) - 1
 	}
-	if s.cfg.ChainInOrder {
-		return nil
-	}
 	return s.chain(s.worthDispatching)
 }
 

@@ -159,11 +159,6 @@ type Config struct {
 	// (Unit.Chained), so the target does not idle between two dependent
 	// batches while the next one is rendered. 0: never.
 	Chain int
-	// ChainInOrder: only NextInOrder chains (a worker that renders ahead
-	// prepares the next batch of a chain on its own connection); Next
-	// never hands a chained batch to another worker, so a chain of
-	// conflicts stays on one target connection.
-	ChainInOrder bool
 	// Conflict, when set, is told each key and table through which Add
 	// makes a unit wait for an earlier one in writeset mode (analyze
 	// names the hot ones from it); the applier leaves it nil.

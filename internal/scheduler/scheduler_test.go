@@ -663,21 +663,3 @@ func TestPendingBefore(t *testing.T) {
 	}
 	_ = first
 }
-
-// TestChainInOrder: with ChainInOrder only NextInOrder chains; Next
-// leaves the chain to the worker holding the batch before it.
-func TestChainInOrder(t *testing.T) {
-	s := New(Config{MaxBatch: 1, MaxUnits: 100, Chain: 2, ChainInOrder: true}, 1)
-	for i := range 3 {
-		s.Add(unit(uint64(i+1), "a"))
-	}
-	if b := s.Next(); seqs(b) != "[1]" {
-		t.Fatalf("first batch %s", seqs(b))
-	}
-	if b := s.Next(); b != nil {
-		t.Fatalf("Next chained %s", seqs(b))
-	}
-	if b := s.NextInOrder(); seqs(b) != "[2]" || !b[0].Chained() {
-		t.Fatalf("NextInOrder = %s, want [2] chained", seqs(b))
-	}
-}
