@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/binlane/binlane/internal/dsn"
-	"github.com/binlane/binlane/internal/gtid"
-	"github.com/binlane/binlane/internal/sandbox"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/testutil"
 )
@@ -21,18 +19,7 @@ import (
 // failed one's retry would wait for itself, until the replay's deadline.
 // Both run again and the target ends equal.
 func TestAheadGivesWay(t *testing.T) {
-	p := newPair(t)
-	ddl := []string{"CREATE DATABASE app", "CREATE TABLE app.hot (id INT PRIMARY KEY, v INT NOT NULL)", "INSERT INTO app.hot VALUES (1, 0)"}
-	p.src.ExecT(t, ddl...)
-	p.dst.ExecT(t, ddl...)
-	var pos string
-	if err := p.src.OpenT(t, "").QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
-		t.Fatal(err)
-	}
-	start, err := gtid.ParseSet(pos)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, start := driftPair(t, "CREATE DATABASE app", "CREATE TABLE app.hot (id INT PRIMARY KEY, v INT NOT NULL)", "INSERT INTO app.hot VALUES (1, 0)")
 	p.src.ExecT(t, "BEGIN NOT ATOMIC FOR i IN 1..2000 DO UPDATE app.hot SET v = v + 1 WHERE id = 1; END FOR; END")
 
 	ctx := context.Background()
@@ -76,19 +63,7 @@ func TestAheadGivesWay(t *testing.T) {
 // committing batch.
 func TestCommittingBatchIgnoresAbort(t *testing.T) {
 	ctx := context.Background()
-	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
-	if _, err := dst.GrantBinlane(ctx, false, "app"); err != nil {
-		t.Fatal(err)
-	}
-	target, err := dsn.Parse(dst.UserURL(sandbox.TargetUser, sandbox.AccountPassword))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := OpenPool(target, 1, dsn.ApplySession(true, 5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := targetPool(t, dsn.ApplySession(true, 5))
 	w, err := newWorker(ctx, workerConfig{pool: pool, stats: newStats(1), abortAll: make(chan struct{}), log: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -17,19 +17,7 @@ import (
 // the same connection must again check foreign keys.
 func TestRollbackRestoresSession(t *testing.T) {
 	ctx := context.Background()
-	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
-	if _, err := dst.GrantBinlane(ctx, false, "app"); err != nil {
-		t.Fatal(err)
-	}
-	target, err := dsn.Parse(dst.UserURL(sandbox.TargetUser, sandbox.AccountPassword))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := OpenPool(target, 1, dsn.ApplySession(true, 5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := targetPool(t, dsn.ApplySession(true, 5))
 	c, err := openConn(ctx, db)
 	if err != nil {
 		t.Fatal(err)
@@ -124,4 +112,24 @@ func TestApplySessionRefused(t *testing.T) {
 		strings.Contains(msg, sandbox.AccountPassword) {
 		t.Fatalf("error: %v", err)
 	}
+}
+
+// targetPool starts a target and opens a one-connection worker pool on it
+// as binlane's least-privilege account, in the given session.
+func targetPool(t *testing.T, session dsn.Session) *sql.DB {
+	t.Helper()
+	dst := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	if _, err := dst.GrantBinlane(context.Background(), false, "app"); err != nil {
+		t.Fatal(err)
+	}
+	target, err := dsn.Parse(dst.UserURL(sandbox.TargetUser, sandbox.AccountPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := OpenPool(target, 1, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
