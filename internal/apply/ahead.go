@@ -25,11 +25,18 @@ import (
 //   - The last round trip's bookkeeping (the sequencer, the position lock)
 //     runs in the goroutine that sent it, as soon as it answers: other
 //     workers' turns never wait for the rendering.
+//   - A worker that offered gets only a batch that starts at the earliest
+//     pending unit (scheduler.NextInOrder): every unit before it is
+//     dispatched or committed, so nothing it waits for needs this worker.
+//     And only a complete one (it cannot grow any more): a smaller merged
+//     commit would cost the target more.
 //   - If the batch fails, the one taken ahead is handed back unapplied
 //     (retryAborted) before anything else: it may be chained on the failed
-//     one, and the failed one's retry needs this worker's connection.
+//     one, and the failed one's retry needs this worker's connection. The
+//     coordinator also makes it give way when a batch before it was
+//     requeued meanwhile (scheduler.PendingBefore; see coordinator.report).
 //   - The coordinator counts a worker that offered as idle only after
-//     every truly idle worker (see coordinator.offer).
+//     every truly idle worker (see coordinator.report).
 
 // errAhead: a writer rendering ahead must not send.
 var errAhead = errors.New("rendering ahead: nothing may be sent")
