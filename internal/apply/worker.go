@@ -343,7 +343,16 @@ func countRows(body *txn.Body) int {
 func (w *worker) abortBatch(b *batch) bool {
 	w.abortMu.Lock()
 	defer w.abortMu.Unlock()
-	if w.cur.Load() != b || b.abortOnce || b.committing.Load() {
+	if w.cur.Load() != b || b.committing.Load() {
+		return false
+	}
+	return closeAbort(b)
+}
+
+// closeAbort closes b's abort channel unless it was already; the caller
+// holds abortMu.
+func closeAbort(b *batch) bool {
+	if b.abortOnce {
 		return false
 	}
 	b.abortOnce = true
@@ -356,10 +365,7 @@ func (w *worker) abortBatch(b *batch) bool {
 func (w *worker) abortAhead(b *batch) {
 	w.abortMu.Lock()
 	defer w.abortMu.Unlock()
-	if !b.abortOnce {
-		b.abortOnce = true
-		close(b.abort)
-	}
+	closeAbort(b)
 }
 
 // send runs one round trip (for the lane of the writer in use, which
