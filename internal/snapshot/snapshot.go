@@ -89,8 +89,10 @@ func Start(ctx context.Context, conn *sql.Conn, cache *Cache) (gtid.Set, error) 
 		return p.GTIDs, nil
 	}
 	var t sql.NullString
-	if err := conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", p.File, p.Offset).Scan(&t); err != nil || !t.Valid {
-		return gtid.Set{}, fmt.Errorf("%s: %v", needBinlog, err)
+	if err := conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", p.File, p.Offset).Scan(&t); err != nil {
+		return gtid.Set{}, fmt.Errorf("%s: %w", needBinlog, err)
+	} else if !t.Valid {
+		return gtid.Set{}, fmt.Errorf("%s: BINLOG_GTID_POS(%q, %d) is NULL", needBinlog, p.File, p.Offset)
 	}
 	return parse(t.String, p.File+":"+strconv.FormatUint(p.Offset, 10), cache)
 }
@@ -195,7 +197,9 @@ func (q Query) walk(s steps) (Position, error) {
 	}
 	var f, o, after sql.NullString
 	if err := s.row(coordStatement, &f, &o, &after); err != nil {
-		return Position{}, fmt.Errorf("%s: %v", needBinlog, err)
+		// %w: a stop (context canceled) must stay recognizable as one,
+		// or it hides the error that caused it.
+		return Position{}, fmt.Errorf("%s: %w", needBinlog, err)
 	}
 	p, err := coordinate(f, o)
 	if err != nil {

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strconv"
 	"testing"
 
@@ -89,5 +90,41 @@ func TestSnapshotPositions(t *testing.T) {
 				t.Fatalf("Start after a write: %s %v, want %s", got, err, after)
 			}
 		})
+	}
+}
+
+// failingSteps answers the statement fail with err, the others with
+// nothing (no rows scanned).
+type failingSteps struct {
+	fail string
+	err  error
+}
+
+func (f failingSteps) answer(stmt string) error {
+	if stmt == f.fail {
+		return f.err
+	}
+	return nil
+}
+
+func (f failingSteps) row(stmt string, _ ...any) error                 { return f.answer(stmt) }
+func (f failingSteps) exec(stmt string) error                          { return f.answer(stmt) }
+func (f failingSteps) rows(stmt string, _ func(*sql.Rows) error) error { return f.answer(stmt) }
+
+// TestWalkKeepsTheCause: whichever statement of a snapshot fails, the
+// error wraps the driver's, so that a stop (context canceled) is seen as
+// one by the copy and does not hide the error that stopped it (it did
+// for the binlog position's read, which formatted it with %v).
+func TestWalkKeepsTheCause(t *testing.T) {
+	for _, stmt := range []string{beforeStatement, startStatement, coordStatement} {
+		for _, q := range []Query{{}, {coordinateOnly: true}} {
+			if q.coordinateOnly && stmt == beforeStatement {
+				continue
+			}
+			_, err := q.walk(failingSteps{stmt, context.Canceled})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%q fails, coordinateOnly=%v: %v does not wrap context.Canceled", stmt, q.coordinateOnly, err)
+			}
+		}
 	}
 }
