@@ -100,7 +100,8 @@ func BenchmarkWideLiterals(b *testing.B) {
 			return dst
 		}},
 	}
-	forms := []literalForm{{"escaped", "utf8mb4", false}, {"escaped-client-binary", "binary", false}, {"hex", "utf8mb4", true}}
+	forms := []literalForm{{"escaped", "utf8mb4", "utf8mb4", false}, {"escaped-client-binary", "binary", "utf8mb4", false},
+		{"hex", "utf8mb4", "utf8mb4", true}, {"binary-introducer", "binary", "binary", false}}
 	const rounds = 5
 	ratios := map[string][]float64{}
 	for round := range rounds {
@@ -132,16 +133,15 @@ func BenchmarkWideLiterals(b *testing.B) {
 // literalForm is a way of writing string values: the session's
 // character_set_client and escaped or hex literals.
 type literalForm struct {
-	name   string
-	client string
-	hex    bool
+	name, client, introducer string
+	hex                      bool
 }
 
 func (f literalForm) append(dst, v []byte) []byte {
 	if f.hex {
-		return sqlquote.AppendHex(dst, "utf8mb4", v)
+		return sqlquote.AppendHex(dst, f.introducer, v)
 	}
-	return sqlquote.AppendEscaped(dst, "utf8mb4", v)
+	return sqlquote.AppendEscaped(dst, f.introducer, v)
 }
 
 // runBatch sends statements [from, to) of one kind in form f in one

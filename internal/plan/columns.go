@@ -38,12 +38,32 @@ func (b *Builder) mapColumns(p *Table) error {
 			}
 		}
 		c.Coll = sourceBytes(b.targetColl(tc.Collation, tc.Charset), c.Introducer)
+		c.StoreBytes = storesBytes(sc, tc, c.Introducer)
 		p.Cols[i] = c
 		if !c.Generated {
 			p.Write = append(p.Write, i)
 		}
 	}
 	return nil
+}
+
+// storesBytes reports whether a target column stores a source column's
+// string bytes unconverted: both are character columns of one charset
+// whose characters take one byte at least (a binary string is padded to
+// a whole character of ucs2, utf16 or utf32 on its way in), and neither
+// is ENUM or SET (stored by member) or JSON (MySQL refuses binary text).
+func storesBytes(sc *binlog.Column, tc *schema.Column, introducer string) bool {
+	switch {
+	case introducer == "" || sc.Type == binlog.TypeEnum || sc.Type == binlog.TypeSet || sc.Type == binlog.TypeJSON:
+		return false
+	case tc.DataType == "enum" || tc.DataType == "set" || tc.DataType == "json":
+		return false
+	}
+	switch strings.ToLower(tc.Charset) {
+	case "", "binary", "ucs2", "utf16", "utf16le", "utf32":
+		return false
+	}
+	return strings.EqualFold(tc.Charset, introducer)
 }
 
 // longUniqueHash reports whether a source column is MariaDB's hidden hash

@@ -60,9 +60,9 @@ type Table struct {
 	Collapsible bool
 	// Upsert tables have a primary key, no trigger, and secondary unique
 	// keys (if any) that InnoDB checks in its own indexes (BTREE): a run of
-	// their updates that keep the primary key and change no foreign-key and
-	// no unique-key column may be written as one multi-row INSERT ... ON
-	// DUPLICATE KEY UPDATE (see rowsql).
+	// their updates that keep the primary key and change no foreign-key
+	// column may be written as one multi-row INSERT ... ON DUPLICATE KEY
+	// UPDATE (see rowsql).
 	Upsert bool
 	// Serialize, when set, says why every transaction touching the table
 	// must run alone.
@@ -88,6 +88,11 @@ type Col struct {
 	Introducer string
 	// Coll is the target column's collation (for key normalization).
 	Coll schema.Collation
+	// StoreBytes: the target column stores the source's string bytes as
+	// they are (a character column of the source bytes' charset, one byte
+	// at least per character, not ENUM or SET), so a value written into it
+	// may be a _binary literal (see rowsql's literal).
+	StoreBytes bool
 }
 
 // Key is a unique key over source columns.

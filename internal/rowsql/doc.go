@@ -21,7 +21,7 @@
 // foreign-key session setting), when it shares no conflict key with any
 // change it moves past. The writer then writes each run as one statement of
 // the forms it already has (multi-row INSERT, DELETE ... IN, the upsert of
-// updates that keep their keys).
+// updates that keep their primary key and foreign-key columns).
 //
 // Why the reordered changes do what the source's order did. The conflict
 // keys are those the scheduler orders transactions by (package writeset):
@@ -72,7 +72,7 @@
 // # Net effect of repeated updates
 //
 // An update that changes no key value (primary, unique or foreign-key
-// column: an upsert run's member) merges into an earlier such update of
+// column: an upsert run's member that moves no unique value) merges into an earlier such update of
 // the same group when that earlier change is the last one pending that
 // holds any of its keys, and no fence came between: the earlier one's
 // statement then writes the later one's after image, and the later one

@@ -76,7 +76,7 @@ func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, f form, group in
 	sp.mid = len(h.keys)
 	h.keys = append(h.keys, set.Shared[span.Shared[0]:span.Shared[1]]...)
 	sp.to = len(h.keys)
-	merge := f == formUpsert && !fence // formUpsert: full images only
+	merge := f == formUpsert && !fence && !changesUnique(p, c) // formUpsert: full images only
 	h.changes = append(h.changes, pendingChange{t: t, p: p, c: c})
 	h.entries = append(h.entries, runEntry{group: group, fence: fence, merge: merge})
 	h.spans = append(h.spans, sp)

@@ -70,10 +70,12 @@ const (
 	// formDelete: a DELETE ... IN with the deletes of its table (a partial
 	// image's too: a delete reads only the key).
 	formDelete
-	// formUpsert: an update that keeps its keys, in an upsert run of its
-	// table (upsert.go; a run of one is an UPDATE).
+	// formUpsert: an update that keeps its primary key and its foreign-key
+	// columns, in an upsert run of its table (upsert.go; a run of one is an
+	// UPDATE). It may move a unique value.
 	formUpsert
-	// formUpdate: an UPDATE of one row, alone: it changes a key value, it
+	// formUpdate: an UPDATE of one row, alone: it changes its primary key
+	// or a foreign-key column, it
 	// is a wide row's small change, a partial image, or diagnosis (which
 	// writes UPDATEs so that a missing row fails its own statement, which
 	// names it).
@@ -213,7 +215,7 @@ func (w *Writer) update(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 				continue
 			}
 			var err error
-			if w.buf, err = w.lit.append(w.buf, &c.After[col], &p.Source.Columns[col], &p.Cols[col]); err != nil {
+			if w.buf, err = w.lit.value(w.buf, &c.After[col], &p.Source.Columns[col], &p.Cols[col]); err != nil {
 				return columnError(p, col, err)
 			}
 		}

@@ -6,11 +6,12 @@ package rowsql
 // runEntry is one row change as the planner sees it.
 type runEntry struct {
 	// group: changes of one group may share a statement; -1: never (an
-	// update that changes a key is one statement of its own).
+	// update that changes its primary key or a foreign-key column is one
+	// statement of its own).
 	group int
 	fence bool
 	// merge: an update that changes no key value (an upsert run's
-	// member), which a later such update of the same row may join (see
+	// member that moves no unique value), which a later such update of the same row may join (see
 	// the package doc, "Net effect of repeated updates").
 	merge bool
 	// keys are held exclusively, shared only against exclusive holders

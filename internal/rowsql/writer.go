@@ -499,7 +499,8 @@ func onOff(on bool) string {
 	return "0"
 }
 
-// appendRow writes "(v1,v2,...)" for the given source columns.
+// appendRow writes "(v1,v2,...)" for the given source columns: values a
+// statement writes, never compares.
 func (w *Writer) appendRow(p *plan.Table, row []binlog.Value, cols []int) error {
 	w.buf = append(w.buf, '(')
 	for i, c := range cols {
@@ -507,7 +508,7 @@ func (w *Writer) appendRow(p *plan.Table, row []binlog.Value, cols []int) error 
 			w.buf = append(w.buf, ',')
 		}
 		var err error
-		if w.buf, err = w.lit.append(w.buf, &row[c], &p.Source.Columns[c], &p.Cols[c]); err != nil {
+		if w.buf, err = w.lit.value(w.buf, &row[c], &p.Source.Columns[c], &p.Cols[c]); err != nil {
 			return columnError(p, c, err)
 		}
 	}

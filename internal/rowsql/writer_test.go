@@ -232,6 +232,62 @@ func TestLiterals(t *testing.T) {
 // TestLargeValueNotDoubled: a value is sent about its own size (a hex
 // literal doubled it, so a 9 MiB BLOB that both servers accept did not fit
 // a 16 MiB max_allowed_packet).
+// TestStoredBytes: a string written into a column that stores the
+// source's bytes (plan.Col.StoreBytes) is a _binary literal wherever a
+// statement writes it (VALUES, SET), and keeps its charset's introducer
+// wherever a statement compares it (the key that finds a row): a binary
+// string compares bytes, not the column's collation.
+func TestStoredBytes(t *testing.T) {
+	p := table("sb", 1, false, "k", "v", "e")
+	p.Cols[0].StoreBytes, p.Cols[1].StoreBytes = true, true
+	enumCol := binlog.Column{EnumValues: [][]byte{[]byte("x")}}
+	p.Source.Columns[2] = enumCol
+	row1 := row(str("k1"), str("it's"), binlog.Value{Kind: binlog.KindEnum, N: 1})
+	row2 := row(str("k1"), str("v2"), binlog.Value{Kind: binlog.KindEnum, N: 1})
+	cases := []struct {
+		name string
+		c    txn.Change
+		want string
+	}{
+		{"insert", ins(row1), "INSERT INTO `d`.`sb` (`k`,`v`,`e`) VALUES (_binary'k1',_binary'it\\'s',_utf8mb4'x')"},
+		{"update", upd(row1, row2), "UPDATE `d`.`sb` SET `v`=_binary'v2' WHERE `k`=_utf8mb4'k1'"},
+		{"delete", del(row1), "DELETE FROM `d`.`sb` WHERE `k` IN (_utf8mb4'k1')"},
+	}
+	for _, c := range cases {
+		got := rowStatements(t, p, c.c)
+		if len(got) == 0 || got[0] != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// rowStatements renders changes of one table as one transaction and
+// returns its row statements.
+func rowStatements(t *testing.T, p *plan.Table, changes ...txn.Change) []string {
+	t.Helper()
+	s := &sink{}
+	w := NewWriter(s)
+	if err := w.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Rows(t1, p, changes); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, q := range s.all() {
+		if s.stmts[0][i].Txn != nil {
+			got = append(got, q)
+		}
+	}
+	return got
+}
+
 func TestLargeValueNotDoubled(t *testing.T) {
 	p := table("blob", 1, false, "id", "bin")
 	big := make([]byte, 9<<20)
