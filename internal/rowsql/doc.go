@@ -27,7 +27,14 @@
 // keys are those the scheduler orders transactions by (package writeset):
 // every primary and unique key value of the before and after images, the
 // parent key values a change references (shared) and the key values a
-// parent change creates, removes or changes (exclusive). Two changes whose
+// parent change creates, removes or changes (exclusive). Not the lock keys
+// (writeset.Span): the scheduler also orders a new reference after an
+// uncommitted change of its parent row, because InnoDB's check waits for
+// that row's lock; inside one transaction there is no wait, and a parent
+// change that keeps its key values leaves the row the check finds (order
+// entry: history rows referencing a district between two updates of its
+// next order number, which then merge; shop: order lines between updates
+// of their product's stock). Two changes whose
 // keys are disjoint touch different rows, reach no common unique value, and
 // neither is a parent row the other references, checks or cascades into
 // (one level: a change that fires a foreign-key action is a fence, below):

@@ -74,7 +74,9 @@ func (h *pending) add(t *txn.Txn, p *plan.Table, c *txn.Change, f form, group in
 	sp := keySpan{from: len(h.keys)}
 	h.keys = append(h.keys, set.Keys[span.Keys[0]:span.Keys[1]]...)
 	sp.mid = len(h.keys)
-	h.keys = append(h.keys, set.Shared[span.Shared[0]:span.Shared[1]]...)
+	// Not the lock keys (writeset.Span): they order lock waits between
+	// connections, not statements of one transaction.
+	h.keys = append(h.keys, set.Shared[span.Shared[0]:span.Lock]...)
 	sp.to = len(h.keys)
 	merge := f == formUpsert && !fence && !changesUnique(p, c) // formUpsert: full images only
 	h.changes = append(h.changes, pendingChange{t: t, p: p, c: c})

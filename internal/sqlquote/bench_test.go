@@ -17,11 +17,15 @@ func BenchmarkAppendEscaped(b *testing.B) {
 	for len(text) < 4096 {
 		text = append(text, text...)
 	}
+	doc := []byte(`{"id": 12, "status": "open", "customer": {"id": 7, "name": "Customer 7"}, "lines": [`)
+	for len(doc) < 4096 {
+		doc = append(doc, `{"sku": "SKU-1234", "qty": 3, "price": 19.99, "note": "ständig verfügbar"}, `...)
+	}
 	buf := make([]byte, 0, 16384)
 	for _, v := range []struct {
 		name string
 		b    []byte
-	}{{"text", text[:4096]}, {"binary", bin}} {
+	}{{"text", text[:4096]}, {"binary", bin}, {"json", doc[:4096]}} {
 		b.Run(v.name, func(b *testing.B) {
 			b.SetBytes(int64(len(v.b)))
 			for b.Loop() {

@@ -9,6 +9,7 @@ import (
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
+	"github.com/binlane/binlane/internal/writeset"
 )
 
 // The web shop of issue 17, planned by hand as plan.Builder plans it:
@@ -201,5 +202,43 @@ func TestCascadeAfterChunk(t *testing.T) {
 	s.Add(balance)
 	if balance.Blocked() {
 		t.Fatal("a parent update that cascades nothing waits for a chunk of the child table")
+	}
+}
+
+// TestLockKeys: a change's lock keys (Span: Shared[Lock:]) are exactly
+// the parent rows its new references make InnoDB read under a shared lock
+// (the hash the parent row's own change holds); its other shared keys
+// (the references' RefSeed keys) come before them. A change with the
+// checks off, or one that keeps its references, has none.
+func TestLockKeys(t *testing.T) {
+	custRow := func() uint64 { // the key a customer's balance update holds
+		s := setOf(change{cust, upd(row(i64(1), str("a"), i64(5)), row(i64(1), str("a"), i64(6)))})
+		return s.Keys[0]
+	}()
+	cases := []struct {
+		name string
+		c    change
+		lock []uint64
+	}{
+		{"an order's insert locks its customer", change{shopOrders, ins(i64(9), i64(1), i64(0))}, []uint64{custRow}},
+		{"an order re-pointed to the customer locks it", change{shopOrders, upd(row(i64(9), i64(2), i64(0)), row(i64(9), i64(1), i64(0)))}, []uint64{custRow}},
+		{"an order update keeping its customer locks nothing", change{shopOrders, upd(row(i64(9), i64(1), i64(0)), row(i64(9), i64(1), i64(1)))}, nil},
+		{"an insert with the checks off locks nothing", change{shopOrders, noFK(ins(i64(9), i64(1), i64(0)))}, nil},
+		{"a delete locks nothing", change{shopOrders, del(i64(9), i64(1), i64(0))}, nil},
+	}
+	for _, c := range cases {
+		var b writeset.Builder
+		s := &scheduler.KeySet{}
+		sp := b.AddChangeSpan(s, c.c.p, &c.c.c)
+		lock := s.Shared[sp.Lock:sp.Shared[1]]
+		if !slices.Equal(lock, c.lock) {
+			t.Errorf("%s: lock keys %x, want %x", c.name, lock, c.lock)
+		}
+		if sem := s.Shared[sp.Shared[0]:sp.Lock]; c.c.c.Kind != binlog.RowsDelete && len(sem) == 0 {
+			t.Errorf("%s: no reference key before the lock keys", c.name)
+		}
+		if slices.Contains(s.Shared[sp.Shared[0]:sp.Lock], custRow) {
+			t.Errorf("%s: the customer's row key is among the reference keys", c.name)
+		}
 	}
 }

@@ -152,8 +152,17 @@ type Builder struct {
 // change took a table exclusively (rows it could not name). The run planner
 // of package rowsql reuses them instead of hashing every change a second
 // time.
+//
+// Shared[Lock:Shared[1]] are the change's lock keys: a new reference's
+// parent row, which InnoDB's check reads under a shared lock that waits
+// for an uncommitted change of that row. They order transactions applied
+// on different connections (a lock wait); inside one transaction a parent
+// change that keeps its keys leaves the row the check finds, so the run
+// planner leaves them out (RefSeed keys order what can change the check's
+// outcome).
 type Span struct {
 	Keys, Shared [2]int32
+	Lock         int32
 	Whole        bool
 }
 
@@ -165,9 +174,9 @@ func (b *Builder) AddChange(s *scheduler.KeySet, p *plan.Table, c *txn.Change) {
 // AddChangeSpan is AddChange, and says where the change's keys are in s.
 func (b *Builder) AddChangeSpan(s *scheduler.KeySet, p *plan.Table, c *txn.Change) Span {
 	b.keysAt, b.sharedAt, b.whole = len(s.Keys), len(s.Shared), false
-	b.addChange(s, p, c)
+	lock := b.addChange(s, p, c)
 	return Span{Keys: [2]int32{int32(b.keysAt), int32(len(s.Keys))},
-		Shared: [2]int32{int32(b.sharedAt), int32(len(s.Shared))}, Whole: b.whole}
+		Shared: [2]int32{int32(b.sharedAt), int32(len(s.Shared))}, Lock: int32(lock), Whole: b.whole}
 }
 
 // table records a table access of the change being added.
@@ -176,7 +185,9 @@ func (b *Builder) table(s *scheduler.KeySet, h uint64, exclusive bool) {
 	s.AddTable(h, exclusive)
 }
 
-func (b *Builder) addChange(s *scheduler.KeySet, p *plan.Table, c *txn.Change) {
+// addChange adds the keys of c; the lock keys (see Span) come last, from
+// the returned index of s.Shared on.
+func (b *Builder) addChange(s *scheduler.KeySet, p *plan.Table, c *txn.Change) (lock int) {
 	// Rows of a table without a usable key cannot be named: take the table.
 	b.table(s, p.TableHash, p.RowKey == nil)
 	if p.Serialize != "" && s.Barrier == "" {
@@ -225,17 +236,27 @@ func (b *Builder) addChange(s *scheduler.KeySet, p *plan.Table, c *txn.Change) {
 			}
 			b.addKey(s, p, RefSeed(ref.Seed), img, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
 		}
-		if c.Flags&binlog.RowsFlagNoForeignKeyChecks == 0 &&
-			(c.Kind == binlog.RowsInsert || c.Kind == binlog.RowsUpdate && changesAny(c, ref.Cols)) {
+	}
+	if c.Kind != binlog.RowsInsert && c.Flags&binlog.RowsFlagNoForeignKeyChecks == 0 {
+		b.addChildren(s, p, c)
+	}
+	lock = len(s.Shared)
+	if c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0 {
+		return lock
+	}
+	for i := range p.Parents {
+		ref := &p.Parents[i]
+		if ref.TableLevel || !hasNonNull(c.Before, ref.Cols) && !hasNonNull(c.After, ref.Cols) {
+			continue // as above: a table taken, or no parent row referenced
+		}
+		if c.Kind == binlog.RowsInsert || c.Kind == binlog.RowsUpdate && changesAny(c, ref.Cols) {
 			// InnoDB checks the new reference under a shared lock of the
 			// parent row, which waits for any uncommitted change of it
 			// (and lets other checks of it through).
 			b.addKey(s, p, ref.Seed, c.After, ref.Cols, nil, ref.Colls, ref.ParentTable, true)
 		}
 	}
-	if c.Kind != binlog.RowsInsert && c.Flags&binlog.RowsFlagNoForeignKeyChecks == 0 {
-		b.addChildren(s, p, c)
-	}
+	return lock
 }
 
 // addChildren adds what the target's foreign-key actions do by themselves
