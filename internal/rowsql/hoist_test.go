@@ -116,12 +116,7 @@ func writeStatementsKeys(t *testing.T, runs, collapse, known bool, txns ...[]ste
 			t.Fatal(err)
 		}
 	}
-	if err := w.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	finish(t, w)
 	var got []string
 	for _, q := range s.all()[2:] {
 		if !strings.HasPrefix(q, "SET @binlane_bad=@binlane_bad+(ROW_COUNT()") {

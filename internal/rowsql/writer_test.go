@@ -261,9 +261,8 @@ func TestStoredBytes(t *testing.T) {
 	}
 }
 
-// rowStatements renders changes of one table as one transaction and
-// returns its row statements.
-func rowStatements(t *testing.T, p *plan.Table, changes ...txn.Change) []string {
+// writeRows renders changes of one table as one transaction.
+func writeRows(t *testing.T, p *plan.Table, changes ...txn.Change) *sink {
 	t.Helper()
 	s := &sink{}
 	w := NewWriter(s)
@@ -273,12 +272,26 @@ func rowStatements(t *testing.T, p *plan.Table, changes ...txn.Change) []string 
 	if err := w.Rows(t1, p, changes); err != nil {
 		t.Fatal(err)
 	}
+	finish(t, w)
+	return s
+}
+
+// finish ends the writer's transaction and sends what it holds.
+func finish(t *testing.T, w *Writer) {
+	t.Helper()
 	if err := w.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// rowStatements renders changes of one table as one transaction and
+// returns its row statements.
+func rowStatements(t *testing.T, p *plan.Table, changes ...txn.Change) []string {
+	t.Helper()
+	s := writeRows(t, p, changes...)
 	var got []string
 	for i, q := range s.all() {
 		if s.stmts[0][i].Txn != nil {
@@ -362,21 +375,7 @@ func TestCheck(t *testing.T) {
 func TestSelfReferencingOrder(t *testing.T) {
 	tree := table("tree", 1, false, "a", "b")
 	tree.OrderedRows = true
-	var s sink
-	w := NewWriter(&s)
-	if err := w.Begin(); err != nil {
-		t.Fatal(err)
-	}
-	changes := []txn.Change{ins(row(i64(1), null)), ins(row(i64(2), i64(1))), del(row(i64(2), i64(1))), del(row(i64(1), null))}
-	if err := w.Rows(t1, tree, changes); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	s := writeRows(t, tree, ins(row(i64(1), null)), ins(row(i64(2), i64(1))), del(row(i64(2), i64(1))), del(row(i64(1), null)))
 	var got []string
 	for _, q := range s.all() {
 		if strings.HasPrefix(q, "INSERT") || strings.HasPrefix(q, "DELETE") {
