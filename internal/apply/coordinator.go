@@ -103,7 +103,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	// tables being copied wait for each other in an order of their own,
 	// and a copy's test once ended with a duplicate under a deferred
 	// unique key with rendering ahead on (unexplained): fail closed.
-	renderAhead := !a.cfg.NoRenderAhead && a.cfg.Copy == nil
+	renderAhead := a.cfg.RenderAhead && a.cfg.Copy == nil
 	a.stats.setPosition(start.GTID.String())
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
