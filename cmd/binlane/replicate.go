@@ -149,7 +149,7 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.StringVar(&f.mode, "parallel-mode", "writeset", "how independent transactions are found: writeset, commit-order or serial")
 	fl.IntVar(&f.maxBatch, "max-batch", defaultMaxBatch, "source transactions merged into one target transaction (1: no merging)")
 	sizeVar(fl, &f.maxBatchBytes, "max-batch-bytes", 4<<20, "bound on the size of a merged target transaction")
-	fl.BoolVar(&f.renderAhead, "render-ahead", false, "render a thread's next merged transaction while the target commits the one before")
+	fl.BoolVar(&f.renderAhead, "render-ahead", true, "render a thread's next merged transaction while the target commits the one before")
 	_ = fl.MarkHidden("render-ahead")
 	fl.IntVar(&f.window, "window", 0, "transactions in flight at most (0: derived from threads and batch)")
 	fl.BoolVar(&f.binlogApplied, "binlog-applied", true, "let the target binlog what binlane applies (false needs SUPER/BINLOG ADMIN)")
@@ -270,7 +270,7 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyThreads, ChunkTime: f.chunkTime, InlineIndexes: f.copyIndexes == "inline",
 			ExitWhenDone: f.exitWhenCopied,
 			Objects:      provision.ObjectOptions{CurrentDefiner: f.definer == "current", EventsAsSource: f.copyEvents == "source"}},
-		Apply: apply.Config{Workers: f.threads, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes, RenderAhead: f.renderAhead,
+		Apply: apply.Config{Workers: f.threads, Mode: mode, MaxBatch: f.maxBatch, MaxBatchBytes: f.maxBatchBytes, NoRenderAhead: !f.renderAhead,
 			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: int(f.lockWaitTimeout / time.Second)},
 	})
 }

@@ -39,7 +39,7 @@ func TestAheadGivesWay(t *testing.T) {
 		_, err := lock.ExecContext(ctx, "ROLLBACK")
 		released <- err
 	}()
-	st, err := p.replay(t, runOpts{workers: 1, maxBatch: 128, mode: scheduler.ModeWriteset, start: start, lockWait: 1, ahead: true})
+	st, err := p.replay(t, runOpts{workers: 1, maxBatch: 128, mode: scheduler.ModeWriteset, start: start, lockWait: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,13 +94,10 @@ type Config struct {
 	// bound): more concurrent inserts than the target has cores cost
 	// InnoDB more in contention than they gain.
 	MaxChunkWrites int
-	// RenderAhead: a worker renders its next batch while the one before
-	// commits (see ahead.go). Off by default: with it on, a stream whose
-	// target restarted mid-commit (the commit's outcome unknown) could stop
-	// making progress (TestReplicateSurvivesRestarts, 2 runs in 6 under
-	// -race); fail closed until that is understood.
-	RenderAhead bool
-	Logger      *slog.Logger
+	// NoRenderAhead: a worker renders its next batch only once the one
+	// before committed (see ahead.go).
+	NoRenderAhead bool
+	Logger        *slog.Logger
 }
 
 // SourceTables describes the source's tables.

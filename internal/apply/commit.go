@@ -192,7 +192,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 				// No answer from the server: the COMMIT may have happened. A
 				// later batch writing the position without this one's GTIDs
 				// could lose them (see sequencer).
-				c.seq.breakOff()
+				c.seq.breakOff(err)
 				w.log.Warn("the outcome of a commit is unknown: nothing may commit after it", "batch", b.describe(), "error", err)
 			}
 			return err

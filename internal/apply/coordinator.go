@@ -104,7 +104,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	// which rendering ahead was never tested against (a copy test's
 	// duplicate under a deferred unique key, first seen with it on, came
 	// back with it off: not its doing, but still unexplained).
-	renderAhead := a.cfg.RenderAhead && a.cfg.Copy == nil
+	renderAhead := !a.cfg.NoRenderAhead && a.cfg.Copy == nil
 	a.stats.setPosition(start.GTID.String())
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,

@@ -125,7 +125,7 @@ func TestOrderedCommitLockWaitAhead(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		lockWaitWorkloadMore(t, p, i)
 	}
-	st, err := p.replay(t, runOpts{workers: 2, maxBatch: 1, mode: scheduler.ModeCommitOrder, process: true, ahead: true})
+	st, err := p.replay(t, runOpts{workers: 2, maxBatch: 1, mode: scheduler.ModeCommitOrder, process: true})
 	if err != nil {
 		t.Fatal(err)
 	}

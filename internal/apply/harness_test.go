@@ -67,8 +67,6 @@ type runOpts struct {
 	source        SourceTables
 	// lockWait is Config.LockWaitTimeout (seconds; 0: its default).
 	lockWait int
-	// ahead is Config.RenderAhead.
-	ahead bool
 }
 
 const testOwner = "test/1/0"
@@ -121,7 +119,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	}
 	builder := plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: o.allowTriggers})
 	a := New(Config{Stream: "test", Owner: testOwner, Target: d, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
-		MaxBatchBytes: o.maxBatchBytes, LockWaitTimeout: o.lockWait, RenderAhead: o.ahead,
+		MaxBatchBytes: o.maxBatchBytes, LockWaitTimeout: o.lockWait,
 		Logger: testutil.Logger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
 	src := &skipSource{inner: newFileSource(t, p.src), skip: start}
 	asm := txn.NewAssembler(src, txn.Config{Rules: o.rules, MaxTxnBytes: o.maxTxn})

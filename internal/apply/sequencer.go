@@ -2,6 +2,7 @@ package apply
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -43,7 +44,7 @@ type sequencer struct {
 	committed uint64              // every Seq <= committed has committed
 	above     map[uint64]struct{} // Seqs above committed that committed
 	changed   chan struct{}       // closed (and replaced) at every commit
-	broken    bool
+	broken    error               // why a commit's outcome is unknown (see breakOff)
 
 	// posLock is held (a token taken) by the worker writing the position.
 	posLock chan struct{}
@@ -68,8 +69,11 @@ type turnRule struct {
 	after []uint64
 }
 
-// errBroken: a commit's outcome is unknown; nothing may commit after it.
-var errBroken = errors.New("an earlier commit's outcome is unknown: no later commit may write the position")
+// ErrCommitUnknown: a commit's outcome is unknown; nothing may commit
+// after it in this run. A restart from the saved position gets past it:
+// the position is saved in the same target transaction as the rows, so the
+// target's row says whether that commit happened.
+var ErrCommitUnknown = errors.New("an earlier commit's outcome is unknown: no later commit may write the position")
 
 func newSequencer(committed uint64, start gtid.Set, file string, filePos uint64) *sequencer {
 	s := &sequencer{committed: committed, above: map[uint64]struct{}{}, changed: make(chan struct{}),
@@ -91,8 +95,8 @@ func (s *sequencer) done(seq uint64) bool {
 func (s *sequencer) ready(first uint64, r turnRule) (bool, <-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.broken {
-		return false, nil, errBroken
+	if s.broken != nil {
+		return false, nil, s.broken
 	}
 	if s.committed+1 >= first {
 		return true, nil, nil
@@ -150,10 +154,14 @@ func (s *sequencer) advance(first, last uint64) {
 	close(c)
 }
 
-// breakOff stops every later commit (see errBroken) and wakes the waiters.
-func (s *sequencer) breakOff() {
+// breakOff stops every later commit (see ErrCommitUnknown) and wakes the
+// waiters. Their error wraps cause (the lost connection): whichever batch
+// reports first stops the run, so each must carry what a restart needs to
+// know (TestReplicateSurvivesRestarts stopped the stream for good when a
+// waiter's bare error came first).
+func (s *sequencer) breakOff(cause error) {
 	s.mu.Lock()
-	s.broken = true
+	s.broken = fmt.Errorf("%w (%w)", ErrCommitUnknown, cause)
 	c := s.changed
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
@@ -164,7 +172,7 @@ func (s *sequencer) breakOff() {
 func (s *sequencer) isBroken() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.broken
+	return s.broken != nil
 }
 
 // next computes the position after the given transactions, without

@@ -2,10 +2,14 @@ package apply
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/scheduler"
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -142,13 +146,20 @@ func TestSequencerBreaks(t *testing.T) {
 	if ok || err != nil {
 		t.Fatalf("unit 2 ready before unit 1 committed: %v %v", ok, err)
 	}
-	s.breakOff()
+	cause := fmt.Errorf("commit: %w", mysql.ErrInvalidConn)
+	s.breakOff(cause)
 	select {
 	case <-changed:
 	default:
 		t.Fatal("a waiter was not woken")
 	}
-	if _, _, err := s.ready(1, turnRule{}); !errors.Is(err, errBroken) {
+	_, _, err = s.ready(1, turnRule{})
+	if !errors.Is(err, ErrCommitUnknown) {
 		t.Fatalf("a turn after a break: %v", err)
+	}
+	// Every waiter's error names the cause: the first to report stops the
+	// run, and the stream restarts only after a lost connection.
+	if !errors.Is(err, mysql.ErrInvalidConn) || !sqlerr.ConnectionLost(err, sqlerr.MariaDB) {
+		t.Fatalf("the cause is lost: %v", err)
 	}
 }

@@ -181,7 +181,7 @@ func (w *worker) apply(ctx context.Context, b *batch) result {
 	case errors.As(err, new(*builtError)):
 		// The chunk committed; building its table's indexes failed.
 		res.err = fmt.Errorf("%s: %w", b.describe(), err)
-	case errors.Is(err, errStopping), errors.Is(err, txn.ErrStreamBroken), ctx.Err() != nil:
+	case errors.Is(err, errStopping), errors.Is(err, txn.ErrStreamBroken), errors.Is(err, ErrCommitUnknown), ctx.Err() != nil:
 	case position.IsNotOwner(err):
 		res.err = w.notOwner(ctx, b, err)
 	case sqlerr.ConnectionLost(err, w.flavor):

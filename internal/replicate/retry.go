@@ -14,8 +14,9 @@ import (
 // retryable reports errors a restart from the saved position can get past:
 // the target's connection was lost or refused (it restarts, or the network
 // hiccupped), the source broke off in the middle of a transaction sent in
-// parts, a target table changed under the stream, or the stream lock's
-// connection broke. The source side also retries by itself inside the
+// parts, a target table changed under the stream, the stream lock's
+// connection broke, or a commit's outcome is unknown (the saved position,
+// written in the same transaction, tells). The source side also retries by itself inside the
 // replica stream. A stream another process took over, and a TLS failure
 // (which can wrap a network error), are never retried.
 func retryable(err error, f sqlerr.Flavor) bool {
@@ -24,7 +25,7 @@ func retryable(err error, f sqlerr.Flavor) bool {
 	switch {
 	case errors.Is(err, position.ErrNotOwner), errors.As(err, &busy), errors.As(err, &te):
 		return false
-	case errors.Is(err, txn.ErrStreamBroken), errors.Is(err, apply.ErrSchemaChanged), errors.Is(err, errLockLost),
+	case errors.Is(err, txn.ErrStreamBroken), errors.Is(err, apply.ErrSchemaChanged), errors.Is(err, apply.ErrCommitUnknown), errors.Is(err, errLockLost),
 		errors.Is(err, replica.ErrUnstablePosition):
 		return true
 	}
