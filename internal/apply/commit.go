@@ -188,7 +188,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		defer unlock()
 		start := time.Now()
 		if err := wr.Commit(tail); err != nil {
-			if sqlerr.Code(err) == 0 && !errors.Is(err, rowsql.ErrRowCount) {
+			if outcomeUnknown(err) {
 				// No answer from the server: the COMMIT may have happened. A
 				// later batch writing the position without this one's GTIDs
 				// could lose them (see sequencer).
@@ -207,6 +207,15 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		return last()
 	}
 	return w.lastAhead(ctx, last)
+}
+
+// outcomeUnknown reports whether a COMMIT that failed with err may have
+// happened: no answer from the server. A server error or a row count is an
+// answer (rolled back), and errStopping and errAborted come before
+// anything is sent (see worker.send).
+func outcomeUnknown(err error) bool {
+	return sqlerr.Code(err) == 0 && !errors.Is(err, rowsql.ErrRowCount) &&
+		!errors.Is(err, errStopping) && !errors.Is(err, errAborted)
 }
 
 // done passes the turn on and counts the batch.

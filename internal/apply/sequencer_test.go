@@ -3,11 +3,13 @@ package apply
 import (
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
@@ -161,5 +163,27 @@ func TestSequencerBreaks(t *testing.T) {
 	// run, and the stream restarts only after a lost connection.
 	if !errors.Is(err, mysql.ErrInvalidConn) || !sqlerr.ConnectionLost(err, sqlerr.MariaDB) {
 		t.Fatalf("the cause is lost: %v", err)
+	}
+}
+
+// TestOutcomeUnknown: only a COMMIT without an answer may have happened. A
+// batch stopped before it sent its COMMIT (another batch failed) was
+// reported as one of unknown outcome, which breaks the sequencer for
+// nothing and tells the operator something false.
+func TestOutcomeUnknown(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{mysql.ErrInvalidConn, true},
+		{fmt.Errorf("commit: %w", io.ErrUnexpectedEOF), true},
+		{&mysql.MySQLError{Number: 1213, Message: "Deadlock found"}, false},
+		{fmt.Errorf("x: %w", rowsql.ErrRowCount), false},
+		{errStopping, false},
+		{fmt.Errorf("batch 3: %w", errAborted), false},
+	} {
+		if got := outcomeUnknown(c.err); got != c.want {
+			t.Errorf("%v: outcome unknown %v, want %v", c.err, got, c.want)
+		}
 	}
 }
