@@ -78,6 +78,9 @@ func (c *coordinator) addChunk(ctx context.Context, p txn.Part) error {
 	case ch.Whole || skip || ch.Build != nil:
 		w.set.Tables = append(w.set.Tables, scheduler.TableAccess{Table: table, Exclusive: true})
 		if ch.Build != nil {
+			// The build runs after the chunk's COMMIT (runChunk): what
+			// waits for the table must wait for the build, not the commit.
+			u.Lingers = true
 			for _, n := range ch.Build.Neighbours {
 				w.set.Tables = append(w.set.Tables, scheduler.TableAccess{Table: c.a.plans.TableHash(n.Schema, n.Table), Exclusive: true})
 			}

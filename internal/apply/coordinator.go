@@ -101,9 +101,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	seq := newSequencer(start.FirstSeq-1, start.GTID, start.File, start.Pos)
 	// Not while a copy runs in the stream: its chunks and the rows of the
 	// tables being copied wait for each other in an order of their own,
-	// which rendering ahead was never tested against (a copy test's
-	// duplicate under a deferred unique key, first seen with it on, came
-	// back with it off: not its doing, but still unexplained).
+	// which rendering ahead was never tested against.
 	renderAhead := !a.cfg.NoRenderAhead && a.cfg.Copy == nil
 	a.stats.setPosition(start.GTID.String())
 	c := &coordinator{a: a, seq: seq,

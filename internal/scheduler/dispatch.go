@@ -100,7 +100,7 @@ func (s *Scheduler) chain(worth func(batch []*Unit, bytes int) bool) []*Unit {
 		return nil
 	}
 	first := s.pending[0]
-	if first.Seq == s.committed+1 || !chainable(first) {
+	if first.Seq == s.committed+1 || !chainable(first) || !s.depsSatisfied(first, 0, true) {
 		return nil // at the head a ready batch would have gone already
 	}
 	s.batchID++
@@ -189,13 +189,14 @@ func (s *Scheduler) worthDispatching(batch []*Unit, bytes int) bool {
 }
 
 // depsSatisfied reports whether every dependency of v committed or is in
-// the batch being built (or, for a chained batch, was dispatched).
+// the batch being built (or, for a chained batch, was dispatched and does
+// not linger after its commit: see Unit.Lingers).
 func (s *Scheduler) depsSatisfied(v *Unit, batch uint64, chained bool) bool {
 	if v.waiting == 0 {
 		return true
 	}
 	for _, d := range v.deps {
-		if d.state != stateCommitted && d.batch != batch && !(chained && d.state == stateDispatched) {
+		if d.state != stateCommitted && (batch == 0 || d.batch != batch) && !(chained && d.state == stateDispatched && !d.Lingers) {
 			return false
 		}
 	}

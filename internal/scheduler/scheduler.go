@@ -77,6 +77,12 @@ type Unit struct {
 	// unit added after them, as a barrier does; Seal gives their writeset,
 	// and units added afterwards wait only if they conflict with it.
 	Open bool
+	// Lingers: the unit's work goes on after its COMMIT, until the caller
+	// reports it Committed (a copied chunk that then builds its table's
+	// deferred indexes). A chained batch honours its dependencies by
+	// waiting for every earlier commit (see Config.Chain), which such a
+	// unit makes too early: a unit that depends on it never chains.
+	Lingers bool
 	// Spans are key ranges the unit writes whole (a copied chunk), Points
 	// the rows it changes in tables that may have spans (see Span).
 	Spans  []Span

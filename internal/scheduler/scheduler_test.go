@@ -19,6 +19,10 @@ func unit(seq uint64, desc string) *Unit {
 			u.Barrier = true
 		case f == "H":
 			u.Head = true
+		case f == "L":
+			u.Lingers = true
+		case f == "O":
+			u.Solo = true
 		case strings.HasPrefix(f, "S:"):
 			u.Set.Shared = append(u.Set.Shared, hash(f[2:]))
 		case strings.HasPrefix(f, "T:"):
@@ -202,6 +206,10 @@ func TestChain(t *testing.T) {
 			[]step{{"next", "[1]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}}},
 		{"a chained batch stops before a barrier", []string{"a"}, 8, 1,
 			[]step{{"next", "[1]"}, {"add", "a"}, {"add", "B"}, {"chained", "[2]"}}},
+		{"never after a unit that lingers after its commit", []string{"X:t,L,O", "T:t", "T:t"}, 8, 1,
+			[]step{{"next", "[1]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2 3]"}}},
+		{"a chained batch stops before a unit that waits for one that lingers", []string{"a", "X:t,L,O"}, 8, 2,
+			[]step{{"next", "[1]"}, {"next", "[2]"}, {"add", "a"}, {"add", "T:t"}, {"chained", "[3]"}, {"next", "[]"}}},
 		{"a requeued chained batch runs at the head, unchained", []string{"a", "a", "a"}, 1, 1,
 			[]step{{"next", "[1]"}, {"chained", "[2]"}, {"requeue", ""}, {"next", "[]"}, {"commit", ""},
 				{"next", "[2]"}, {"chained", "[3]"}}},
