@@ -136,9 +136,10 @@ import (
 // Builder hashes row changes. It reuses its buffers; it is not safe for
 // concurrent use.
 type Builder struct {
-	d       xxhash.Digest
-	scratch [16]byte
-	buf     []byte
+	// key collects one key's canonical bytes, hashed in one call: the
+	// same hash as a streaming digest fed the same bytes, without its
+	// bookkeeping per write (most keys are one or two integers).
+	key []byte
 	// The change being added: where its keys start in the set (a key is
 	// dropped as a repeat only of the same change's previous key, so that
 	// each change's keys stay whole: see Span), and whether it took a
@@ -395,9 +396,7 @@ func (b *Builder) addKey(s *scheduler.KeySet, p *plan.Table, seed uint64, row []
 	if row == nil {
 		return
 	}
-	b.d.Reset()
-	binary.LittleEndian.PutUint64(b.scratch[:8], seed)
-	b.d.Write(b.scratch[:8])
+	b.key = binary.LittleEndian.AppendUint64(b.key[:0], seed)
 	for i, c := range cols {
 		v := &row[c]
 		if v.Kind == binlog.KindNull {
@@ -422,7 +421,7 @@ func (b *Builder) addKey(s *scheduler.KeySet, p *plan.Table, seed uint64, row []
 			return
 		}
 	}
-	h := b.d.Sum64()
+	h := xxhash.Sum64(b.key)
 	keys, at := &s.Keys, b.keysAt
 	if shared {
 		keys, at = &s.Shared, b.sharedAt
@@ -433,42 +432,39 @@ func (b *Builder) addKey(s *scheduler.KeySet, p *plan.Table, seed uint64, row []
 	*keys = append(*keys, h)
 }
 
-// writeValue feeds a value's canonical bytes to the digest; false when the
+// writeValue appends a value's canonical bytes to the key; false when the
 // value cannot be normalized with certainty.
 func (b *Builder) writeValue(v *binlog.Value, coll schema.Collation, prefix int) bool {
-	sc := b.scratch[:]
 	switch v.Kind {
 	case binlog.KindString:
-		norm, ok := Normalize(b.buf[:0], v.B, coll, prefix)
+		// The length first, filled in once the normalized bytes are
+		// appended after it.
+		at := len(b.key)
+		norm, ok := Normalize(append(b.key, 0, 0, 0, 0), v.B, coll, prefix)
 		if !ok {
 			return false
 		}
-		b.buf = norm
-		binary.LittleEndian.PutUint32(sc, uint32(len(norm)))
-		b.d.Write(sc[:4])
-		b.d.Write(norm)
+		binary.LittleEndian.PutUint32(norm[at:], uint32(len(norm)-at-4))
+		b.key = norm
 		return true
 	case binlog.KindDecimal, binlog.KindJSON, binlog.KindGeometry:
-		binary.LittleEndian.PutUint32(sc, uint32(len(v.B)))
-		b.d.Write(sc[:4])
-		b.d.Write(v.B)
+		b.key = binary.LittleEndian.AppendUint32(b.key, uint32(len(v.B)))
+		b.key = append(b.key, v.B...)
 		return true
 	case binlog.KindFloat, binlog.KindDouble:
 		f := v.Float()
 		if f == 0 {
 			f = 0 // -0 equals 0
 		}
-		binary.LittleEndian.PutUint64(sc, math.Float64bits(f))
+		b.key = binary.LittleEndian.AppendUint64(b.key, math.Float64bits(f))
 	default:
-		binary.LittleEndian.PutUint64(sc, uint64(v.N))
+		b.key = binary.LittleEndian.AppendUint64(b.key, uint64(v.N))
 	}
-	binary.LittleEndian.PutUint32(sc[8:], v.Micro)
-	sc[12] = byte(v.Kind)
+	b.key = binary.LittleEndian.AppendUint32(b.key, v.Micro)
+	neg := byte(0)
 	if v.Neg {
-		sc[13] = 1
-	} else {
-		sc[13] = 0
+		neg = 1
 	}
-	b.d.Write(sc[:14])
+	b.key = append(b.key, byte(v.Kind), neg)
 	return true
 }
