@@ -16,9 +16,10 @@ import (
 // hiccupped), the source broke off in the middle of a transaction sent in
 // parts, a target table changed under the stream, the stream lock's
 // connection broke, or a commit's outcome is unknown (the saved position,
-// written in the same transaction, tells). The source side also retries by itself inside the
-// replica stream. A stream another process took over, and a TLS failure
-// (which can wrap a network error), are never retried.
+// written in the same transaction, tells). The source side also retries
+// by itself inside the replica stream. A stream another process took
+// over, and a TLS failure (which can wrap a network error), are never
+// retried.
 func retryable(err error, f sqlerr.Flavor) bool {
 	var busy *position.BusyError
 	var te *dsn.TLSError
