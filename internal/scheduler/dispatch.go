@@ -196,7 +196,7 @@ func (s *Scheduler) depsSatisfied(v *Unit, batch uint64, chained bool) bool {
 		return true
 	}
 	for _, d := range v.deps {
-		if d.state != stateCommitted && (batch == 0 || d.batch != batch) && !(chained && d.state == stateDispatched && !d.Lingers) {
+		if d.state != stateCommitted && d.batch != batch && !(chained && d.state == stateDispatched && !d.Lingers) {
 			return false
 		}
 	}
