@@ -32,8 +32,8 @@ func bound(s *scheduler.KeySet) bool {
 }
 
 // extendSet adds the changes of one part of a transaction sent in parts to
-// its writeset (the copy's filtering happens in the worker: unfiltered
-// changes name at least the rows it writes).
+// its writeset (before the copy's filter, filterPart: unfiltered changes
+// name at least the rows it writes).
 func (c *coordinator) extendSet(ctx context.Context, w *work, body *txn.Body) error {
 	if c.a.cfg.Mode != scheduler.ModeWriteset {
 		return nil // the scheduler reads writesets in writeset mode only
@@ -70,6 +70,11 @@ func (c *coordinator) nextPart(ctx context.Context, w *work, p *txn.Part) error 
 	}
 	if err := c.extendSet(ctx, w, &p.Body); err != nil {
 		return err
+	}
+	if !w.statements {
+		if err := c.filterPart(ctx, w.t, &p.Body); err != nil {
+			return err
+		}
 	}
 	if p.Last && p.Abort == nil && !w.statements && !w.t.Savepoints && !w.t.RolledBack && w.set.Barrier == "" {
 		c.sched.Seal(&w.unit, &w.set)

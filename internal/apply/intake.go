@@ -74,6 +74,11 @@ func (c *coordinator) place(ctx context.Context, w *work, reason string, bytes i
 		if err := c.extendSet(ctx, w, &w.body); err != nil {
 			return err
 		}
+		// The writeset keeps the unfiltered changes (a superset of the
+		// rows it writes); the copy's filter runs here, in stream order.
+		if err := c.filterPart(ctx, w.t, &w.body); err != nil {
+			return err
+		}
 	case reason != "":
 		u.Barrier, w.barrier = true, true
 		c.alone++

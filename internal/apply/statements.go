@@ -184,8 +184,11 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 			}
 			changes := body.Changes[it.First:it.Last]
 			if w.copy != nil && w.copy.Copying() {
-				// Run alone: every chunk before it in the stream is sequenced,
-				// none after it yet.
+				// A barrier: every chunk before it in the stream is
+				// sequenced, none after it yet (the coordinator takes nothing
+				// more until it commits). The parts of a transaction sent in
+				// parts were filtered by the coordinator (filterPart), in
+				// stream order: filtering again drops nothing more.
 				out, _, ok, err := w.copy.Filter(p, changes)
 				if err != nil {
 					return fmt.Errorf("transaction %s: %w", t.Describe(), err)

@@ -185,6 +185,9 @@ func (r *run) setUpCopy(ctx context.Context, cr *copyRun, rcfg replica.Config, s
 	if err != nil {
 		return err
 	}
+	if err := copier.WaitStartCommitted(ctx, cr.src, st.pos, st.file, st.offset, r.log); err != nil {
+		return err
+	}
 	tables, pos := st.tables, st.pos
 	if len(tables) == 0 && len(st.objects) == 0 {
 		return fmt.Errorf("copy: no source table matches the stream's filters")
@@ -318,7 +321,7 @@ func stableTables(ctx context.Context, src *sql.DB, cfg *Config, rcfg replica.Co
 			log.Debug("could not read the source's binlog while the tables were listed; listing them again", "attempt", attempt,
 				"error", err)
 		case stmt == "":
-			defs.pos = to.GTIDs
+			defs.pos, defs.file, defs.offset = to.GTIDs, to.File, to.Pos
 			return defs, readSequences(ctx, src, defs.objects)
 		default:
 			why = errors.New("the source's tables keep changing (DDL)")

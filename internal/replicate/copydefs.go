@@ -25,6 +25,9 @@ type startDefs struct {
 	// that holds a copied table or object.
 	databases []string
 	pos       gtid.Set
+	// file and offset are where pos ends in the source's binlog.
+	file   string
+	offset uint64
 }
 
 // listDefinitions reads the selected tables, objects and their databases

@@ -169,6 +169,25 @@ func (q Query) Read(rows *sql.Rows) (Position, error) {
 	return p, nil
 }
 
+// Begin starts a snapshot on conn and reads its position as Read does;
+// the snapshot stays open for the caller (end it with ROLLBACK).
+func (q Query) Begin(ctx context.Context, conn *sql.Conn) (Position, error) {
+	return q.begin(ctx, conn)
+}
+
+// GTIDPos asks the server for the GTID state at a binlog coordinate
+// (BINLOG_GTID_POS: a read of the binlog file up to it, the cost Query
+// avoids; for a rare check, not per snapshot).
+func GTIDPos(ctx context.Context, conn *sql.Conn, file string, offset uint64) (gtid.Set, error) {
+	var t sql.NullString
+	if err := conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", file, offset).Scan(&t); err != nil {
+		return gtid.Set{}, fmt.Errorf("%s: %w", needBinlog, err)
+	} else if !t.Valid {
+		return gtid.Set{}, fmt.Errorf("%s: BINLOG_GTID_POS(%q, %d) is NULL", needBinlog, file, offset)
+	}
+	return parse(t.String, file+":"+strconv.FormatUint(offset, 10), nil)
+}
+
 // begin starts a snapshot on conn and reads its position as Read does, a
 // statement at a time (for connections that do not take batches). The
 // snapshot stays open for the caller to read in.
