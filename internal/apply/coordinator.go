@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/binlane/binlane/internal/arena"
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/gtid"
@@ -50,16 +49,9 @@ type coordinator struct {
 	abortAll chan struct{}
 	ws       writeset.Builder
 	// wsSet is where the writesets of whole transactions are built, its
-	// memory reused; each work gets a copy carved from the arenas below (see keepSet).
+	// memory reused; each work gets an exactly sized copy (see keepSet).
 	wsSet scheduler.KeySet
-	// The arenas the works' keys, table accesses, plans and change spans
-	// are carved from (package arena); plans point only at table plans,
-	// which live on anyway.
-	keyArena   []uint64
-	tableArena []scheduler.TableAccess
-	planArena  []*plan.Table
-	spanArena  []writeset.Span
-	alone      int // statement or streamed transactions in flight: intake waits
+	alone int // statement or streamed transactions in flight: intake waits
 	// streaming is the transaction whose parts are arriving; part is a part
 	// of it received and not yet handed to its worker.
 	streaming *work
@@ -387,7 +379,7 @@ func (c *coordinator) resolve(ctx context.Context, t *txn.Txn, body txn.Body) ([
 // analyse builds the table plans and the writeset of a transaction.
 func (c *coordinator) analyse(ctx context.Context, w *work) error {
 	t := w.t
-	w.plans = arena.Take(&c.planArena, len(w.body.Items), 1024)
+	w.plans = make([]*plan.Table, len(w.body.Items))
 	for i := range w.body.Items {
 		it := &w.body.Items[i]
 		if it.Kind != txn.ItemRows {
@@ -411,7 +403,7 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 	w.unit.Points = points
 	if c.a.cfg.Mode == scheduler.ModeWriteset {
 		// c.wsSet is empty: keepSet leaves it so.
-		w.keys = rowsql.Keys{Set: &w.set, Spans: arena.Take(&c.spanArena, len(w.body.Changes), 2048)}
+		w.keys = rowsql.Keys{Set: &w.set, Spans: make([]writeset.Span, len(w.body.Changes))}
 	}
 	for i, p := range w.plans {
 		if p == nil {
@@ -447,7 +439,7 @@ func (c *coordinator) keepSet(w *work) {
 		w.set, c.wsSet = *s, scheduler.KeySet{}
 		return
 	}
-	w.set.CopyFromArenas(s, &c.keyArena, &c.tableArena)
+	w.set.CopyFrom(s)
 	s.Reset()
 }
 

@@ -1,7 +1,5 @@
 package scheduler
 
-import "github.com/binlane/binlane/internal/arena"
-
 // KeySet is what a unit (a transaction, or a merged group of them) writes,
 // as the scheduler compares it: hashes only, so that the graph needs to
 // know nothing of rows, tables or collations. Package writeset fills it
@@ -52,27 +50,6 @@ func (s *KeySet) CopyFrom(src *KeySet) {
 	}
 	s.Barrier = src.Barrier
 }
-
-// CopyFromArenas is CopyFrom with the copies carved from the arenas keys
-// and tables (package arena): no allocation per set.
-func (s *KeySet) CopyFromArenas(src *KeySet, keys *[]uint64, tables *[]TableAccess) {
-	k, n := len(src.Keys), len(src.Keys)+len(src.Shared)
-	all := arena.Take(keys, n, arenaKeys)
-	copy(all, src.Keys)
-	copy(all[k:], src.Shared)
-	s.Keys, s.Shared = all[:k:k], all[k:n:n]
-	s.Tables = arena.Take(tables, len(src.Tables), arenaTables)
-	copy(s.Tables, src.Tables)
-	s.Barrier = src.Barrier
-}
-
-// Arena sizes for CopyFromArenas: the keys of a few hundred small
-// transactions (keys and table accesses hold no pointers: an array alive
-// for one set keeps nothing else alive).
-const (
-	arenaKeys   = 8192
-	arenaTables = 1024
-)
 
 // AddTable records a table access; exclusive wins over shared.
 func (s *KeySet) AddTable(h uint64, exclusive bool) {
