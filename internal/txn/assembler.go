@@ -70,10 +70,10 @@ type Assembler struct {
 	body Body // the part being filled
 	sent bool // the current transaction's first part went out
 	// values is the decode buffer of the part being filled: its changes'
-	// images, in the values arena (see handOver).
+	// images. It is reused from part to part (see handOver), so that a
+	// small transaction costs one exactly sized array of values instead
+	// of a chain of doubling ones.
 	values []binlog.Value
-	// arenaBytes is the event bytes the values in the arena point into.
-	arenaBytes int
 	// scratchMax is scratchMaxBytes (a test lowers it).
 	scratchMax int
 	bytes      int // held by the part being filled

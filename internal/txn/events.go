@@ -71,58 +71,56 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 // and they are dropped. (Assembler.scratchMax holds it, for tests.)
 const scratchMaxBytes = 1 << 20
 
-// Arenas. A small part's items, changes and values are appended to arrays
-// that the parts after it share: handing a part over gives it its region
-// as it is, with capacities that end with it, and the next part appends
-// after it. A region handed over is never written again (nothing is
-// appended below the current region, and an arena outgrown is replaced,
-// not reused), so a part owns its region as it owned the exactly sized
-// copies handed over before, without the three allocations and the copy
-// per part (15% of binlane's CPU in the shop drain, with the allocation
-// of small arrays of pointers).
-//
-// An arena lives as long as any part in it, and it keeps the events of
-// all its parts alive: new ones start once the bytes the parts held
-// (Part.Bytes) exceed arenaMaxBytes, so what arenas keep beyond the parts
-// in use is bounded.
-const (
-	arenaValues   = 4096
-	arenaChanges  = 512
-	arenaItems    = 256
-	arenaMaxBytes = 2 << 20
-)
-
 // handOver returns the body of the part being filled, for the applier,
-// and starts the next part's region after it (see Arenas).
+// and empties the assembler's buffers for the next part. A small part is
+// copied into arrays of its exact sizes (one each for items, changes and
+// values), so that the buffers can be reused: nothing handed over points
+// into them. Its changes' images are carved out of one array of values.
 func (a *Assembler) handOver() Body {
 	b := a.body
-	ni, nc, nv := len(b.Items), len(b.Changes), len(a.values)
-	b.Items, b.Changes = b.Items[:ni:ni], b.Changes[:nc:nc]
-	a.arenaBytes += a.bytes
-	if scratchBytes(&b, a.values) > a.scratchMax || a.arenaBytes > arenaMaxBytes {
-		a.body, a.values, a.arenaBytes = Body{}, nil, 0
-		a.room()
+	if scratchBytes(&b, a.values) > a.scratchMax {
+		a.body, a.values = Body{}, nil
 		return b
 	}
-	a.body = Body{Items: a.body.Items[ni:ni], Changes: a.body.Changes[nc:nc]}
-	a.values = a.values[nv:nv]
-	a.room()
-	return b
+	var out Body
+	if len(b.Items) > 0 {
+		out.Items = make([]Item, len(b.Items))
+		copy(out.Items, b.Items)
+	}
+	if len(b.Changes) > 0 {
+		out.Changes = make([]Change, len(b.Changes))
+		copy(out.Changes, b.Changes)
+		repointImages(out.Changes)
+	}
+	a.recycle()
+	return out
 }
 
-// room starts new arenas where the one in use has too little left for a
-// part: appending to a nearly full one would grow a small array by
-// doubling, part after part. The part being filled must be empty.
-func (a *Assembler) room() {
-	if cap(a.values) < arenaValues/8 {
-		a.values = make([]binlog.Value, 0, arenaValues)
+// repointImages copies the images of changes into one array and points
+// the changes at their copies. Images are copied from wherever they are:
+// the decode buffer, or an array it outgrew.
+func repointImages(changes []Change) {
+	n := 0
+	for i := range changes {
+		n += len(changes[i].Before) + len(changes[i].After)
 	}
-	if cap(a.body.Changes) < arenaChanges/8 {
-		a.body.Changes = make([]Change, 0, arenaChanges)
+	vals := make([]binlog.Value, n)
+	off := 0
+	for i := range changes {
+		c := &changes[i]
+		c.Before, off = carve(vals, off, c.Before)
+		c.After, off = carve(vals, off, c.After)
 	}
-	if cap(a.body.Items) < arenaItems/8 {
-		a.body.Items = make([]Item, 0, arenaItems)
+}
+
+// carve copies src to dst at off and returns the copy (nil for a nil
+// image: an insert's Before, a delete's After) and the offset after it.
+func carve(dst []binlog.Value, off int, src []binlog.Value) ([]binlog.Value, int) {
+	if src == nil {
+		return nil, off
 	}
+	end := off + copy(dst[off:], src)
+	return dst[off:end:end], end
 }
 
 // recycle empties the buffers of the part being filled, keeping their
@@ -131,8 +129,7 @@ func (a *Assembler) room() {
 func (a *Assembler) recycle() {
 	if scratchBytes(&Body{Items: a.body.Items[:cap(a.body.Items)], Changes: a.body.Changes[:cap(a.body.Changes)]},
 		a.values[:cap(a.values)]) > a.scratchMax {
-		a.body, a.values, a.arenaBytes = Body{}, nil, 0
-		a.room()
+		a.body, a.values = Body{}, nil
 		return
 	}
 	clear(a.body.Items)

@@ -63,9 +63,8 @@ func partTexts(parts []Part) []string {
 	return out
 }
 
-// TestHandedOverValuesStay: the assembler fills the next parts in the
-// arenas a part it handed over points into, so nothing may be written
-// where a handed-over part has its items, changes or values. The
+// TestHandedOverValuesStay: the assembler reuses its decode buffer from
+// part to part, so a part it handed over must not point into it. The
 // applier reads each part while the assembler decodes the next ones (the
 // race detector sees any write to a value a part holds); every part's
 // images must still be the source's once the whole stream was assembled.
@@ -105,9 +104,6 @@ func TestHandedOverValuesStay(t *testing.T) {
 				pipe.Taken(&p)
 				seen = append(seen, partTexts([]Part{p})...) // read while the assembler goes on
 				parts = append(parts, p)
-				if b := p.Body; cap(b.Items) != len(b.Items) || cap(b.Changes) != len(b.Changes) {
-					t.Fatalf("a part's items or changes have capacity beyond their length: an append would write into the next part's")
-				}
 				for _, c := range p.Body.Changes {
 					if cap(c.Before) != len(c.Before) || cap(c.After) != len(c.After) {
 						t.Fatalf("an image's capacity is beyond its length: an append would write into another's")

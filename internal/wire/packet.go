@@ -21,9 +21,6 @@ type PacketReader struct {
 	r   io.Reader
 	seq uint8 // sequence id expected next
 	max int
-	// hdr is read into here: a local array passed to io.ReadFull would
-	// be allocated for every packet.
-	hdr [4]byte
 }
 
 // NewPacketReader reads packets from r, refusing any reassembled payload
@@ -75,8 +72,8 @@ func (p *PacketReader) ReadPacket() ([]byte, error) {
 }
 
 func (p *PacketReader) readHeader(first bool) (int, error) {
-	hdr := p.hdr[:]
-	if _, err := io.ReadFull(p.r, hdr); err != nil {
+	var hdr [4]byte
+	if _, err := io.ReadFull(p.r, hdr[:]); err != nil {
 		if first && err == io.EOF {
 			return 0, io.EOF
 		}
