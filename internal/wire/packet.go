@@ -21,6 +21,9 @@ type PacketReader struct {
 	r   io.Reader
 	seq uint8 // sequence id expected next
 	max int
+	// hdr is read into here: a local array passed to io.ReadFull would
+	// be allocated for every packet.
+	hdr [4]byte
 }
 
 // NewPacketReader reads packets from r, refusing any reassembled payload
@@ -72,8 +75,8 @@ func (p *PacketReader) ReadPacket() ([]byte, error) {
 }
 
 func (p *PacketReader) readHeader(first bool) (int, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(p.r, hdr[:]); err != nil {
+	hdr := p.hdr[:]
+	if _, err := io.ReadFull(p.r, hdr); err != nil {
 		if first && err == io.EOF {
 			return 0, io.EOF
 		}
