@@ -294,7 +294,7 @@ func (w *worker) build(ctx context.Context, b *txn.IndexBuild) error {
 	if err := provision.Build(ctx, w.conn.conn, b, w.log); err != nil {
 		return err
 	}
-	w.plans.Schema().SetPending(b.Schema, b.Table, nil)
+	w.plans.Built(b.Schema, b.Table)
 	return nil
 }
 

@@ -165,6 +165,25 @@ func (b *Builder) Invalidate() {
 	b.cache.InvalidateAll()
 }
 
+// Built records that a table's deferred unique keys exist now (a copy
+// built them): its definition is read again, and the plans built while
+// the keys were pending are dropped, so that later transactions are
+// planned, and their failures compared (Reload), against the table as it
+// is. Kept, every failure on the table after the build was reported as a
+// change of its definition, and the stream restarted once before the real
+// error showed.
+func (b *Builder) Built(schemaName, table string) {
+	b.cache.SetPending(schemaName, table, nil)
+	id := b.cache.Ident(schemaName, table)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for tm, p := range b.plans {
+		if b.cache.Ident(p.Target.Schema, p.Target.Name) == id {
+			delete(b.plans, tm)
+		}
+	}
+}
+
 // Reload reads the definitions of the given tables again and reports
 // whether any differs from the one its plans were built from; plans built
 // from a changed definition are dropped.
