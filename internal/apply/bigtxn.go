@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/txn"
 )
@@ -38,6 +39,27 @@ func (c *coordinator) extendSet(ctx context.Context, w *work, body *txn.Body) er
 	if c.a.cfg.Mode != scheduler.ModeWriteset {
 		return nil // the scheduler reads writesets in writeset mode only
 	}
+	plans, err := c.planItems(ctx, w.t, body)
+	if err != nil {
+		return err
+	}
+	for i, p := range plans {
+		if p == nil {
+			continue
+		}
+		it := &body.Items[i]
+		for j := it.First; j < it.Last; j++ {
+			c.ws.AddChange(&w.set, p, &body.Changes[j])
+		}
+		bound(&w.set)
+	}
+	return nil
+}
+
+// planItems returns the plan of each rows item of a part (nil for the
+// other items).
+func (c *coordinator) planItems(ctx context.Context, t *txn.Txn, body *txn.Body) ([]*plan.Table, error) {
+	plans := make([]*plan.Table, len(body.Items))
 	for i := range body.Items {
 		it := &body.Items[i]
 		if it.Kind != txn.ItemRows {
@@ -45,14 +67,11 @@ func (c *coordinator) extendSet(ctx context.Context, w *work, body *txn.Body) er
 		}
 		p, err := c.a.plans.Get(ctx, it.Rows.Table)
 		if err != nil {
-			return fmt.Errorf("transaction %s: %w", w.t.Describe(), err)
+			return nil, fmt.Errorf("transaction %s: %w", t.Describe(), err)
 		}
-		for j := it.First; j < it.Last; j++ {
-			c.ws.AddChange(&w.set, p, &body.Changes[j])
-		}
-		bound(&w.set)
+		plans[i] = p
 	}
-	return nil
+	return plans, nil
 }
 
 // nextPart takes a later part of the transaction being streamed: its

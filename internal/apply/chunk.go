@@ -207,17 +207,9 @@ func (c *coordinator) filterPart(ctx context.Context, t *txn.Txn, body *txn.Body
 	if cp == nil || !cp.Copying() || body.HasStatements() {
 		return nil
 	}
-	plans := make([]*plan.Table, len(body.Items))
-	for i := range body.Items {
-		it := &body.Items[i]
-		if it.Kind != txn.ItemRows {
-			continue
-		}
-		p, err := c.a.plans.Get(ctx, it.Rows.Table)
-		if err != nil {
-			return fmt.Errorf("transaction %s: %w", t.Describe(), err)
-		}
-		plans[i] = p
+	plans, err := c.planItems(ctx, t, body)
+	if err != nil {
+		return err
 	}
 	if _, err := filterCopied(cp, body, plans); err != nil {
 		return fmt.Errorf("transaction %s: %w", t.Describe(), err)

@@ -114,7 +114,15 @@ func setup(t *testing.T) (map[string]*binlog.TableMap, *plan.Builder) {
 		}
 		r.Close()
 	}
-	meta := dst.OpenBinlaneT(t, "p")
+	b, _ := targetBuilder(t, dst, "p", plan.Options{AllowTriggers: true})
+	return maps, b
+}
+
+// targetBuilder returns a plan builder on a target as binlane reads it,
+// and its definitions cache.
+func targetBuilder(t *testing.T, dst *sandbox.Server, db string, opts plan.Options) (*plan.Builder, *schema.Cache) {
+	t.Helper()
+	meta := dst.OpenBinlaneT(t, db)
 	colls, err := schema.LoadCollations(context.Background(), meta)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +131,7 @@ func setup(t *testing.T) (map[string]*binlog.TableMap, *plan.Builder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return maps, plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: true})
+	return plan.NewBuilder(cache, colls, opts), cache
 }
 
 func TestPlan(t *testing.T) {
@@ -389,17 +397,8 @@ func TestIdentityAcrossSpellings(t *testing.T) {
 	dst.ExecT(t, ddl...)
 	src.ExecT(t, "INSERT INTO Shop.Parent VALUES (1, 'a')", "INSERT INTO Shop.Child VALUES (1, 1)", "FLUSH BINARY LOGS")
 	maps := tableMaps(t, src)
-	meta := dst.OpenBinlaneT(t, "shop")
 	ctx := context.Background()
-	colls, err := schema.LoadCollations(ctx, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := schema.NewCache(ctx, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := plan.NewBuilder(cache, colls, plan.Options{})
+	b, _ := targetBuilder(t, dst, "shop", plan.Options{})
 	parent, err := b.Get(ctx, maps["Parent"])
 	if err != nil {
 		t.Fatal(err)
@@ -456,17 +455,8 @@ func TestBuiltDropsPendingPlans(t *testing.T) {
 		"INSERT INTO d.t VALUES (1, 1)", "FLUSH BINARY LOGS")
 	dst.ExecT(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY, u INT)")
 	maps := tableMaps(t, src)
-	meta := dst.OpenBinlaneT(t, "d")
 	ctx := context.Background()
-	colls, err := schema.LoadCollations(ctx, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := schema.NewCache(ctx, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := plan.NewBuilder(cache, colls, plan.Options{})
+	b, cache := targetBuilder(t, dst, "d", plan.Options{})
 	cache.SetPending("d", "t", []schema.PendingKey{{Name: "uk", Columns: []string{"u"}, Prefix: []int{0}}})
 	before, err := b.Get(ctx, maps["t"])
 	if err != nil {
