@@ -8,6 +8,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -199,7 +200,10 @@ func (s *Server) waitReady(ctx context.Context, exited chan struct{}) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("sandbox %s: mariadbd exited during start-up: %s", s.Name, s.errorLogTail(20))
+			s.mu.Lock()
+			status := s.exitErr
+			s.mu.Unlock()
+			return fmt.Errorf("sandbox %s: mariadbd exited during start-up (%v): %s", s.Name, status, s.errorLogTail(20))
 		case <-ctx.Done():
 			return fmt.Errorf("sandbox %s: waiting for start-up: %w", s.Name, ctx.Err())
 		case <-time.After(25 * time.Millisecond):
@@ -371,7 +375,12 @@ func (s *Server) ErrorLog() string { return filepath.Join(s.Dir, "error.log") }
 func (s *Server) errorLogTail(n int) string {
 	b, err := os.ReadFile(s.ErrorLog())
 	if err != nil {
-		return "(no error log)"
+		// Dead before it opened its error log: what it printed, if anything.
+		out, _ := os.ReadFile(filepath.Join(s.Dir, "stdout.log"))
+		if len(bytes.TrimSpace(out)) == 0 {
+			return "(no error log, no output)"
+		}
+		b = append([]byte("(no error log; its output:)\n"), out...)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) > n {

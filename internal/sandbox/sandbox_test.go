@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"database/sql"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,22 @@ func TestTLSServer(t *testing.T) {
 		if c.ok && (err != nil || cipher == "") || !c.ok && err == nil {
 			t.Errorf("%s with TLS %v: cipher %q, err %v", c.user, c.tls != nil, cipher, err)
 		}
+	}
+}
+
+// TestStartFailureSaysWhy: a server that dies during start-up is reported
+// with its exit status and what it wrote (its error log, or its output
+// when it died before opening one), not as a bare "exited".
+func TestStartFailureSaysWhy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{Role: Target, Extra: []string{"no-such-option-at-all=1"}})
+	if err == nil {
+		s.Close()
+		t.Fatal("a server with an unknown option started")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "exit status") || !strings.Contains(msg, "no-such-option-at-all") {
+		t.Fatalf("the failure does not say why: %s", msg)
 	}
 }
