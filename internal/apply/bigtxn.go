@@ -32,26 +32,44 @@ func bound(s *scheduler.KeySet) bool {
 	return false
 }
 
-// extendSet adds the changes of one part of a transaction sent in parts to
-// its writeset (before the copy's filter, filterPart: unfiltered changes
-// name at least the rows it writes).
-func (c *coordinator) extendSet(ctx context.Context, w *work, body *txn.Body) error {
-	if c.a.cfg.Mode != scheduler.ModeWriteset {
-		return nil // the scheduler reads writesets in writeset mode only
+// takePart takes a part of a transaction sent in parts, in stream order:
+// its changes join the writeset unfiltered (they name at least the rows it
+// writes), then the copy's filter drops those of rows not copied yet, as
+// filterCopied does for whole transactions. The worker must not be left
+// to filter (as it is for a barrier, which holds back what follows it):
+// once the last part is relayed the coordinator takes the transactions
+// and chunks after it, and the coverage of a chunk sequenced meanwhile
+// would keep changes whose rows that chunk carries, or drop changes of
+// rows it does not. A transaction with statements is left to the worker
+// (its tables may not be planned yet); the filter it applies again finds
+// nothing more to drop.
+func (c *coordinator) takePart(ctx context.Context, w *work, body *txn.Body) error {
+	writeset := c.a.cfg.Mode == scheduler.ModeWriteset // the scheduler reads writesets in writeset mode only
+	cp := c.a.cfg.Copy
+	filter := cp != nil && cp.Copying() && !w.statements
+	if !writeset && !filter {
+		return nil
 	}
 	plans, err := c.planItems(ctx, w.t, body)
 	if err != nil {
 		return err
 	}
-	for i, p := range plans {
-		if p == nil {
-			continue
+	if writeset {
+		for i, p := range plans {
+			if p == nil {
+				continue
+			}
+			it := &body.Items[i]
+			for j := it.First; j < it.Last; j++ {
+				c.ws.AddChange(&w.set, p, &body.Changes[j])
+			}
+			bound(&w.set)
 		}
-		it := &body.Items[i]
-		for j := it.First; j < it.Last; j++ {
-			c.ws.AddChange(&w.set, p, &body.Changes[j])
+	}
+	if filter {
+		if _, err := filterCopied(cp, body, plans); err != nil {
+			return fmt.Errorf("transaction %s: %w", w.t.Describe(), err)
 		}
-		bound(&w.set)
 	}
 	return nil
 }
@@ -87,13 +105,8 @@ func (c *coordinator) nextPart(ctx context.Context, w *work, p *txn.Part) error 
 	if !w.unit.Open {
 		return nil
 	}
-	if err := c.extendSet(ctx, w, &p.Body); err != nil {
+	if err := c.takePart(ctx, w, &p.Body); err != nil {
 		return err
-	}
-	if !w.statements {
-		if err := c.filterPart(ctx, w.t, &p.Body); err != nil {
-			return err
-		}
 	}
 	if p.Last && p.Abort == nil && !w.statements && !w.t.Savepoints && !w.t.RolledBack && w.set.Barrier == "" {
 		c.sched.Seal(&w.unit, &w.set)

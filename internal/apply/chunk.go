@@ -194,29 +194,6 @@ func filterCopied(cp Copy, body *txn.Body, plans []*plan.Table) (points []schedu
 	return points, nil
 }
 
-// filterPart filters a part of a transaction sent in parts as
-// filterCopied does, in stream order. Its worker must not be left to do it
-// (as it is for a barrier, which holds back what follows it): once the
-// last part is relayed the coordinator takes the transactions and chunks
-// after it, and the coverage of a chunk sequenced meanwhile would keep
-// changes whose rows that chunk carries, or drop changes of rows it does
-// not. A part with statements is left to the worker (its tables may not
-// be planned yet); the filter it applies again finds nothing more to drop.
-func (c *coordinator) filterPart(ctx context.Context, t *txn.Txn, body *txn.Body) error {
-	cp := c.a.cfg.Copy
-	if cp == nil || !cp.Copying() || body.HasStatements() {
-		return nil
-	}
-	plans, err := c.planItems(ctx, t, body)
-	if err != nil {
-		return err
-	}
-	if _, err := filterCopied(cp, body, plans); err != nil {
-		return fmt.Errorf("transaction %s: %w", t.Describe(), err)
-	}
-	return nil
-}
-
 // runChunk writes a chunk (all the parts of a table copied in one pass)
 // and commits it with its checkpoint; then it builds the indexes the copy
 // deferred, if the chunk completed its table (Chunk.Build).

@@ -10,12 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/keyrange"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
-	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/testutil"
 	"github.com/binlane/binlane/internal/txn"
@@ -111,39 +109,11 @@ func TestCopyFiltersPartsInStreamOrder(t *testing.T) {
 	}
 	p.src.ExecT(t, "INSERT INTO app.u VALUES (2, 2)")
 
-	url, err := p.dst.GrantBinlane(ctx, false, "app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := dsn.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := d.OpenDB("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, meta, builder, start := p.binlaneTarget(t, ctx, false, false, start, "app")
 	defer meta.Close()
-	if err := position.Ensure(ctx, meta); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := position.Create(ctx, meta, position.State{Name: "test", GTID: start.String()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := position.TakeOver(ctx, meta, "test", testOwner); err != nil {
-		t.Fatal(err)
-	}
-	colls, err := schema.LoadCollations(ctx, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := schema.NewCache(ctx, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cp := &partsCopy{}
 	a := New(Config{Stream: "test", Owner: testOwner, Target: d, Workers: 2,
-		Logger: testutil.Logger(t), Flavor: sqlerr.MariaDB, Copy: cp}, plan.NewBuilder(cache, colls, plan.Options{}), meta)
+		Logger: testutil.Logger(t), Flavor: sqlerr.MariaDB, Copy: cp}, builder, meta)
 
 	// The stream as a copy's merger would send it: the chunk of app.t right
 	// after T (its snapshot holds T), Seq renumbered around it.

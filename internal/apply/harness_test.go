@@ -76,48 +76,8 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	// binlane's side runs as the documented least-privilege account; the
-	// harness itself (root) only checks what is left open afterwards.
-	url, err := p.dst.GrantBinlane(ctx, o.process, "app", "dl", "uq", "wl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := dsn.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := d.OpenDB("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, meta, builder, start := p.binlaneTarget(t, ctx, o.process, o.allowTriggers, o.start, "app", "dl", "uq", "wl")
 	defer meta.Close()
-	if err := position.Ensure(ctx, meta); err != nil {
-		t.Fatal(err)
-	}
-	st, ok, err := position.Load(ctx, meta, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := o.start
-	if ok && st.GTID != "" {
-		if start, err = gtid.ParseSet(st.GTID); err != nil {
-			t.Fatal(err)
-		}
-	} else if _, err := position.Create(ctx, meta, position.State{Name: "test", GTID: start.String()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := position.TakeOver(ctx, meta, "test", testOwner); err != nil {
-		t.Fatal(err)
-	}
-	colls, err := schema.LoadCollations(ctx, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := schema.NewCache(ctx, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	builder := plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: o.allowTriggers})
 	a := New(Config{Stream: "test", Owner: testOwner, Target: d, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
 		MaxBatchBytes: o.maxBatchBytes, LockWaitTimeout: o.lockWait,
 		Logger: testutil.Logger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
@@ -130,7 +90,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 		pipe.Close()
 		asmErr <- err
 	}()
-	err = a.Run(ctx, pipe, Start{GTID: start, FirstSeq: 1})
+	err := a.Run(ctx, pipe, Start{GTID: start, FirstSeq: 1})
 	for p := range pipe.C() {
 		pipe.Taken(&p)
 	}
@@ -156,6 +116,55 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	}
 	rows.Close()
 	return a.Stats(), err
+}
+
+// binlaneTarget sets up binlane's side of the target for the stream
+// "test": the documented least-privilege account on dbs (the harness
+// itself, root, only checks what is left open afterwards), the position
+// table with the stream's saved position or start, owned by testOwner, and
+// a plan builder. It returns the account's DSN, its metadata connection
+// pool (the caller closes it), the builder and where the stream starts.
+func (p *pair) binlaneTarget(t *testing.T, ctx context.Context, process, allowTriggers bool, start gtid.Set,
+	dbs ...string) (dsn.DSN, *sql.DB, *plan.Builder, gtid.Set) {
+	t.Helper()
+	url, err := p.dst.GrantBinlane(ctx, process, dbs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dsn.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := d.OpenDB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := position.Ensure(ctx, meta); err != nil {
+		t.Fatal(err)
+	}
+	st, ok, err := position.Load(ctx, meta, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok && st.GTID != "" {
+		if start, err = gtid.ParseSet(st.GTID); err != nil {
+			t.Fatal(err)
+		}
+	} else if _, err := position.Create(ctx, meta, position.State{Name: "test", GTID: start.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := position.TakeOver(ctx, meta, "test", testOwner); err != nil {
+		t.Fatal(err)
+	}
+	colls, err := schema.LoadCollations(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := schema.NewCache(ctx, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, meta, plan.NewBuilder(cache, colls, plan.Options{AllowTriggers: allowTriggers}), start
 }
 
 // skipSource drops the groups a start position already contains, as a

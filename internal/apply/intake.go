@@ -71,12 +71,7 @@ func (c *coordinator) place(ctx context.Context, w *work, reason string, bytes i
 	switch {
 	case reason == AloneTooLarge && !w.statements:
 		u.Head, u.Open = true, true
-		if err := c.extendSet(ctx, w, &w.body); err != nil {
-			return err
-		}
-		// The writeset keeps the unfiltered changes (a superset of the
-		// rows it writes); the copy's filter runs here, in stream order.
-		if err := c.filterPart(ctx, w.t, &w.body); err != nil {
+		if err := c.takePart(ctx, w, &w.body); err != nil {
 			return err
 		}
 	case reason != "":

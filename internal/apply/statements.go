@@ -187,7 +187,7 @@ func (w *worker) aloneBody(ctx context.Context, t *txn.Txn, body *txn.Body, s *a
 				// A barrier: every chunk before it in the stream is
 				// sequenced, none after it yet (the coordinator takes nothing
 				// more until it commits). The parts of a transaction sent in
-				// parts were filtered by the coordinator (filterPart), in
+				// parts were filtered by the coordinator (takePart), in
 				// stream order: filtering again drops nothing more.
 				out, _, ok, err := w.copy.Filter(p, changes)
 				if err != nil {
