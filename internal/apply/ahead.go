@@ -10,18 +10,32 @@ import (
 
 // Rendering ahead. A worker's target connection idles while the worker
 // renders a batch: with one worker and a backlog, a tenth to a quarter of
-// the drain (the target's core 74-82% busy, pinned). So while the last
-// round trip of a batch runs (its rows, position and COMMIT), the worker
-// offers to take its next batch, and renders it into its second writer.
+// the drain (the target's core 74-82% busy, pinned). So while a round trip
+// of a batch runs — its first one of rows that is not its last, in a
+// batch of more than one round trip; else the last (its rows, position and
+// COMMIT) — the worker offers to take its next batch, and renders it into
+// its second writer. Full round trips of the batch rendered ahead are held
+// (rowsql's Hold) and sent first when it is applied.
 // The next batch is sent only once the first one's round trip answered,
 // on the same connection: nothing reaches the target earlier or in another
 // order than without rendering ahead, and a batch rendered ahead commits
 // after the one before it as any later batch does.
 //
 // What keeps it simple and safe:
-//   - Rendering ahead never sends: the spare writer's sink refuses
-//     (errAhead), and a batch too large to render without sending is
-//     dropped and rendered again when it is applied.
+//   - Rendering ahead never sends: the spare writer holds its full round
+//     trips and its sink refuses (errAhead); a batch too large to hold
+//     (rowsql.ErrHoldFull) is dropped and rendered again when it is
+//     applied.
+//   - A round trip that is not the batch's last renders ahead only when
+//     its batch is at the head (every batch before it committed): the
+//     batch then commits without waiting for any other, as one in its
+//     last round trip does. A batch that still waits for its turn while
+//     its worker holds the next one could wait for a batch requeued
+//     meanwhile that no worker is left to run.
+//   - During a round trip that is not the batch's last, the worker's own
+//     batch waits for the rendering ahead to finish: its later round trips
+//     and its commit go that much later, work the worker would otherwise
+//     do after the commit, on the same connection.
 //   - The last round trip's bookkeeping (the sequencer, the position lock)
 //     runs in the goroutine that sent it, as soon as it answers: other
 //     workers' turns never wait for the rendering.
@@ -53,7 +67,20 @@ func (l *lane) Send(sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
 	if l.ahead {
 		return nil, errAhead
 	}
-	return l.w.send(sqlText, stmts)
+	w := l.w
+	if b := w.batch; w.early && b != nil && !b.committing.Load() && w.commit.seq.atHead(b.first) {
+		// A round trip of rows before the batch's last one (a batch of
+		// more than a round trip), at the head: the next batch is
+		// rendered meanwhile.
+		var counts []int64
+		err := w.lastAhead(w.ctx, func() error {
+			var err error
+			counts, err = w.send(sqlText, stmts)
+			return err
+		})
+		return counts, err
+	}
+	return w.send(sqlText, stmts)
 }
 
 // spare is the lane of the writer not in use.
@@ -64,9 +91,11 @@ func (w *worker) spare() *lane {
 	return w.lanes[0]
 }
 
-// lastAhead runs a batch's last round trip (last) in a goroutine of its
-// own and, meanwhile, takes the worker's next batch if the coordinator has
-// one, and renders it.
+// lastAhead runs a round trip of a batch (last, with its bookkeeping when
+// it is the batch's last one) in a goroutine of its own and, meanwhile,
+// takes the worker's next batch if the coordinator has one, and renders
+// it. Once per batch: during its first round trip of rows that is not its
+// last (lane.Send), or else during its last.
 func (w *worker) lastAhead(ctx context.Context, last func() error) error {
 	if !w.renderAhead || w.offered || w.next != nil || w.closed {
 		return last()
@@ -107,10 +136,10 @@ func (w *worker) prerender(ctx context.Context, b *batch) {
 		return
 	}
 	l := w.spare()
-	l.ahead = true
+	l.ahead, l.wr.Hold = true, true
 	l.wr.Collapse, l.wr.OneByOne, l.wr.Runs = w.collapse, false, true
 	err := w.render(l.wr, b)
-	l.ahead = false
+	l.ahead, l.wr.Hold = false, false
 	if err != nil {
 		l.wr.Discard()
 		return

@@ -79,6 +79,9 @@ type Writer struct {
 	// MaxStatement and MaxRoundTrip bound statements and round trips (SQL
 	// text and LOAD DATA files together).
 	MaxStatement, MaxRoundTrip int
+	// Hold keeps full round trips instead of sending them; the next Flush
+	// without it sends them first (see hold.go).
+	Hold bool
 	// InfilePrefix, when set, makes copied chunks LOAD DATA LOCAL INFILE
 	// statements of in-memory files named with it (see Chunk); the sink
 	// must serve Stmt.File under Stmt.FileName. "": chunks are INSERTs.
@@ -110,6 +113,11 @@ type Writer struct {
 	col       collapser
 	pend      pending // changes waiting for the run planner (Runs)
 	assign    []int   // scratch: the columns an upsert assigns
+	// held: round trips kept under Hold, heldBytes their size; spare: the
+	// buffers of one sent, for the next.
+	held      []roundTrip
+	heldBytes int
+	spare     roundTrip
 }
 
 // NewWriter returns a writer sending to sink.
@@ -177,6 +185,7 @@ func (w *Writer) reset() {
 	w.open, w.o = nil, openStmt{}
 	w.col.reset()
 	w.pend.reset()
+	w.dropHeld()
 }
 
 // RowStatements is the number of row statements written since Begin.
@@ -334,21 +343,28 @@ func (w *Writer) Raw(s string) error {
 }
 
 // Flush sends what has been written, the open statement ended first (a
-// statement that commits implicitly may follow: nothing written may wait).
+// statement that commits implicitly may follow: nothing written may wait),
+// after any round trips held before; under Hold it keeps it instead.
 func (w *Writer) Flush() error {
 	if err := w.closeOpen(); err != nil {
 		return err
 	}
+	w.closeBlock()
+	if w.Hold {
+		if len(w.stmts) == 0 {
+			return nil
+		}
+		return w.holdTrip()
+	}
+	if len(w.held) > 0 {
+		if err := w.sendHeld(); err != nil {
+			return err
+		}
+	}
 	if len(w.stmts) == 0 {
 		return nil
 	}
-	w.closeBlock()
-	counts, err := w.sink.Send(w.buf, w.stmts)
-	if err != nil {
-		err = blame(w.stmts, err)
-	} else {
-		err = check(w.stmts, counts)
-	}
+	err := w.exchange(w.buf, w.stmts)
 	clear(w.stmts) // see reset
 	w.buf, w.stmts, w.file = w.buf[:0], w.stmts[:0], w.file[:0]
 	w.unchecked = 0
