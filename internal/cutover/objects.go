@@ -108,22 +108,15 @@ func listObjects(ctx context.Context, db *sql.DB, rules filter.Rules) ([]object,
 
 // selectedSchemas are the databases that hold selected tables.
 func selectedSchemas(ctx context.Context, db *sql.DB, rules filter.Rules) (map[string]bool, error) {
-	rows, err := db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'")
+	tables, err := schema.SelectedTables(ctx, db, rules)
 	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	out := map[string]bool{}
-	for rows.Next() {
-		var sc, t string
-		if err := rows.Scan(&sc, &t); err != nil {
-			return nil, err
-		}
-		if rules.Match(sc, t) {
-			out[sc] = true
-		}
+	for _, t := range tables {
+		out[t[0]] = true
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // define reads an object's definition (SHOW CREATE TRIGGER / EVENT).

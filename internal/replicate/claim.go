@@ -2,7 +2,6 @@ package replicate
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlquote"
 )
 
@@ -83,11 +83,11 @@ func (r *run) claimTables(ctx context.Context) error {
 		return fmt.Errorf("source: %w", err)
 	}
 	defer src.Close()
-	tables, err := selectedTables(ctx, src, cfg.Rules)
+	tables, err := schema.SelectedTables(ctx, src, cfg.Rules)
 	if err != nil {
 		return fmt.Errorf("list the source's tables: %w", err)
 	}
-	onTarget, err := selectedTables(ctx, r.meta, cfg.Rules)
+	onTarget, err := schema.SelectedTables(ctx, r.meta, cfg.Rules)
 	if err != nil {
 		return fmt.Errorf("list the target's tables: %w", err)
 	}
@@ -111,26 +111,4 @@ func (r *run) claimTables(ctx context.Context) error {
 		}
 		return nil
 	})
-}
-
-// selectedTables lists a server's base tables the rules select (schema,
-// table), of those the account can see: the replicated databases, which
-// its documented grants cover.
-func selectedTables(ctx context.Context, db *sql.DB, rules filter.Rules) ([][2]string, error) {
-	rows, err := db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out [][2]string
-	for rows.Next() {
-		var schema, table string
-		if err := rows.Scan(&schema, &table); err != nil {
-			return nil, err
-		}
-		if rules.Match(schema, table) {
-			out = append(out, [2]string{schema, table})
-		}
-	}
-	return out, rows.Err()
 }

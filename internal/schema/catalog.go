@@ -20,24 +20,9 @@ import (
 // scans information_schema itself, which materializes its ~80 tables as
 // temporary tables (13 of them on disk) on every call.
 func ReadCatalog(ctx context.Context, q Querier, rules filter.Rules, withTriggers bool) ([]*Table, error) {
-	rows, err := q.QueryContext(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME")
+	schemas, err := selectedSchemas(ctx, q, rules)
 	if err != nil {
-		return nil, fmt.Errorf("list schemas: %w", err)
-	}
-	var schemas []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("list schemas: %w", err)
-		}
-		if rules.MatchSchema(s) {
-			schemas = append(schemas, s)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list schemas: %w", err)
+		return nil, err
 	}
 	l, err := load(ctx, q, scope{schemas: schemas, triggers: withTriggers})
 	if err != nil {
@@ -52,6 +37,63 @@ func ReadCatalog(ctx context.Context, q Querier, rules filter.Rules, withTrigger
 	return out, nil
 }
 
+// SelectedTables lists the base tables the rules select on a server
+// (schema, table), of those the account can see, in name order. As in
+// ReadCatalog, schemas are listed and filtered first: a scan of every
+// schema's tables took 36 ms of each start on a sandbox (the server's own
+// schemas are most of its tables), and grows with the server.
+func SelectedTables(ctx context.Context, q Querier, rules filter.Rules) ([][2]string, error) {
+	schemas, err := selectedSchemas(ctx, q, rules)
+	if err != nil || len(schemas) == 0 {
+		return nil, err
+	}
+	where, args := scope{schemas: schemas}.where("TABLE_SCHEMA", "TABLE_NAME")
+	rows, err := q.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' AND "+
+		where+" ORDER BY TABLE_SCHEMA, TABLE_NAME", args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	var out [][2]string
+	for rows.Next() {
+		var sc, t string
+		if err := rows.Scan(&sc, &t); err != nil {
+			return nil, fmt.Errorf("list tables: %w", err)
+		}
+		if rules.Match(sc, t) {
+			out = append(out, [2]string{sc, t})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	return out, nil
+}
+
+// selectedSchemas lists the schemas that may hold selected tables, in name
+// order.
+func selectedSchemas(ctx context.Context, q Querier, rules filter.Rules) ([]string, error) {
+	rows, err := q.QueryContext(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME")
+	if err != nil {
+		return nil, fmt.Errorf("list schemas: %w", err)
+	}
+	defer rows.Close()
+	var schemas []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("list schemas: %w", err)
+		}
+		if rules.MatchSchema(s) {
+			schemas = append(schemas, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list schemas: %w", err)
+	}
+	return schemas, nil
+}
+
 // ReadTable reads one table's definition without caching it; nil when it
 // does not exist.
 func ReadTable(ctx context.Context, q Querier, schemaName, table string) (*Table, error) {
@@ -63,6 +105,24 @@ func ReadTable(ctx context.Context, q Querier, schemaName, table string) (*Table
 		return nil, nil
 	}
 	return l.order[0], nil
+}
+
+// readSchema reads the definitions of every table of a schema as
+// ReadTable reads one (foreign keys that reference them from anywhere,
+// triggers), in one load: the scan for the referencing foreign keys, the
+// dearest query of a table's load, then runs once for them all.
+func readSchema(ctx context.Context, q Querier, schemaName string) ([]*Table, error) {
+	l, err := load(ctx, q, scope{schemas: []string{schemaName}, triggers: true, anywhere: true})
+	if err != nil {
+		return nil, fmt.Errorf("read the definitions of schema %s: %w", sqlquote.Name(schemaName), err)
+	}
+	var out []*Table
+	for _, t := range l.order {
+		if len(t.Columns) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // IsBase reports whether the table holds rows of its own: a base table or

@@ -19,6 +19,9 @@ type scope struct {
 	// triggers: read them (a catalog may not need them: the query makes the
 	// server write a temporary table to disk).
 	triggers bool
+	// anywhere: list the foreign keys that reference the tables from any
+	// schema, as for one table (see loadForeignKeys).
+	anywhere bool
 }
 
 // where returns the condition selecting the scope's rows of an
@@ -209,11 +212,11 @@ func (t *Table) indexKeys() {
 }
 
 // loadForeignKeys reads the foreign keys of the tables in scope, and those
-// that reference them: for one table, from anywhere (a cascade into a table
-// of another schema must be known); for a catalog, from the tables in
-// scope only (the condition on the referenced schema cannot use
-// information_schema's lookup by schema: the server would scan every
-// schema's tables, information_schema's own included).
+// that reference them: for one table or under anywhere, from anywhere (a
+// cascade into a table of another schema must be known); for a catalog,
+// from the tables in scope only (the condition on the referenced schema
+// cannot use information_schema's lookup by schema: the server scans every
+// schema's tables, information_schema's own included, once per query).
 func loadForeignKeys(ctx context.Context, q Querier, sc scope, l *loaded) error {
 	all, err := foreignKeys(ctx, q, sc, "k.TABLE_SCHEMA", "k.TABLE_NAME")
 	if err != nil {
@@ -224,7 +227,7 @@ func loadForeignKeys(ctx context.Context, q Querier, sc scope, l *loaded) error 
 			t.ForeignKeys = append(t.ForeignKeys, f)
 		}
 	}
-	if sc.table != "" {
+	if sc.table != "" || sc.anywhere {
 		if all, err = foreignKeys(ctx, q, sc, "k.REFERENCED_TABLE_SCHEMA", "k.REFERENCED_TABLE_NAME"); err != nil {
 			return err
 		}

@@ -172,7 +172,16 @@ type Cache struct {
 	lowerCase bool
 	// pending are the unique keys a copy deferred, by table (SetPending).
 	pending map[string][]PendingKey
+	// fetched are the schemas read whole on a first miss (see prefetch);
+	// gen counts invalidations, so that a read that overlapped one does
+	// not store what it read.
+	fetched map[string]bool
+	gen     uint64
 }
+
+// prefetchTables bounds the schemas Get reads whole: a larger one is read
+// a table at a time, as the stream meets its tables.
+const prefetchTables = 64
 
 // NewCache returns a cache reading from db; it asks the server how it
 // compares table names.
@@ -181,7 +190,8 @@ func NewCache(ctx context.Context, db *sql.DB) (*Cache, error) {
 	if err := db.QueryRowContext(ctx, "SELECT @@lower_case_table_names").Scan(&lctn); err != nil {
 		return nil, fmt.Errorf("read @@lower_case_table_names: %w", err)
 	}
-	return &Cache{db: db, tables: make(map[string]*Table), lowerCase: lctn != 0, pending: map[string][]PendingKey{}}, nil
+	return &Cache{db: db, tables: make(map[string]*Table), lowerCase: lctn != 0, pending: map[string][]PendingKey{},
+		fetched: map[string]bool{}}, nil
 }
 
 // Ident is a table's identity: its schema and name as the server compares
@@ -211,12 +221,67 @@ func (c *Cache) Get(ctx context.Context, schemaName, table string) (*Table, erro
 	if ok {
 		return t, nil
 	}
+	if err := c.prefetch(ctx, id.Schema); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	t, ok = c.tables[id.key()]
+	c.mu.Unlock()
+	if ok {
+		return t, nil
+	}
 	t, err := ReadTable(ctx, c.db, id.Schema, id.Table) // nil: dropped meanwhile
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.store(id, t)
+	return t, nil
+}
+
+// prefetch reads every table of a schema the first time one of its tables
+// is missed (again after InvalidateAll), when it has at most
+// prefetchTables: the foreign keys referencing a table are found by a scan
+// of every schema's tables (24-32 ms each on a sandbox, more on a server
+// with many tables), once per schema instead of once per table. What it
+// stores is what Get would have read at that moment for each table.
+func (c *Cache) prefetch(ctx context.Context, schemaName string) error {
+	c.mu.Lock()
+	done, gen := c.fetched[schemaName], c.gen
+	c.fetched[schemaName] = true
+	c.mu.Unlock()
+	if done {
+		return nil
+	}
+	var n int
+	if err := c.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", schemaName).Scan(&n); err != nil {
+		return fmt.Errorf("count the tables of schema %s: %w", sqlquote.Name(schemaName), err)
+	}
+	if n == 0 || n > prefetchTables {
+		return nil
+	}
+	tables, err := readSchema(ctx, c.db, schemaName)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return nil // invalidated meanwhile: read again table by table
+	}
+	for _, t := range tables {
+		id := c.Ident(t.Schema, t.Name)
+		if _, ok := c.tables[id.key()]; !ok {
+			c.store(id, t)
+		}
+	}
+	return nil
+}
+
+// store caches a table's definition just read (nil: it does not exist);
+// the caller holds mu.
+func (c *Cache) store(id Ident, t *Table) {
 	if t != nil {
 		c.version++
 		t.Version = c.version
@@ -225,7 +290,6 @@ func (c *Cache) Get(ctx context.Context, schemaName, table string) (*Table, erro
 		}
 	}
 	c.tables[id.key()] = t
-	return t, nil
 }
 
 // PendingKey is a unique key a table is to have that the target has not
@@ -246,6 +310,7 @@ func (c *Cache) SetPending(schemaName, table string, keys []PendingKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := c.Ident(schemaName, table).key()
+	c.gen++
 	if len(keys) == 0 {
 		delete(c.pending, k)
 	} else {
@@ -290,6 +355,7 @@ func (c *Cache) Invalidate(schemaName, table string) {
 	k := c.Ident(schemaName, table).key()
 	t := c.tables[k]
 	delete(c.tables, k)
+	c.gen++
 	if t == nil {
 		return
 	}
@@ -307,4 +373,6 @@ func (c *Cache) InvalidateAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.tables)
+	clear(c.fetched)
+	c.gen++
 }

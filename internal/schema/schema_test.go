@@ -218,3 +218,79 @@ func TestCatalog(t *testing.T) {
 		t.Errorf("after the build: %+v %v", pk.UniqueKeys, err)
 	}
 }
+
+// TestPrefetch: the cache reads a schema's tables at once on its first
+// miss, and what it hands out for each is what ReadTable reads for it
+// alone: foreign keys from other schemas, triggers, unique keys. After
+// Invalidate of one table, its next read is its own and sees the change.
+func TestPrefetch(t *testing.T) {
+	srv := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	srv.ExecT(t, "CREATE DATABASE s", "CREATE DATABASE o",
+		"CREATE TABLE s.parent (id INT PRIMARY KEY, code VARCHAR(20) NOT NULL, UNIQUE KEY code (code))",
+		"CREATE TABLE s.child (id INT PRIMARY KEY, pid INT, CONSTRAINT c1 FOREIGN KEY (pid) REFERENCES s.parent (id) ON DELETE CASCADE)",
+		"CREATE TABLE s.self (id INT PRIMARY KEY, up INT, CONSTRAINT up FOREIGN KEY (up) REFERENCES s.self (id))",
+		"CREATE TABLE s.logged (id INT PRIMARY KEY)",
+		"CREATE TRIGGER s.logged_bi BEFORE INSERT ON s.logged FOR EACH ROW SET NEW.id = NEW.id",
+		"CREATE VIEW s.v AS SELECT id FROM s.parent",
+		"CREATE TABLE o.far (id INT PRIMARY KEY, code VARCHAR(20), CONSTRAINT far FOREIGN KEY (code) REFERENCES s.parent (code) ON UPDATE SET NULL)")
+	ctx := context.Background()
+	db := srv.OpenBinlaneT(t, "s", "o")
+	cache, err := schema.NewCache(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(name string) *schema.Table {
+		t.Helper()
+		got, err := cache.Get(ctx, "s", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := schema.ReadTable(ctx, db, "s", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || want == nil {
+			t.Fatalf("%s: cached %v, read %v", name, got, want)
+		}
+		g, w := *got, *want
+		g.Version, w.Version = 0, 0
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: prefetched\n%+v\nread alone\n%+v", name, g, w)
+		}
+		return got
+	}
+	selects := func() int {
+		t.Helper()
+		var name string
+		var n int
+		if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := cache.Get(ctx, "s", "self"); err != nil { // the first miss reads the schema
+		t.Fatal(err)
+	}
+	before := selects()
+	if _, err := cache.Get(ctx, "s", "child"); err != nil {
+		t.Fatal(err)
+	}
+	if n := selects() - before; n != 0 {
+		t.Errorf("%d queries to get a table of a schema read already", n)
+	}
+	self := same("self")
+	for _, name := range []string{"parent", "child", "logged", "v"} {
+		same(name)
+	}
+	if p := same("parent"); len(p.ReferencedBy) != 2 {
+		t.Errorf("parent referenced by %+v: want s.child and o.far", p.ReferencedBy)
+	}
+	if got, _ := cache.Get(ctx, "s", "self"); got != self {
+		t.Error("a prefetched definition was read again")
+	}
+	srv.ExecT(t, "ALTER TABLE s.logged ADD COLUMN extra INT")
+	cache.Invalidate("s", "logged")
+	if l := same("logged"); len(l.Columns) != 2 {
+		t.Errorf("logged after Invalidate: %d columns, want 2", len(l.Columns))
+	}
+}
