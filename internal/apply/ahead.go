@@ -146,6 +146,7 @@ func (w *worker) prerender(ctx context.Context, b *batch) {
 	}
 	b.ahead = true
 	w.stats.RenderedAhead.Add(1)
+	w.stats.HeldRoundTrips.Add(uint64(l.wr.Held()))
 }
 
 // dropAhead forgets a batch taken ahead that will not be applied.

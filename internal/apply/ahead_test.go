@@ -9,6 +9,7 @@ import (
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/testutil"
+	"github.com/binlane/binlane/internal/workload"
 )
 
 // TestAheadGivesWay: the first batch's last round trip waits for a row
@@ -87,5 +88,28 @@ func TestCommittingBatchIgnoresAbort(t *testing.T) {
 	w.cur.Store(b2)
 	if w.abortBatch(b2) {
 		t.Fatal("abortBatch aborted a committing batch")
+	}
+}
+
+// TestAheadHeldRoundTrips: with round trips of 8 KiB, merged batches take
+// several round trips. A batch is then rendered ahead during its
+// predecessor's first round trip of rows, its own full round trips held
+// and sent first when it is applied; with one worker and with two (idle
+// workers take most batches there: rendering early, only at the head, is
+// rare), the target ends equal.
+func TestAheadHeldRoundTrips(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		p := newPair(t)
+		runWorkload(t, p, workload.Config{Seed: 11, Sessions: 6, Transactions: 2500})
+		st, err := p.replay(t, runOpts{workers: workers, maxBatch: 64, mode: scheduler.ModeWriteset, maxRoundTrip: 8 << 10})
+		if err != nil {
+			t.Fatalf("%d workers: %v", workers, err)
+		}
+		t.Logf("%d workers: rendered ahead %d, round trips held %d, handed back %d", workers,
+			st.RenderedAhead.Load(), st.HeldRoundTrips.Load(), st.AheadGaveWay.Load())
+		if workers == 1 && st.HeldRoundTrips.Load() == 0 {
+			t.Fatalf("%d workers: no round trip was held: the test did not reach the case", workers)
+		}
+		p.compare(t, "wl")
 	}
 }

@@ -60,6 +60,9 @@ type Config struct {
 	// merges; 1 disables merging. MaxBatchBytes bounds their size.
 	MaxBatch      int
 	MaxBatchBytes int
+	// MaxRoundTrip bounds the SQL text of one round trip (0:
+	// rowsql.DefaultMaxRoundTrip).
+	MaxRoundTrip int
 	// Window bounds the transactions in flight (count and bytes).
 	Window      int
 	WindowBytes int
@@ -124,6 +127,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = 4 << 20
+	}
+	if c.MaxRoundTrip <= 0 {
+		c.MaxRoundTrip = rowsql.DefaultMaxRoundTrip
 	}
 	if c.Window <= 0 {
 		c.Window = scheduler.DefaultWindow(c.Workers, c.MaxBatch)

@@ -67,6 +67,8 @@ type runOpts struct {
 	source        SourceTables
 	// lockWait is Config.LockWaitTimeout (seconds; 0: its default).
 	lockWait int
+	// maxRoundTrip is Config.MaxRoundTrip (0: its default).
+	maxRoundTrip int
 }
 
 const testOwner = "test/1/0"
@@ -79,7 +81,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 	d, meta, builder, start := p.binlaneTarget(t, ctx, o.process, o.allowTriggers, o.start, "app", "dl", "uq", "wl")
 	defer meta.Close()
 	a := New(Config{Stream: "test", Owner: testOwner, Target: d, Workers: max(1, o.workers), Mode: o.mode, MaxBatch: o.maxBatch,
-		MaxBatchBytes: o.maxBatchBytes, LockWaitTimeout: o.lockWait,
+		MaxBatchBytes: o.maxBatchBytes, LockWaitTimeout: o.lockWait, MaxRoundTrip: o.maxRoundTrip,
 		Logger: testutil.Logger(t), Source: o.source, Flavor: sqlerr.MariaDB}, builder, meta)
 	src := &skipSource{inner: newFileSource(t, p.src), skip: start}
 	asm := txn.NewAssembler(src, txn.Config{Rules: o.rules, MaxTxnBytes: o.maxTxn})

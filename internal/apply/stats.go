@@ -43,6 +43,9 @@ type Stats struct {
 	// handed back unapplied because that batch failed (see ahead.go).
 	RenderedAhead atomic.Uint64
 	AheadGaveWay  atomic.Uint64
+	// HeldRoundTrips counts the full round trips of batches rendered
+	// ahead, held and sent when their batch was applied (rowsql's Hold).
+	HeldRoundTrips atomic.Uint64
 	// RedoneOneByOne counts merged batches the target refused that then
 	// committed applied one statement at a time (diagnose).
 	RedoneOneByOne atomic.Uint64

@@ -30,6 +30,7 @@ type workerConfig struct {
 	// From the applier's Config.
 	collapse     bool
 	maxRetries   int
+	maxRoundTrip int
 	flavor       sqlerr.Flavor
 	recoveredDDL position.DDLMark
 	copy         Copy
@@ -50,7 +51,8 @@ func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-
 		commit:   &committer{seq: seq, stream: a.cfg.Stream, owner: a.cfg.Owner, idleSave: a.cfg.IdleSave, stats: a.stats},
 		abortAll: abortAll, stats: a.stats, log: a.cfg.Logger,
 		collapse:   a.cfg.MaxBatch > 1,
-		maxRetries: a.cfg.MaxRetries, flavor: a.cfg.Flavor, recoveredDDL: a.cfg.RecoveredDDL, copy: a.cfg.Copy}
+		maxRetries: a.cfg.MaxRetries, flavor: a.cfg.Flavor, recoveredDDL: a.cfg.RecoveredDDL, copy: a.cfg.Copy,
+		maxRoundTrip: a.cfg.MaxRoundTrip}
 }
 
 // worker applies batches on its own target connection. It owns the
@@ -97,6 +99,9 @@ func newWorker(ctx context.Context, cfg workerConfig) (*worker, error) {
 		l := &lane{w: w}
 		l.wr = rowsql.NewWriter(l)
 		l.wr.Blocks = cfg.flavor == sqlerr.MariaDB
+		if cfg.maxRoundTrip > 0 {
+			l.wr.MaxRoundTrip = cfg.maxRoundTrip
+		}
 		w.lanes[i] = l
 	}
 	w.sql = w.lanes[0].wr
