@@ -14,10 +14,12 @@ import "errors"
 // and the same checks as had they been sent as they filled, only later. So
 // a COMMIT still never goes before the rows ahead of it were checked.
 
-// heldTrips bounds what one writer holds, in full round trips of
-// MaxRoundTrip bytes (SQL text and LOAD DATA files): a batch that would
-// need more is not rendered ahead.
-const heldTrips = 4
+// heldTrips bounds what one writer holds, in full round trips: a round
+// trip ends once it reached MaxRoundTrip, with a statement of at most
+// MaxStatement (10 MiB for two by default, SQL text and LOAD DATA files
+// together: a merged batch of up to 4 MiB of binlog, rendered). A batch
+// that would need more is not rendered ahead.
+const heldTrips = 2
 
 // ErrHoldFull: a writer under Hold would hold more than heldTrips round
 // trips' bytes.
@@ -36,7 +38,7 @@ func (w *Writer) Held() int { return len(w.held) }
 // holdTrip keeps the round trip written so far and starts an empty one.
 func (w *Writer) holdTrip() error {
 	n := len(w.buf) + len(w.file)
-	if w.heldBytes+n > heldTrips*w.MaxRoundTrip {
+	if w.heldBytes+n > heldTrips*(w.MaxRoundTrip+w.MaxStatement) {
 		return ErrHoldFull
 	}
 	w.held = append(w.held, roundTrip{buf: w.buf, stmts: w.stmts, file: w.file})

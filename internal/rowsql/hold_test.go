@@ -59,10 +59,10 @@ func TestHold(t *testing.T) {
 		holdErr error
 	}{
 		{"one round trip", 2, -1, nil},
-		{"several round trips", 20, -1, nil},
-		{"the first held round trip fails", 20, 0, nil},
-		{"a later held round trip fails", 20, 2, nil},
-		{"too large to hold", 60, -1, ErrHoldFull},
+		{"several round trips", 25, -1, nil},
+		{"the first held round trip fails", 25, 0, nil},
+		{"a later held round trip fails", 25, 1, nil},
+		{"too large to hold", 40, -1, ErrHoldFull},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plain := &sink{}
@@ -86,6 +86,9 @@ func TestHold(t *testing.T) {
 			}
 			if tc.holdErr != nil {
 				return
+			}
+			if tc.fail >= len(plain.trips)-1 {
+				t.Fatalf("round trip %d fails, of %d held: the case is not reached", tc.fail, len(plain.trips)-1)
 			}
 			if want := len(plain.trips) - 1; w.Held() != want {
 				t.Errorf("%d round trips held, want %d", w.Held(), want)
@@ -113,7 +116,7 @@ func TestHold(t *testing.T) {
 		s := &sink{}
 		w := NewWriter(s)
 		w.Hold = true
-		if err := render(w, 20); err != nil || w.Held() == 0 {
+		if err := render(w, 25); err != nil || w.Held() == 0 {
 			t.Fatalf("held %d, %v", w.Held(), err)
 		}
 		w.Discard()
