@@ -176,6 +176,18 @@ func (s *sampler) Stop() []sample {
 	return s.samples
 }
 
+// firstApplied is when the samples first show a transaction after start
+// applied: a contender's start-up (connecting, reading definitions) and
+// its first commit, part of the drain's time.
+func firstApplied(samples []sample, start int64) (time.Duration, bool) {
+	for _, s := range samples {
+		if s.seq > start {
+			return s.at, true
+		}
+	}
+	return 0, false
+}
+
 // seqOf returns the sequence number of a single-domain GTID position
 // ("0-1-123"); -1 when there is none.
 func seqOf(pos string) int64 {

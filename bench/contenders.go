@@ -106,6 +106,9 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 	cpus := make([]cpuUse, len(list))
 	res.Runs, err = interleave(c, spec.name, names, kinds, float64(b.txns), func(i int) (time.Duration, string, string, error) {
 		d, ver, err := runOne(ctx, c, spec, b, list[i].name, list[i].run)
+		if at, ok := firstApplied(d.samples, seqOf(b.start)); err == nil && ok {
+			d.detail += fmt.Sprintf("; first transaction applied after %.2f s", at.Seconds())
+		}
 		if err == nil && spec.app != nil {
 			lag, at := peakLag(b.written, d.samples, seqOf(b.start), seqOf(b.end))
 			lags[i] = append(lags[i], lag)

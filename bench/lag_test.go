@@ -52,3 +52,20 @@ func TestSeqOf(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstApplied(t *testing.T) {
+	for _, tc := range []struct {
+		samples []sample
+		want    time.Duration
+		ok      bool
+	}{
+		{nil, 0, false},
+		{[]sample{{10 * time.Millisecond, 5}}, 0, false},
+		{[]sample{{10 * time.Millisecond, 5}, {30 * time.Millisecond, 6}, {50 * time.Millisecond, 9}}, 30 * time.Millisecond, true},
+		{[]sample{{20 * time.Millisecond, 7}}, 20 * time.Millisecond, true},
+	} {
+		if got, ok := firstApplied(tc.samples, 5); got != tc.want || ok != tc.ok {
+			t.Errorf("firstApplied(%v, 5) = %v, %v; want %v, %v", tc.samples, got, ok, tc.want, tc.ok)
+		}
+	}
+}
