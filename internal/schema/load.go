@@ -218,7 +218,8 @@ func (t *Table) indexKeys() {
 // cannot use information_schema's lookup by schema: the server scans every
 // schema's tables, information_schema's own included, once per query).
 func loadForeignKeys(ctx context.Context, q Querier, sc scope, l *loaded) error {
-	all, err := foreignKeys(ctx, q, sc, "k.TABLE_SCHEMA", "k.TABLE_NAME")
+	where, args := sc.where("k.TABLE_SCHEMA", "k.TABLE_NAME")
+	all, err := foreignKeys(ctx, q, where, args)
 	if err != nil {
 		return err
 	}
@@ -228,7 +229,13 @@ func loadForeignKeys(ctx context.Context, q Querier, sc scope, l *loaded) error 
 		}
 	}
 	if sc.table != "" || sc.anywhere {
-		if all, err = foreignKeys(ctx, q, sc, "k.REFERENCED_TABLE_SCHEMA", "k.REFERENCED_TABLE_NAME"); err != nil {
+		// The server's own schemas hold no foreign keys into users'
+		// tables; leaving them out spares the scan of their ~100 tables
+		// (a condition on the child's schema is checked before a table is
+		// opened): 9 ms -> 0.3 ms on an idle sandbox, 31 ms during a start.
+		where, args := sc.where("k.REFERENCED_TABLE_SCHEMA", "k.REFERENCED_TABLE_NAME")
+		where += " AND k.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')"
+		if all, err = foreignKeys(ctx, q, where, args); err != nil {
 			return err
 		}
 	}
@@ -253,12 +260,12 @@ func loadForeignKeys(ctx context.Context, q Querier, sc scope, l *loaded) error 
 	return nil
 }
 
-// foreignKeys reads the foreign keys whose child (or parent) is in scope.
+// foreignKeys reads the foreign keys where selects (their child or their
+// parent in scope).
 // Their rules come from a second query instead of a join: each of the two
 // information_schema tables is then read by its own lookup fields, where
 // the join made the server materialize every schema's constraints.
-func foreignKeys(ctx context.Context, q Querier, sc scope, schemaCol, tableCol string) ([]ForeignKey, error) {
-	where, args := sc.where(schemaCol, tableCol)
+func foreignKeys(ctx context.Context, q Querier, where string, args []any) ([]ForeignKey, error) {
 	rows, err := q.QueryContext(ctx, `SELECT k.CONSTRAINT_SCHEMA, k.CONSTRAINT_NAME, k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME,
 			k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME
 		FROM information_schema.KEY_COLUMN_USAGE k
