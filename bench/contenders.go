@@ -103,15 +103,6 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 	}
 	lags := make([][]time.Duration, len(list))
 	var err error
-	if c.repeat > 1 {
-		// One drain first, not counted: the first drain of a backlog ran
-		// 20-50% slower than the next ones (docs, order entry; whichever
-		// contender went first), a bias against the first contender.
-		log.Info("warm-up drain, not counted", "scenario", spec.name, "contender", list[0].name)
-		if _, _, err := runOne(ctx, c, spec, b, list[0].name, list[0].run); err != nil {
-			return res, fmt.Errorf("%s, warm-up: %w", spec.name, err)
-		}
-	}
 	cpus := make([]cpuUse, len(list))
 	res.Runs, err = interleave(c, spec.name, names, kinds, float64(b.txns), func(i int) (time.Duration, string, string, error) {
 		d, ver, err := runOne(ctx, c, spec, b, list[i].name, list[i].run)
