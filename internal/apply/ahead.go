@@ -73,7 +73,7 @@ func (l *lane) Send(sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
 		// more than a round trip), at the head: the next batch is
 		// rendered meanwhile.
 		var counts []int64
-		err := w.lastAhead(w.ctx, func() error {
+		err := w.sendAhead(w.ctx, func() error {
 			var err error
 			counts, err = w.send(sqlText, stmts)
 			return err
@@ -91,18 +91,18 @@ func (w *worker) spare() *lane {
 	return w.lanes[0]
 }
 
-// lastAhead runs a round trip of a batch (last, with its bookkeeping when
+// sendAhead runs a round trip of a batch (send, with its bookkeeping when
 // it is the batch's last one) in a goroutine of its own and, meanwhile,
 // takes the worker's next batch if the coordinator has one, and renders
 // it. Once per batch: during its first round trip of rows that is not its
 // last (lane.Send), or else during its last.
-func (w *worker) lastAhead(ctx context.Context, last func() error) error {
+func (w *worker) sendAhead(ctx context.Context, send func() error) error {
 	if !w.renderAhead || w.offered || w.next != nil || w.closed {
-		return last()
+		return send()
 	}
 	w.offered = true
 	done := make(chan error, 1)
-	go func() { done <- last() }()
+	go func() { done <- send() }()
 	// With one core for binlane (GOMAXPROCS 1) the round trip would
 	// otherwise start only once this goroutine blocks, after rendering.
 	runtime.Gosched()

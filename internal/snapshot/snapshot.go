@@ -81,20 +81,14 @@ func Start(ctx context.Context, conn *sql.Conn, cache *Cache) (gtid.Set, error) 
 	}
 	var p Position
 	for try := 0; try < 3 && !p.HasGTIDs; try++ {
-		if p, err = q.begin(ctx, conn); err != nil {
+		if p, err = q.Begin(ctx, conn); err != nil {
 			return gtid.Set{}, err
 		}
 	}
 	if p.HasGTIDs {
 		return p.GTIDs, nil
 	}
-	var t sql.NullString
-	if err := conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", p.File, p.Offset).Scan(&t); err != nil {
-		return gtid.Set{}, fmt.Errorf("%s: %w", needBinlog, err)
-	} else if !t.Valid {
-		return gtid.Set{}, fmt.Errorf("%s: BINLOG_GTID_POS(%q, %d) is NULL", needBinlog, p.File, p.Offset)
-	}
-	return parse(t.String, p.File+":"+strconv.FormatUint(p.Offset, 10), cache)
+	return gtidPos(ctx, conn, p.File, p.Offset, cache)
 }
 
 // Query starts snapshots in batches: the statements that start a snapshot
@@ -169,34 +163,32 @@ func (q Query) Read(rows *sql.Rows) (Position, error) {
 	return p, nil
 }
 
-// Begin starts a snapshot on conn and reads its position as Read does;
-// the snapshot stays open for the caller (end it with ROLLBACK).
-func (q Query) Begin(ctx context.Context, conn *sql.Conn) (Position, error) {
-	return q.begin(ctx, conn)
-}
-
 // GTIDPos asks the server for the GTID state at a binlog coordinate
 // (BINLOG_GTID_POS: a read of the binlog file up to it, the cost Query
 // avoids; for a rare check, not per snapshot).
 func GTIDPos(ctx context.Context, conn *sql.Conn, file string, offset uint64) (gtid.Set, error) {
+	return gtidPos(ctx, conn, file, offset, nil)
+}
+
+func gtidPos(ctx context.Context, conn *sql.Conn, file string, offset uint64, cache *Cache) (gtid.Set, error) {
 	var t sql.NullString
 	if err := conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", file, offset).Scan(&t); err != nil {
 		return gtid.Set{}, fmt.Errorf("%s: %w", needBinlog, err)
 	} else if !t.Valid {
 		return gtid.Set{}, fmt.Errorf("%s: BINLOG_GTID_POS(%q, %d) is NULL", needBinlog, file, offset)
 	}
-	return parse(t.String, file+":"+strconv.FormatUint(offset, 10), nil)
+	return parse(t.String, file+":"+strconv.FormatUint(offset, 10), cache)
 }
 
-// begin starts a snapshot on conn and reads its position as Read does, a
+// Begin starts a snapshot on conn and reads its position as Read does, a
 // statement at a time (for connections that do not take batches). The
-// snapshot stays open for the caller to read in.
-func (q Query) begin(ctx context.Context, conn *sql.Conn) (Position, error) {
+// snapshot stays open for the caller to read in (end it with ROLLBACK).
+func (q Query) Begin(ctx context.Context, conn *sql.Conn) (Position, error) {
 	return q.walk(connSteps{ctx: ctx, conn: conn})
 }
 
 // steps are the results of the statements Batch lists, in order: one
-// batch's result sets (Read) or one statement at a time (begin).
+// batch's result sets (Read) or one statement at a time (Begin).
 type steps interface {
 	row(stmt string, dest ...any) error                 // a statement's one row
 	exec(stmt string) error                             // a statement without rows

@@ -82,7 +82,7 @@ func TestSnapshotPositions(t *testing.T) {
 				t.Fatalf("the snapshot sees a later write: %d %v", n, err)
 			}
 			after, afterCoord := binlogPos()
-			p, err := Query{coordinateOnly: true}.begin(ctx, conn)
+			p, err := Query{coordinateOnly: true}.Begin(ctx, conn)
 			if err != nil || p.HasGTIDs || p.File+":"+strconv.FormatUint(p.Offset, 10) != afterCoord {
 				t.Fatalf("StartAt by coordinate: %+v %v, want %s", p, err, afterCoord)
 			}
