@@ -10,12 +10,11 @@ import (
 
 // Rendering ahead. A worker's target connection idles while the worker
 // renders a batch: with one worker and a backlog, a tenth to a quarter of
-// the drain (the target's core 74-82% busy, pinned). So while a round trip
-// of a batch runs — its first one of rows that is not its last, in a
-// batch of more than one round trip; else the last (its rows, position and
-// COMMIT) — the worker offers to take its next batch, and renders it into
-// its second writer. Full round trips of the batch rendered ahead are held
-// (rowsql's Hold) and sent first when it is applied.
+// the drain (the target's core 74-82% busy, pinned). So while the last
+// round trip of a batch runs (its rows, position and COMMIT), the worker
+// offers to take its next batch, and renders it into its second writer.
+// Full round trips of the batch rendered ahead are held (rowsql's Hold)
+// and sent first when it is applied.
 // The next batch is sent only once the first one's round trip answered,
 // on the same connection: nothing reaches the target earlier or in another
 // order than without rendering ahead, and a batch rendered ahead commits
@@ -26,16 +25,6 @@ import (
 //     trips and its sink refuses (errAhead); a batch too large to hold
 //     (rowsql.ErrHoldFull) is dropped and rendered again when it is
 //     applied.
-//   - A round trip that is not the batch's last renders ahead only when
-//     its batch is at the head (every batch before it committed): the
-//     batch then commits without waiting for any other, as one in its
-//     last round trip does. A batch that still waits for its turn while
-//     its worker holds the next one could wait for a batch requeued
-//     meanwhile that no worker is left to run.
-//   - During a round trip that is not the batch's last, the worker's own
-//     batch waits for the rendering ahead to finish: its later round trips
-//     and its commit go that much later, work the worker would otherwise
-//     do after the commit, on the same connection.
 //   - The last round trip's bookkeeping (the sequencer, the position lock)
 //     runs in the goroutine that sent it, as soon as it answers: other
 //     workers' turns never wait for the rendering.
@@ -51,6 +40,13 @@ import (
 //     requeued meanwhile (scheduler.PendingBefore; see coordinator.report).
 //   - The coordinator counts a worker that offered as idle only after
 //     every truly idle worker (see coordinator.report).
+//
+// Rendering during a batch's first round trip of rows instead (for a batch
+// of 1 MiB or more the last round trip holds only the position and COMMIT)
+// was tried and removed: no gain the benchmark could tell, the target's
+// CPU per transaction on wide rows up to 15% higher in some runs, and it is
+// safe only at the head (a batch waiting for its turn while its worker
+// holds the next one deadlocked with a requeued batch).
 
 // errAhead: a writer rendering ahead must not send.
 var errAhead = errors.New("rendering ahead: nothing may be sent")
@@ -67,20 +63,7 @@ func (l *lane) Send(sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
 	if l.ahead {
 		return nil, errAhead
 	}
-	w := l.w
-	if b := w.batch; w.early && b != nil && !b.committing.Load() && w.commit.seq.atHead(b.first) {
-		// A round trip of rows before the batch's last one (a batch of
-		// more than a round trip), at the head: the next batch is
-		// rendered meanwhile.
-		var counts []int64
-		err := w.sendAhead(w.ctx, func() error {
-			var err error
-			counts, err = w.send(sqlText, stmts)
-			return err
-		})
-		return counts, err
-	}
-	return w.send(sqlText, stmts)
+	return l.w.send(sqlText, stmts)
 }
 
 // spare is the lane of the writer not in use.
@@ -91,18 +74,16 @@ func (w *worker) spare() *lane {
 	return w.lanes[0]
 }
 
-// sendAhead runs a round trip of a batch (send, with its bookkeeping when
-// it is the batch's last one) in a goroutine of its own and, meanwhile,
-// takes the worker's next batch if the coordinator has one, and renders
-// it. Once per batch: during its first round trip of rows that is not its
-// last (lane.Send), or else during its last.
-func (w *worker) sendAhead(ctx context.Context, send func() error) error {
+// lastAhead runs a batch's last round trip (last) in a goroutine of its
+// own and, meanwhile, takes the worker's next batch if the coordinator has
+// one, and renders it.
+func (w *worker) lastAhead(ctx context.Context, last func() error) error {
 	if !w.renderAhead || w.offered || w.next != nil || w.closed {
-		return send()
+		return last()
 	}
 	w.offered = true
 	done := make(chan error, 1)
-	go func() { done <- send() }()
+	go func() { done <- last() }()
 	// With one core for binlane (GOMAXPROCS 1) the round trip would
 	// otherwise start only once this goroutine blocks, after rendering.
 	runtime.Gosched()

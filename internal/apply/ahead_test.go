@@ -92,11 +92,10 @@ func TestCommittingBatchIgnoresAbort(t *testing.T) {
 }
 
 // TestAheadHeldRoundTrips: with round trips of 8 KiB, merged batches take
-// several round trips. A batch is then rendered ahead during its
-// predecessor's first round trip of rows, its own full round trips held
-// and sent first when it is applied; with one worker and with two (idle
-// workers take most batches there: rendering early, only at the head, is
-// rare), the target ends equal.
+// several round trips. A batch rendered ahead holds its full round trips,
+// sent first when it is applied; with one worker and with two (idle
+// workers take most batches there, so rendering ahead is rare), the target
+// ends equal.
 func TestAheadHeldRoundTrips(t *testing.T) {
 	for _, workers := range []int{1, 2} {
 		p := newPair(t)

@@ -34,7 +34,7 @@ type commitOpts struct {
 	// prepared on the target (see runXA).
 	xaPrepared, xaFinished string
 	// ahead: the worker may take and render its next batch while the
-	// last round trip runs (see sendAhead).
+	// last round trip runs (see lastAhead).
 	ahead bool
 }
 
@@ -206,7 +206,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	if !o.ahead {
 		return last()
 	}
-	return w.sendAhead(ctx, last)
+	return w.lastAhead(ctx, last)
 }
 
 // outcomeUnknown reports whether a COMMIT that failed with err may have

@@ -72,12 +72,8 @@ type worker struct {
 	// offered is set once the worker offered to take its next batch
 	// during the current one (once per batch: see coordinator.report).
 	offered bool
-	// early: the batch being applied is rendered merged (write, not in
-	// diagnosis), so its round trips of rows may render the next batch
-	// meanwhile (see lane.Send).
-	early bool
-	ws    *WorkerStats
-	ctx   context.Context // of the batch being applied, for Send
+	ws      *WorkerStats
+	ctx     context.Context // of the batch being applied, for Send
 	// infilePrefix names the worker's LOAD DATA files (see targetConn.exec).
 	infilePrefix string
 	batch        *batch // being applied (owned by the worker goroutine)
@@ -309,8 +305,6 @@ func (w *worker) run(ctx context.Context, b *batch) error {
 // write renders every transaction of the batch (unless it was rendered
 // ahead) in the writer's mode and commits it.
 func (w *worker) write(ctx context.Context, b *batch) error {
-	w.early = !w.sql.OneByOne
-	defer func() { w.early = false }()
 	if b.ahead {
 		w.sql, b.ahead = w.spare().wr, false
 	} else if err := w.render(w.sql, b); err != nil {
