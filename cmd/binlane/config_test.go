@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,6 +292,26 @@ func TestHeapLimit(t *testing.T) {
 		}
 		if tc.maxMemory > 0 && !tc.explicit && got < need {
 			t.Errorf("%d threads: default limit %d MiB below the bounds' %d MiB", tc.threads, got/mib, need/mib)
+		}
+	}
+}
+
+// TestTuneMemoryGOGC: binlane sets its own GOGC for a stream, unless the
+// environment gives one (as GOMEMLIMIT, which it also leaves alone).
+func TestTuneMemoryGOGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	f := replicateFlags{threads: 1, windowBytes: 1 << 20, queueBytes: 1 << 20}
+	log := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		env  string
+		want int
+	}{{"", gcPercent}, {"50", 100}} {
+		t.Setenv("GOGC", tc.env)
+		t.Setenv("GOMEMLIMIT", "1GiB") // the soft limit is not under test
+		debug.SetGCPercent(100)
+		tuneMemory(&f, false, log)
+		if got := debug.SetGCPercent(100); got != tc.want {
+			t.Errorf("GOGC=%q: binlane set GC percent %d, want %d", tc.env, got, tc.want)
 		}
 	}
 }

@@ -16,7 +16,7 @@ const (
 	DefaultHeartbeatPeriod = 5 * time.Second
 	DefaultMinBackoff      = 100 * time.Millisecond
 	DefaultMaxBackoff      = 30 * time.Second
-	DefaultQueueBytes      = 8 << 20
+	DefaultQueueBytes      = 2 << 20
 	// netWriteTimeout (seconds) is raised on the dump connection so that a
 	// consumer that stalls (back pressure through the queue and the socket)
 	// does not make the source drop the dump.
