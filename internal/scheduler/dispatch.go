@@ -226,7 +226,7 @@ func (s *Scheduler) Committed(batch []*Unit) {
 		if u.Set != nil {
 			for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
 				for _, k := range keys {
-					s.release(k, u)
+					s.keys.release(k, u)
 				}
 			}
 			for _, t := range u.Set.Tables {

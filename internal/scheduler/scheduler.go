@@ -188,9 +188,9 @@ type Scheduler struct {
 	// above holds the Seqs above committed that committed already (with
 	// Domains, units commit out of Seq order); bounded by the window.
 	above     map[uint64]struct{}
-	last      *Unit              // last unit added
-	barrier   *Unit              // uncommitted barrier, if any
-	keys      map[uint64]holders // the last holders of each row key
+	last      *Unit    // last unit added
+	barrier   *Unit    // uncommitted barrier, if any
+	keys      keyTable // the last holders of each row key
 	tableExcl map[uint64]*Unit
 	tableLast map[uint64]*Unit // the last unit that touched each table
 	spans     spanState        // units with spans in flight, by table
@@ -240,7 +240,7 @@ func New(cfg Config, first uint64) *Scheduler {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 8 << 20
 	}
-	return &Scheduler{cfg: cfg, committed: first - 1, above: map[uint64]struct{}{}, keys: map[uint64]holders{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
+	return &Scheduler{cfg: cfg, committed: first - 1, above: map[uint64]struct{}{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
 		spans: spanState{}, order: commitOrder{domains: map[uint32]*domainState{}}}
 }
 
@@ -314,14 +314,14 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	// kind (units commit in order), a shared one for the last exclusive
 	// holder only.
 	for _, k := range u.Set.Keys {
-		s.dependFor(u, s.keys[k].last, Conflict{Hash: k})
-		s.keys[k] = holders{excl: u, last: u}
+		h := s.keys.put(k)
+		s.dependFor(u, h.last, Conflict{Hash: k})
+		*h = holders{excl: u, last: u}
 	}
 	for _, k := range u.Set.Shared {
-		h := s.keys[k]
+		h := s.keys.put(k)
 		s.dependFor(u, h.excl, Conflict{Hash: k})
 		h.last = u
-		s.keys[k] = h
 	}
 	for _, t := range u.Set.Tables {
 		if t.Exclusive {
@@ -355,16 +355,14 @@ func (s *Scheduler) Seal(u *Unit, set *KeySet) {
 	// owner of what it holds: later units must wait for the latest one.
 	earlier := func(o *Unit) bool { return o == nil || o.Seq < u.Seq }
 	for _, k := range set.Keys {
-		if h := s.keys[k]; earlier(h.excl) {
+		if h := s.keys.put(k); earlier(h.excl) {
 			h.excl = u
-			s.keys[k] = h
 		}
 	}
 	for _, keys := range [][]uint64{set.Keys, set.Shared} {
 		for _, k := range keys {
-			if h := s.keys[k]; earlier(h.last) {
+			if h := s.keys.put(k); earlier(h.last) {
 				h.last = u
-				s.keys[k] = h
 			}
 		}
 	}
@@ -399,7 +397,7 @@ func (s *Scheduler) markCrossDomain(u *Unit) {
 	}
 	for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
 		for _, k := range keys {
-			if h := s.keys[k]; other(h.last) || other(h.excl) {
+			if h := s.keys.get(k); other(h.last) || other(h.excl) {
 				u.Ordered = true
 				return
 			}
@@ -431,28 +429,9 @@ func (f *freeUnits) add(domain uint32, n int) {
 
 // dependFor makes u wait for d through c (see Config.Conflict).
 // holders are the last unit that held a row key exclusively and the last
-// that held it at all (nil: none in flight). One map entry for both: a key
-// costs one lookup where two maps cost two.
+// that held it at all (nil: none in flight). One entry for both: a key
+// costs one probe where two tables cost two.
 type holders struct{ excl, last *Unit }
-
-// release forgets u as a holder of key k (it committed).
-func (s *Scheduler) release(k uint64, u *Unit) {
-	h, ok := s.keys[k]
-	if !ok || h.excl != u && h.last != u {
-		return
-	}
-	if h.excl == u {
-		h.excl = nil
-	}
-	if h.last == u {
-		h.last = nil
-	}
-	if h.excl == nil && h.last == nil {
-		delete(s.keys, k)
-		return
-	}
-	s.keys[k] = h
-}
 
 func (s *Scheduler) dependFor(u, d *Unit, c Conflict) {
 	if d == nil || d == u || d.state == stateCommitted {

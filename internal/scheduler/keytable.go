@@ -1,0 +1,140 @@
+package scheduler
+
+// keyTable maps row keys to their holders. It is the graph's busiest
+// structure: every key of every unit is put when the unit is added and
+// released when it commits (order entry: 50 keys per transaction, 35 of
+// them shared). A Go map took two probes for each (a lookup, then an
+// assignment or a delete), hashed keys that are hashes already, and its
+// lookups were a tenth of binlane's CPU on order entry. Here one probe
+// finds the entry, which the caller updates in place.
+//
+// Open addressing with linear probing, at most half full. An entry whose
+// holders are both nil is an empty slot: a key nobody holds needs no
+// entry. Removal shifts the entries after it back instead of leaving a
+// tombstone, so probes stay short however long the stream runs. The table
+// shrinks again after a burst of keys (a window of large transactions).
+type keyTable struct {
+	slots []keySlot
+	n     int  // entries
+	shift uint // 64 - log2(len(slots))
+}
+
+type keySlot struct {
+	key uint64
+	h   holders
+}
+
+func (s *keySlot) empty() bool { return s.h.excl == nil && s.h.last == nil }
+
+// keyTableMin is the smallest table, in slots (48 KiB). A table of up to
+// keyTableKeep slots (1.5 MiB: a full window of order entry's keys) keeps
+// its size when it empties: a stream that drains its window and fills it
+// again would resize it every time.
+const keyTableMin, keyTableKeep = 2048, 1 << 16
+
+// home is where a key's probe starts. Keys are hashes, but not all of
+// binlane's are (tests, table seeds): Fibonacci hashing takes the high
+// bits of the key times the golden ratio, which spreads any key.
+func (t *keyTable) home(k uint64) int { return int((k * 0x9e3779b97f4a7c15) >> t.shift) }
+
+func (t *keyTable) next(i int) int { return (i + 1) & (len(t.slots) - 1) }
+
+// get returns k's holders (none: zero).
+func (t *keyTable) get(k uint64) holders {
+	if t.n == 0 {
+		return holders{}
+	}
+	for i := t.home(k); ; i = t.next(i) {
+		s := &t.slots[i]
+		if s.empty() {
+			return holders{}
+		}
+		if s.key == k {
+			return s.h
+		}
+	}
+}
+
+// put returns k's holders to update in place, with a new entry when nobody
+// holds k: the caller must then make one of them non-nil. The pointer is
+// good until the next put or release.
+func (t *keyTable) put(k uint64) *holders {
+	if 2*(t.n+1) > len(t.slots) {
+		t.resize(max(keyTableMin, 2*len(t.slots)))
+	}
+	for i := t.home(k); ; i = t.next(i) {
+		s := &t.slots[i]
+		if s.empty() {
+			s.key = k
+			t.n++
+			return &s.h
+		}
+		if s.key == k {
+			return &s.h
+		}
+	}
+}
+
+// release forgets u as a holder of k (it committed), and the entry when
+// nobody holds k any more.
+func (t *keyTable) release(k uint64, u *Unit) {
+	if t.n == 0 {
+		return
+	}
+	for i := t.home(k); ; i = t.next(i) {
+		s := &t.slots[i]
+		if s.empty() {
+			return
+		}
+		if s.key != k {
+			continue
+		}
+		if s.h.excl == u {
+			s.h.excl = nil
+		}
+		if s.h.last == u {
+			s.h.last = nil
+		}
+		if s.empty() {
+			t.remove(i)
+		}
+		return
+	}
+}
+
+// remove empties slot i, moving back each entry after it in its run whose
+// probe would no longer reach it: one whose home is not cyclically in
+// (i, j], j its slot.
+func (t *keyTable) remove(i int) {
+	t.n--
+	for j := t.next(i); !t.slots[j].empty(); j = t.next(j) {
+		h := t.home(t.slots[j].key)
+		if i < j && (h <= i || h > j) || j < i && h <= i && h > j {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = keySlot{}
+	if len(t.slots) > keyTableKeep && 16*t.n < len(t.slots) {
+		t.resize(len(t.slots) / 2)
+	}
+}
+
+// resize moves the entries into a table of size slots (a power of two).
+func (t *keyTable) resize(size int) {
+	old := t.slots
+	t.slots = make([]keySlot, size)
+	t.shift = 64
+	for n := size; n > 1; n >>= 1 {
+		t.shift--
+	}
+	for i := range old {
+		if s := &old[i]; !s.empty() {
+			j := t.home(s.key)
+			for !t.slots[j].empty() {
+				j = t.next(j)
+			}
+			t.slots[j] = *s
+		}
+	}
+}
