@@ -199,9 +199,14 @@ func (b *Builder) addChange(s *scheduler.KeySet, p *plan.Table, c *txn.Change) (
 		if unwritten(c, k.Cols) {
 			continue // a partial image's update that leaves the key alone (see the package doc)
 		}
+		changed := c.Kind != binlog.RowsUpdate || changesAny(c, k.Cols)
 		b.addKey(s, p, k.Seed, c.Before, k.Cols, k.Prefix, nil, p.TableHash, false)
-		b.addKey(s, p, k.Seed, c.After, k.Cols, k.Prefix, nil, p.TableHash, false)
-		if p.Referenced && (c.Kind != binlog.RowsUpdate || changesAny(c, k.Cols)) {
+		if changed {
+			// An update that leaves the key's bytes alone would add the
+			// same key again (dropped as a repeat): not worth its hashing.
+			b.addKey(s, p, k.Seed, c.After, k.Cols, k.Prefix, nil, p.TableHash, false)
+		}
+		if p.Referenced && changed {
 			// The key value appears or disappears: the rows that reference
 			// it must see that in source order.
 			b.addKey(s, p, RefSeed(k.Seed), c.Before, k.Cols, k.Prefix, nil, p.TableHash, false)
@@ -226,8 +231,12 @@ func (b *Builder) addChange(s *scheduler.KeySet, p *plan.Table, c *txn.Change) (
 		// then wait for it. Likewise a reference that cannot be normalized
 		// takes the parent table, not this one.
 		b.table(s, ref.ParentTable, false)
+		imgs := [][]binlog.Value{c.Before, c.After}
+		if c.Kind == binlog.RowsUpdate && !changesAny(c, ref.Cols) {
+			imgs = imgs[:1] // the after image's reference is the same key (as above)
+		}
 		// Shared: children of one parent row change independently.
-		for _, img := range [][]binlog.Value{c.Before, c.After} {
+		for _, img := range imgs {
 			if absentIn(img, ref.Cols) {
 				// A partial image without the reference: it orders against
 				// every change that creates, removes or changes a value
