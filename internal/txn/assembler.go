@@ -74,7 +74,6 @@ type Assembler struct {
 	// small transaction costs one exactly sized array of values instead
 	// of a chain of doubling ones.
 	values []binlog.Value
-	blocks blocks // what small parts are handed over in
 	// scratchMax is scratchMaxBytes (a test lowers it).
 	scratchMax int
 	bytes      int // held by the part being filled

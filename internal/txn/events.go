@@ -73,9 +73,9 @@ const scratchMaxBytes = 1 << 20
 
 // handOver returns the body of the part being filled, for the applier,
 // and empties the assembler's buffers for the next part. A small part is
-// copied into arrays of its exact sizes (items, changes and values, carved
-// from shared blocks), so that the buffers can be reused: nothing handed
-// over points into them.
+// copied into arrays of its exact sizes (one each for items, changes and
+// values), so that the buffers can be reused: nothing handed over points
+// into them. Its changes' images are carved out of one array of values.
 func (a *Assembler) handOver() Body {
 	b := a.body
 	if scratchBytes(&b, a.values) > a.scratchMax {
@@ -84,38 +84,38 @@ func (a *Assembler) handOver() Body {
 	}
 	var out Body
 	if len(b.Items) > 0 {
-		out.Items = carve(&a.blocks.items, len(b.Items), itemSize)
+		out.Items = make([]Item, len(b.Items))
 		copy(out.Items, b.Items)
 	}
 	if len(b.Changes) > 0 {
-		out.Changes = carve(&a.blocks.changes, len(b.Changes), changeSize)
+		out.Changes = make([]Change, len(b.Changes))
 		copy(out.Changes, b.Changes)
-		repointImages(out.Changes, &a.blocks.values)
+		repointImages(out.Changes)
 	}
 	a.recycle()
 	return out
 }
 
-// repointImages copies the images of changes into one array carved from
-// free and points the changes at their copies. Images are copied from
-// wherever they are: the decode buffer, or an array it outgrew.
-func repointImages(changes []Change, free *[]binlog.Value) {
+// repointImages copies the images of changes into one array and points
+// the changes at their copies. Images are copied from wherever they are:
+// the decode buffer, or an array it outgrew.
+func repointImages(changes []Change) {
 	n := 0
 	for i := range changes {
 		n += len(changes[i].Before) + len(changes[i].After)
 	}
-	vals := carve(free, n, valueSize)
+	vals := make([]binlog.Value, n)
 	off := 0
 	for i := range changes {
 		c := &changes[i]
-		c.Before, off = copyImage(vals, off, c.Before)
-		c.After, off = copyImage(vals, off, c.After)
+		c.Before, off = carve(vals, off, c.Before)
+		c.After, off = carve(vals, off, c.After)
 	}
 }
 
-// copyImage copies src to dst at off and returns the copy (nil for a nil
+// carve copies src to dst at off and returns the copy (nil for a nil
 // image: an insert's Before, a delete's After) and the offset after it.
-func copyImage(dst []binlog.Value, off int, src []binlog.Value) ([]binlog.Value, int) {
+func carve(dst []binlog.Value, off int, src []binlog.Value) ([]binlog.Value, int) {
 	if src == nil {
 		return nil, off
 	}
