@@ -427,12 +427,12 @@ func (f *freeUnits) add(domain uint32, n int) {
 	}
 }
 
-// dependFor makes u wait for d through c (see Config.Conflict).
 // holders are the last unit that held a row key exclusively and the last
 // that held it at all (nil: none in flight). One entry for both: a key
 // costs one probe where two tables cost two.
 type holders struct{ excl, last *Unit }
 
+// dependFor makes u wait for d through c (see Config.Conflict).
 func (s *Scheduler) dependFor(u, d *Unit, c Conflict) {
 	if d == nil || d == u || d.state == stateCommitted {
 		return
