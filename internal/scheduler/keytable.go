@@ -39,20 +39,25 @@ func (t *keyTable) home(k uint64) int { return int((k * 0x9e3779b97f4a7c15) >> t
 
 func (t *keyTable) next(i int) int { return (i + 1) & (len(t.slots) - 1) }
 
+// find returns the slot holding k, or else the empty slot that ends k's
+// probe (found false), where k would go. The table must have slots.
+func (t *keyTable) find(k uint64) (i int, found bool) {
+	for i = t.home(k); ; i = t.next(i) {
+		if s := &t.slots[i]; s.empty() {
+			return i, false
+		} else if s.key == k {
+			return i, true
+		}
+	}
+}
+
 // get returns k's holders (none: zero).
 func (t *keyTable) get(k uint64) holders {
 	if t.n == 0 {
 		return holders{}
 	}
-	for i := t.home(k); ; i = t.next(i) {
-		s := &t.slots[i]
-		if s.empty() {
-			return holders{}
-		}
-		if s.key == k {
-			return s.h
-		}
-	}
+	i, _ := t.find(k)
+	return t.slots[i].h // an empty slot's holders are zero
 }
 
 // put returns k's holders to update in place, with a new entry when nobody
@@ -62,17 +67,12 @@ func (t *keyTable) put(k uint64) *holders {
 	if 2*(t.n+1) > len(t.slots) {
 		t.resize(max(keyTableMin, 2*len(t.slots)))
 	}
-	for i := t.home(k); ; i = t.next(i) {
-		s := &t.slots[i]
-		if s.empty() {
-			s.key = k
-			t.n++
-			return &s.h
-		}
-		if s.key == k {
-			return &s.h
-		}
+	i, found := t.find(k)
+	if !found {
+		t.slots[i].key = k
+		t.n++
 	}
+	return &t.slots[i].h
 }
 
 // release forgets u as a holder of k (it committed), and the entry when
@@ -81,24 +81,19 @@ func (t *keyTable) release(k uint64, u *Unit) {
 	if t.n == 0 {
 		return
 	}
-	for i := t.home(k); ; i = t.next(i) {
-		s := &t.slots[i]
-		if s.empty() {
-			return
-		}
-		if s.key != k {
-			continue
-		}
-		if s.h.excl == u {
-			s.h.excl = nil
-		}
-		if s.h.last == u {
-			s.h.last = nil
-		}
-		if s.empty() {
-			t.remove(i)
-		}
+	i, found := t.find(k)
+	if !found {
 		return
+	}
+	s := &t.slots[i]
+	if s.h.excl == u {
+		s.h.excl = nil
+	}
+	if s.h.last == u {
+		s.h.last = nil
+	}
+	if s.empty() {
+		t.remove(i)
 	}
 }
 
@@ -130,10 +125,7 @@ func (t *keyTable) resize(size int) {
 	}
 	for i := range old {
 		if s := &old[i]; !s.empty() {
-			j := t.home(s.key)
-			for !t.slots[j].empty() {
-				j = t.next(j)
-			}
+			j, _ := t.find(s.key) // keys are distinct: the empty slot its probe ends at
 			t.slots[j] = *s
 		}
 	}
