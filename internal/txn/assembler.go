@@ -69,11 +69,15 @@ type Assembler struct {
 	cur  *Txn
 	body Body // the part being filled
 	sent bool // the current transaction's first part went out
-	// values is the decode buffer of the part being filled: its changes'
-	// images. It is reused from part to part (see handOver), so that a
-	// small transaction costs one exactly sized array of values instead
-	// of a chain of doubling ones.
+	// values is the current block of the decode buffer of the part being
+	// filled: its changes' images (earlier blocks hold those of its first
+	// events, see decodeRows). It is reused from part to part (see
+	// handOver), so that a small transaction costs one exactly sized array
+	// of values instead of a chain of doubling ones.
 	values []binlog.Value
+	// partValues counts the values of the part being filled, in every
+	// block of the decode buffer (see decodeRows).
+	partValues int
 	// scratchMax is scratchMaxBytes (a test lowers it).
 	scratchMax int
 	bytes      int // held by the part being filled
