@@ -244,6 +244,9 @@ func (w *Writer) Body(t *txn.Txn, body *txn.Body, plans []*plan.Table, keys *Key
 	if keys != nil && len(keys.Spans) != len(body.Changes) {
 		keys = nil // not this body's (filtered or resolved since)
 	}
+	if w.Collapse {
+		w.col.reserve(body, plans)
+	}
 	for i := range body.Items {
 		it := &body.Items[i]
 		if it.Kind != txn.ItemRows {
