@@ -74,7 +74,9 @@
 // conditions: EXPLAIN on MariaDB 10.11 shows a range lookup on the primary
 // key for 1, 2 and 500 rows, where the row-constructor form (a,b) IN
 // ((1,2)) of one row scans the whole table (MDEV-32878). A DELETE takes at
-// most maxDeleteRows rows, below in_predicate_conversion_threshold.
+// most maxDeleteRows rows, below in_predicate_conversion_threshold, and no
+// more than the target's statistics let the optimizer answer with lookups
+// (deleteRows: a table they count as empty gets one key per DELETE).
 //
 // # Net effect of repeated updates
 //

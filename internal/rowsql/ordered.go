@@ -107,10 +107,33 @@ func (f form) shares() bool { return f == formInsert || f == formDelete || f == 
 // cost the range optimizer memory.
 const maxDeleteRows = 500
 
+// statsRowsPerKey: a DELETE of k keys takes at most TABLE_ROWS/statsRowsPerKey
+// of them (see deleteRows).
+const statsRowsPerKey = 16
+
+// deleteRows is how many rows one DELETE of p's table may take. The
+// optimizer weighs a lookup of k keys against a scan of the rows its
+// statistics count, and those can be stale: a table loaded after its
+// statistics were computed and restarted before InnoDB recalculated them
+// counts 0 rows, and MariaDB 10.11 then scans the whole table for every
+// DELETE of 3 keys or more (EXPLAIN: range up to about TABLE_ROWS/10
+// keys, a full scan beyond; bulk benchmark, 2026-11-29: 30 million rows
+// examined by the deletes of 100,000). MariaDB's replica finds rows
+// through the handler, without the optimizer. So the IN list stays
+// within what the statistics the target reported when the plan was made
+// let the optimizer answer with lookups, down to one key (a lookup
+// whatever the statistics).
+func deleteRows(p *plan.Table) int64 {
+	if p.Target == nil {
+		return maxDeleteRows
+	}
+	return min(maxDeleteRows, max(1, p.Target.Rows/statsRowsPerKey))
+}
+
 // openFull reports whether the open multi-row statement takes no more rows.
 func (w *Writer) openFull() bool {
 	o := w.open
-	return len(w.buf)-w.start > w.MaxStatement || o.kind == binlog.RowsDelete && o.info.Expect >= maxDeleteRows
+	return len(w.buf)-w.start > w.MaxStatement || o.kind == binlog.RowsDelete && o.info.Expect >= deleteRows(o.p)
 }
 
 func (w *Writer) insert(t *txn.Txn, p *plan.Table, c *txn.Change) error {

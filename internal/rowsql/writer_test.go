@@ -10,6 +10,7 @@ import (
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
+	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 )
 
@@ -661,6 +662,60 @@ func TestCommitTail(t *testing.T) {
 		}
 		if err == nil || !errors.Is(err, ErrRowCount) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("statement %d answering 0 rows: %v, want %q", c.miss, err, c.want)
+		}
+	}
+}
+
+// TestDeleteRowsFollowStatistics: a DELETE takes no more keys than the
+// target's statistics (TABLE_ROWS when the plan was made) let the
+// optimizer look up: with a table it counts as nearly empty, MariaDB
+// scans the whole table for an IN list of 3 keys or more, so such a
+// table's deletes go one key each, and a table it counts as large gets
+// lists of up to maxDeleteRows.
+func TestDeleteRowsFollowStatistics(t *testing.T) {
+	for _, c := range []struct {
+		rows    int64 // TABLE_ROWS; -1: no target statistics
+		deletes int
+		want    []int64 // rows of each DELETE
+	}{
+		{-1, 600, []int64{500, 100}},
+		{0, 3, []int64{1, 1, 1}},
+		{40, 5, []int64{2, 2, 1}},
+		{1600, 250, []int64{100, 100, 50}},
+		{1_000_000, 1200, []int64{500, 500, 200}},
+	} {
+		p := table("kv", 1, false, "k", "v")
+		if c.rows >= 0 {
+			p.Target = &schema.Table{Rows: c.rows}
+		}
+		var changes []txn.Change
+		for i := range c.deletes {
+			changes = append(changes, del(row(i64(int64(i)), null)))
+		}
+		s := &sink{}
+		w := NewWriter(s)
+		if err := w.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Rows(t1, p, changes); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, trip := range s.stmts {
+			for _, st := range trip {
+				if st.Txn != nil && st.What == "delete" {
+					got = append(got, st.Expect)
+				}
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("TABLE_ROWS %d, %d deletes: statements of %v rows, want %v", c.rows, c.deletes, got, c.want)
 		}
 	}
 }
