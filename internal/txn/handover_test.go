@@ -189,3 +189,21 @@ func TestLargeTransactionValuesNotCopied(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesDoubled: the changes of a large transaction grow by doubling
+// (append alone grows a large slice by a quarter: some forty copies of
+// 100,000 changes against seventeen).
+func TestChangesDoubled(t *testing.T) {
+	var changes []Change
+	grown := 0
+	for range 100000 {
+		c := cap(changes)
+		changes = append(roomFor(changes, 1), Change{})
+		if cap(changes) != c {
+			grown++
+		}
+	}
+	if grown > 18 {
+		t.Fatalf("the changes were copied %d times on their way to 100,000", grown)
+	}
+}
