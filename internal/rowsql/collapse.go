@@ -261,6 +261,7 @@ func (c *collapser) writeRows(w *Writer, ct *collapsedTable, upsert bool) error 
 // upsert of changed rows.
 func (c *collapser) endRows(w *Writer, p *plan.Table, upsert bool, info Stmt) error {
 	if !upsert {
+		w.grew(p, info.Expect)
 		return w.end(info)
 	}
 	info.What = "upsert"

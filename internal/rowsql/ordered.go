@@ -120,20 +120,33 @@ const statsRowsPerKey = 16
 // keys, a full scan beyond; bulk benchmark, 2026-11-29: 30 million rows
 // examined by the deletes of 100,000). MariaDB's replica finds rows
 // through the handler, without the optimizer. So the IN list stays
-// within what the statistics the target reported when the plan was made
-// let the optimizer answer with lookups, down to one key (a lookup
-// whatever the statistics).
-func deleteRows(p *plan.Table) int64 {
+// within what the optimizer's count allows, down to one key (a lookup
+// whatever the statistics). That count is the target's TABLE_ROWS when
+// the table was planned plus the rows this writer inserted since, which
+// InnoDB adds to it as they come (a table that starts empty and fills,
+// as slots' parent and child do, gets longer lists as it grows).
+func (w *Writer) deleteRows(p *plan.Table) int64 {
 	if p.Target == nil {
 		return maxDeleteRows
 	}
-	return min(maxDeleteRows, max(1, p.Target.Rows/statsRowsPerKey))
+	return min(maxDeleteRows, max(1, (p.Target.Rows+w.grown[p])/statsRowsPerKey))
+}
+
+// grew records rows inserted into p's table.
+func (w *Writer) grew(p *plan.Table, rows int64) {
+	if p.Target == nil || p.Target.Rows/statsRowsPerKey >= maxDeleteRows {
+		return // lists are as long as they get
+	}
+	if w.grown == nil || len(w.grown) > 10000 {
+		w.grown = map[*plan.Table]int64{} // tables planned again leave theirs behind
+	}
+	w.grown[p] += rows
 }
 
 // openFull reports whether the open multi-row statement takes no more rows.
 func (w *Writer) openFull() bool {
 	o := w.open
-	return len(w.buf)-w.start > w.MaxStatement || o.kind == binlog.RowsDelete && o.info.Expect >= deleteRows(o.p)
+	return len(w.buf)-w.start > w.MaxStatement || o.kind == binlog.RowsDelete && o.info.Expect >= w.deleteRows(o.p)
 }
 
 func (w *Writer) insert(t *txn.Txn, p *plan.Table, c *txn.Change) error {
@@ -282,6 +295,9 @@ func (w *Writer) closeOpen() error {
 	}
 	info, kind, p, held := o.info, o.kind, o.p, o.held
 	w.o = openStmt{} // holds a row: let it go (see reset)
+	if kind == binlog.RowsInsert {
+		w.grew(p, info.Expect)
+	}
 	switch {
 	case held != nil:
 		return w.update(info.Txn, p, held)

@@ -118,6 +118,9 @@ type Writer struct {
 	held      []roundTrip
 	heldBytes int
 	spare     roundTrip
+	// grown counts the rows this writer inserted into each table since
+	// the table was planned (see deleteRows).
+	grown map[*plan.Table]int64
 }
 
 // NewWriter returns a writer sending to sink.
