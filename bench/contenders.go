@@ -276,6 +276,7 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	if c.window > 0 {
 		args = append(args, "--window", strconv.Itoa(c.window))
 	}
+	args = append(args, strings.Fields(c.binlaneFlags)...)
 	if c.profileDir != "" {
 		stamp := time.Now().UnixNano()
 		args = append(args, "--cpu-profile", fmt.Sprintf("%s/binlane-w%d-%d.pprof", c.profileDir, workers, stamp),

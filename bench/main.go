@@ -45,6 +45,7 @@ type config struct {
 	skipVerify   bool
 	bufferPool   string
 	maxBatch     int
+	binlaneFlags string
 	window       int
 	profileDir   string
 	perfDir      string // --perf-dir: perf record of the target during each drain
@@ -98,6 +99,7 @@ func main() {
 	flag.BoolVar(&c.skipVerify, "skip-verify", false, "skip the row-by-row comparison after each run")
 	flag.StringVar(&c.bufferPool, "buffer-pool", "1G", "innodb_buffer_pool_size of every server")
 	flag.IntVar(&c.maxBatch, "max-batch", 0, "binlane --max-batch (0: its default)")
+	flag.StringVar(&c.binlaneFlags, "binlane-flags", "", "more flags for binlane replicate, space-separated (e.g. '--max-txn-bytes 8MiB'); the baseline gets them too")
 	flag.IntVar(&c.window, "window", 0, "binlane --window (0: its default)")
 	flag.IntVar(&c.repeat, "repeat", 1, "runs of every contender (interleaved); the median counts")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "write a CPU profile of every binlane run into this folder")
