@@ -126,7 +126,7 @@ const statsRowsPerKey = 16
 // InnoDB adds to it as they come (a table that starts empty and fills,
 // as slots' parent and child do, gets longer lists as it grows).
 func (w *Writer) deleteRows(p *plan.Table) int64 {
-	if p.Target == nil {
+	if p.Target == nil || p.Target.Rows >= maxDeleteRows*statsRowsPerKey {
 		return maxDeleteRows
 	}
 	return min(maxDeleteRows, max(1, (p.Target.Rows+w.grown[p])/statsRowsPerKey))
@@ -134,7 +134,7 @@ func (w *Writer) deleteRows(p *plan.Table) int64 {
 
 // grew records rows inserted into p's table.
 func (w *Writer) grew(p *plan.Table, rows int64) {
-	if p.Target == nil || p.Target.Rows/statsRowsPerKey >= maxDeleteRows {
+	if p.Target == nil || p.Target.Rows >= maxDeleteRows*statsRowsPerKey {
 		return // lists are as long as they get
 	}
 	if w.grown == nil || len(w.grown) > 10000 {
