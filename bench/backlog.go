@@ -14,7 +14,10 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/schema"
+	"github.com/binlane/binlane/internal/sqlquote"
 )
 
 // scenarioSpec says which backlog a scenario replays and how the target
@@ -222,35 +225,28 @@ func makeBacklog(ctx context.Context, c config, spec scenarioSpec, log *slog.Log
 // deletes of one drain). MariaDB's replica finds rows through the handler,
 // without the optimizer, so only binlane paid for it.
 func analyzeTables(ctx context.Context, db *sql.DB, database string) error {
-	rows, err := db.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", database)
+	rules, err := filter.New([]string{database}, nil, nil)
 	if err != nil {
-		return fmt.Errorf("list tables to analyze: %w", err)
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		names = append(names, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
-	for _, n := range names {
-		// ANALYZE answers with a result set, which must be read.
-		r, err := db.QueryContext(ctx, "ANALYZE TABLE `"+database+"`.`"+n+"`")
-		if err != nil {
-			return fmt.Errorf("analyze %s.%s: %w", database, n, err)
-		}
-		for r.Next() {
-		}
-		r.Close()
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("analyze %s.%s: %w", database, n, err)
-		}
+	tables, err := schema.SelectedTables(ctx, db, rules)
+	if err != nil || len(tables) == 0 {
+		return err
+	}
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = sqlquote.Name(t[0]) + "." + sqlquote.Name(t[1])
+	}
+	// ANALYZE answers with a result set (a row per table), which must be read.
+	rows, err := db.QueryContext(ctx, "ANALYZE TABLE "+strings.Join(names, ", "))
+	if err != nil {
+		return fmt.Errorf("analyze %s: %w", database, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("analyze %s: %w", database, err)
 	}
 	return nil
 }

@@ -74,8 +74,9 @@ const reserveMin = 1024
 // reserve makes room for the collapsible changes of a large body at once:
 // grown by doubling, the rows and index of a table a 100,000-row
 // transaction updates were copied and faulted in again and again (bulk
-// benchmark, 2026-11-29: a seventh of binlane's CPU). An update that
-// changes its key takes two rows; the others one.
+// benchmark, 2026-11-29: a seventh of binlane's CPU). One row per change:
+// an update that changes its key takes a second, which append finds room
+// for.
 func (c *collapser) reserve(body *txn.Body, plans []*plan.Table) {
 	if len(body.Changes) < reserveMin {
 		return

@@ -126,16 +126,22 @@ const statsRowsPerKey = 16
 // InnoDB adds to it as they come (a table that starts empty and fills,
 // as slots' parent and child do, gets longer lists as it grows).
 func (w *Writer) deleteRows(p *plan.Table) int64 {
-	if p.Target == nil || p.Target.Rows >= maxDeleteRows*statsRowsPerKey {
+	if statsAmple(p) {
 		return maxDeleteRows
 	}
 	return min(maxDeleteRows, max(1, (p.Target.Rows+w.grown[p])/statsRowsPerKey))
 }
 
+// statsAmple reports a table whose statistics allow the longest lists
+// already (or that has none to go by): its inserts need no counting.
+func statsAmple(p *plan.Table) bool {
+	return p.Target == nil || p.Target.Rows >= maxDeleteRows*statsRowsPerKey
+}
+
 // grew records rows inserted into p's table.
 func (w *Writer) grew(p *plan.Table, rows int64) {
-	if p.Target == nil || p.Target.Rows >= maxDeleteRows*statsRowsPerKey {
-		return // lists are as long as they get
+	if statsAmple(p) {
+		return
 	}
 	if w.grown == nil || len(w.grown) > 10000 {
 		w.grown = map[*plan.Table]int64{} // tables planned again leave theirs behind
