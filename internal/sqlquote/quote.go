@@ -161,18 +161,49 @@ func AppendEscaped[T text](dst []byte, charset string, b T) []byte {
 	}
 	dst = append(dst, '\'')
 	dst = slices.Grow(dst, len(b)+len(b)/32+2)
-	from := 0
-	for i := 0; i < len(b); i++ {
-		esc := escapes[b[i]]
-		if esc == 0 {
+	from, i := 0, 0
+	for i < len(b) {
+		// Eight bytes at a time while none of them may need an escape: a
+		// row value is mostly plain, and this runs at memory speed where
+		// the table below costs a lookup and a branch per byte (docs'
+		// JSON: a quarter of binlane's CPU went here).
+		if i+8 <= len(b) && !mayEscape(load8(b, i)) {
+			i += 8
 			continue
 		}
-		dst = append(dst, b[from:i]...)
-		dst = append(dst, '\\', esc)
-		from = i + 1
+		end := min(i+8, len(b))
+		for ; i < end; i++ {
+			esc := escapes[b[i]]
+			if esc == 0 {
+				continue
+			}
+			dst = append(dst, b[from:i]...)
+			dst = append(dst, '\\', esc)
+			from = i + 1
+		}
 	}
 	dst = append(dst, b[from:]...)
 	return append(dst, '\'')
+}
+
+// load8 reads b[i:i+8] as a little-endian word (one load once compiled).
+func load8[T text](b T, i int) uint64 {
+	b = b[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// mayEscape reports whether a word of eight bytes may hold one that
+// escapes has a letter for: a byte below 0x1b (NUL, LF, CR and Ctrl-Z
+// among them; the others take the slow path for nothing), a quote or a
+// backslash. The tests are the exact "has a byte below n" and "has a zero
+// byte" of bit-twiddling folklore: a byte of 0x80 or more never sets its
+// lane's flag (the ^x term), so UTF-8 text stays on the fast path.
+func mayEscape(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	below := (x - lo*0x1b) & ^x & hi
+	q, bs := x^(lo*'\''), x^(lo*'\\')
+	return below|(q-lo)&^q&hi|(bs-lo)&^bs&hi != 0
 }
 
 // escapes maps a byte to the letter of its backslash escape (0: none).

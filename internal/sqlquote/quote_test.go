@@ -1,6 +1,7 @@
 package sqlquote
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -101,6 +102,38 @@ func TestAppendEscaped(t *testing.T) {
 	} {
 		if got := string(AppendEscaped(nil, tc.charset, tc.in)); got != tc.want {
 			t.Errorf("AppendEscaped(%q, %q) = %s, want %s", tc.charset, tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestAppendEscapedEveryByte checks the eight-bytes-at-a-time path
+// against the plain definition: every byte value, at every offset of a
+// word, among plain neighbours of both halves of the byte range (a lane
+// whose neighbour borrows must not hide or invent an escape).
+func TestAppendEscapedEveryByte(t *testing.T) {
+	slow := func(b []byte) string {
+		out := []byte{'\''}
+		for _, c := range b {
+			if e := escapes[c]; e != 0 {
+				out = append(out, '\\', e)
+			} else {
+				out = append(out, c)
+			}
+		}
+		return string(append(out, '\''))
+	}
+	for _, fill := range []byte{'a', 0x1b, 0x80, 0xff, 0x01} {
+		for c := range 256 {
+			for at := range 19 {
+				b := bytes.Repeat([]byte{fill}, 19)
+				b[at] = byte(c)
+				if got, want := string(AppendEscaped(nil, "", b)), slow(b); got != want {
+					t.Fatalf("byte %#x at %d among %#x: %q, want %q", c, at, fill, got, want)
+				}
+				if got, want := string(AppendEscaped(nil, "", string(b[:at+1]))), slow(b[:at+1]); got != want {
+					t.Fatalf("string of %d ending in %#x: %q, want %q", at+1, c, got, want)
+				}
+			}
 		}
 	}
 }
