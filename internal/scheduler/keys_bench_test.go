@@ -1,6 +1,9 @@
 package scheduler
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // BenchmarkManyKeys is the scheduler's work for transactions of many rows
 // (order entry: about 50 row keys each), merged 128 to a batch: Add,
@@ -32,4 +35,54 @@ func BenchmarkManyKeys(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(seq), "ns/unit")
+}
+
+// BenchmarkKeysColdCache is BenchmarkManyKeys as the applier meets it: a
+// window of 512 units in flight (the key table far larger than a core's
+// L2 cache), and between two units the rest of binlane's work, which
+// evicts the table from the cache (here: a pass over 4 MiB).
+func BenchmarkKeysColdCache(b *testing.B) {
+	s := New(Config{MaxBatch: 128, MaxUnits: 1 << 20}, 1)
+	evict := make([]byte, 4<<20)
+	var seq, key uint64
+	var sink byte
+	add := func() {
+		seq++
+		u := &Unit{Seq: seq, Set: &KeySet{}, Bytes: 1}
+		for j := range 50 {
+			key++
+			k := mix(key) // keys are hashes (xxhash of the row's key)
+			if j < 2 {
+				k = uint64(j + 1)
+			}
+			u.Set.Keys = append(u.Set.Keys, k)
+		}
+		s.Add(u)
+	}
+	for range 512 {
+		add()
+	}
+	var scheduled time.Duration
+	for b.Loop() {
+		for i := 0; i < len(evict); i += 64 {
+			evict[i]++
+		}
+		sink += evict[seq%uint64(len(evict))]
+		start := time.Now()
+		batch := s.Next()
+		s.Committed(batch)
+		for range batch {
+			add()
+		}
+		scheduled += time.Since(start)
+	}
+	b.ReportMetric(float64(scheduled.Nanoseconds())/float64(seq-512), "sched-ns/unit")
+	_ = sink
+}
+
+// mix is splitmix64's finalizer: a counter in, a hash-like key out.
+func mix(x uint64) uint64 {
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
