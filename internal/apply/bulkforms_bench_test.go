@@ -243,6 +243,8 @@ func bulkUpdateForms() []bulkForm {
 		{"update/tmp-load-join-memory", func(r int) []bulkTrip { return tmpJoinUpdate(r, "MEMORY", true) }},
 		{"update/join-run-as-rowsql-writes-it", func(r int) []bulkTrip { return joinRunUpdate(r, "") }},
 		{"update/join-run-memory", func(r int) []bulkTrip { return joinRunUpdate(r, " ENGINE=MEMORY") }},
+		{"update/load-replace-1MiB", func(r int) []bulkTrip { return loadReplace(r, 1<<20) }},
+		{"update/load-replace-4MiB", func(r int) []bulkTrip { return loadReplace(r, 4<<20) }},
 		{"update/tmp-full-1MiB-default", func(r int) []bulkTrip { return tmpFullUpdate(r, "") }},
 		{"update/tmp-full-1MiB-memory", func(r int) []bulkTrip { return tmpFullUpdate(r, "MEMORY") }},
 		{"update/tmp-full-1MiB-aria", func(r int) []bulkTrip { return tmpFullUpdate(r, "Aria") }},
@@ -320,6 +322,33 @@ func tmpJoinUpdate(r int, engine string, load bool) []bulkTrip {
 		fmt.Fprintf(&q, ";\nUPDATE `d`.`history` `t` JOIN `d`.`_binlane_rows` `v` USING (`id`) SET `t`.`amount`=`v`.`amount`,`t`.`note`=`v`.`note`;\n"+
 			"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>%d);\nDROP TEMPORARY TABLE `d`.`_binlane_rows`", to-from+1)
 		out = append(out, bulkTrip{sql: q.String(), file: file})
+	}
+	return out
+}
+
+// loadReplace sends the full after images as LOAD DATA ... REPLACE into
+// the table itself, files of up to size bytes; ROW_COUNT is 2 for each row
+// replaced by a different image.
+func loadReplace(r, size int) []bulkTrip {
+	var out []bulkTrip
+	var f bytes.Buffer
+	n := 0
+	flush := func() {
+		out = append(out, bulkTrip{sql: fmt.Sprintf("LOAD DATA LOCAL INFILE 'Reader::bulkforms' REPLACE INTO TABLE `d`.`history` CHARACTER SET binary "+
+			"(`id`,`customer_id`,`amount`,`at`,`note`);\nSET @binlane_bad=@binlane_bad+(ROW_COUNT()<>%d)", 2*n), file: bytes.Clone(f.Bytes())})
+		f.Reset()
+		n = 0
+	}
+	for id := bulkFirst; id <= bulkLast; id++ {
+		w := bulkRowAt(id, r)
+		fmt.Fprintf(&f, "%d\t%d\t%s\t%s\t%s\n", id, w.customer, w.amount, w.at, w.note)
+		n++
+		if f.Len() >= size {
+			flush()
+		}
+	}
+	if n > 0 {
+		flush()
 	}
 	return out
 }

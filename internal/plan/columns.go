@@ -188,3 +188,71 @@ func signWord(unsigned bool) string {
 	}
 	return "signed"
 }
+
+// loadable reports whether LOAD DATA can write p's whole rows exactly
+// (Table.Loadable).
+func loadable(p *Table) bool {
+	if p.Target.Type != "BASE TABLE" {
+		return false // a system-versioned table's REPLACE writes history rows of its own
+	}
+	stored := 0
+	for i := range p.Target.Columns {
+		if !p.Target.Columns[i].Generated {
+			stored++
+		}
+	}
+	if stored != len(p.Write) {
+		return false
+	}
+	for _, i := range p.Write {
+		if !loadableColumn(&p.Source.Columns[i], &p.Target.Columns[p.Cols[i].Target], &p.Cols[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// loadableColumn reports whether a source column's values, as rowsql
+// writes them into a LOAD DATA file, reach the target column as its SQL
+// literals do: a number's or a temporal's text into a column of the same
+// kind (text into a string column would keep an exponent a literal's
+// double loses, hence the pairs), and string bytes into a column that
+// stores them as they are (the file is read as CHARACTER SET binary: no
+// conversion). BIT, ENUM, SET, JSON, GEOMETRY and compressed columns are
+// not: their literals are not their text.
+func loadableColumn(sc *binlog.Column, tc *schema.Column, c *Col) bool {
+	kinds := func(types ...string) bool {
+		for _, t := range types {
+			if tc.DataType == t {
+				return true
+			}
+		}
+		return false
+	}
+	switch sc.Type {
+	case binlog.TypeTiny, binlog.TypeShort, binlog.TypeInt24, binlog.TypeLong, binlog.TypeLongLong:
+		return kinds("tinyint", "smallint", "mediumint", "int", "bigint")
+	case binlog.TypeYear:
+		return kinds("year")
+	case binlog.TypeNewDecimal:
+		return kinds("decimal")
+	case binlog.TypeFloat, binlog.TypeDouble:
+		return kinds("float", "double")
+	case binlog.TypeDate, binlog.TypeNewDate:
+		return kinds("date")
+	case binlog.TypeTime, binlog.TypeTime2:
+		return kinds("time")
+	case binlog.TypeDateTime, binlog.TypeDateTime2:
+		return kinds("datetime")
+	case binlog.TypeTimestamp, binlog.TypeTimestamp2:
+		return kinds("timestamp")
+	case binlog.TypeString, binlog.TypeVarchar, binlog.TypeVarString,
+		binlog.TypeTinyBlob, binlog.TypeBlob, binlog.TypeMediumBlob, binlog.TypeLongBlob:
+		if c.StoreBytes {
+			return true
+		}
+		return c.Introducer == "" && (tc.Charset == "" || tc.Charset == "binary") &&
+			kinds("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")
+	}
+	return false
+}

@@ -64,6 +64,12 @@ type Table struct {
 	// column may be written as one multi-row INSERT ... ON DUPLICATE KEY
 	// UPDATE (see rowsql).
 	Upsert bool
+	// Loadable: LOAD DATA can write the table's whole rows exactly. Every
+	// column the target stores is written from a source column (an extra
+	// target column would be reset to its default by a REPLACE), and each
+	// one's values read as text into its target column as they do as SQL
+	// literals (see loadableColumn).
+	Loadable bool
 	// Serialize, when set, says why every transaction touching the table
 	// must run alone.
 	Serialize string
@@ -278,6 +284,7 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 		p.Upsert = p.Upsert && strings.EqualFold(ix.Type, "BTREE") && !ix.Functional
 	}
 	markKeyColumns(p)
+	p.Loadable = loadable(p)
 	switch {
 	case t.HasTriggers:
 		p.Serialize = SerializeTriggers

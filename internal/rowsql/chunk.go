@@ -105,8 +105,7 @@ func appendLoadHead(dst []byte, c *txn.Chunk, file string) []byte {
 	dst = sqlquote.AppendEscaped(dst, "", file) // LOAD DATA takes no hex literal
 	dst = append(dst, " INTO TABLE "...)
 	dst = append(dst, sqlquote.Qualified(c.Schema, c.Table)...)
-	dst = append(dst, ` CHARACTER SET binary FIELDS TERMINATED BY '\t' ENCLOSED BY '' ESCAPED BY '\\'`+
-		` LINES STARTING BY '' TERMINATED BY '\n' (`...)
+	dst = append(dst, loadFormat+" ("...)
 	for i, col := range c.Columns {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -115,6 +114,12 @@ func appendLoadHead(dst []byte, c *txn.Chunk, file string) []byte {
 	}
 	return append(dst, ')')
 }
+
+// loadFormat is how binlane's LOAD DATA files are read: every option
+// spelled out, so that a file's format never depends on the server's
+// defaults. The bytes go unconverted (CHARACTER SET binary).
+const loadFormat = ` CHARACTER SET binary FIELDS TERMINATED BY '\t' ENCLOSED BY '' ESCAPED BY '\\'` +
+	` LINES STARTING BY '' TERMINATED BY '\n'`
 
 // appendLoadRow writes one line of a chunk's file: values separated by
 // tabs, \N for NULL, tab, newline and backslash escaped with a backslash.

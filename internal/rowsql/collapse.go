@@ -38,6 +38,7 @@ type collapsedRow struct {
 	key     []binlog.Value // the image whose key columns identify the row
 	final   []binlog.Value // nil: deleted
 	existed bool           // present before the batch
+	loaded  bool           // written by a LOAD DATA ... REPLACE (load.go)
 	next    int32          // next row with the same hash, -1 at the end
 	txn     *txn.Txn       // last transaction that touched it
 }
@@ -178,6 +179,9 @@ func (c *collapser) writeCollapsed(w *Writer, ct *collapsedTable) error {
 	if err := c.writeRows(w, ct, false); err != nil {
 		return err
 	}
+	if err := c.loadRows(w, ct); err != nil {
+		return err
+	}
 	return c.writeRows(w, ct, true)
 }
 
@@ -230,7 +234,7 @@ func (c *collapser) writeRows(w *Writer, ct *collapsedTable, upsert bool) error 
 	var info Stmt
 	for i := range ct.rows {
 		r := &ct.rows[i]
-		if r.final == nil || r.existed != upsert {
+		if r.final == nil || r.existed != upsert || r.loaded {
 			continue
 		}
 		if n == 0 {
