@@ -30,9 +30,9 @@ func loadTable(t *testing.T, p *pair) {
 	)
 }
 
-// TestBulkUpdateLoadsReplace: a 1,500-row UPDATE of a loadable table
-// reaches the target as LOAD DATA ... REPLACE (the target counts a load)
-// and leaves it equal to the source, rows updated back to their image
+// TestBulkUpdateLoadsReplace: a 1,500-row INSERT and UPDATE of a loadable
+// table reach the target as LOAD DATA and LOAD DATA ... REPLACE (the
+// target counts the loads) and leave it equal to the source, rows updated back to their image
 // before the batch (left to the upsert) and NULLs included.
 func TestBulkUpdateLoadsReplace(t *testing.T) {
 	p := newPair(t)
@@ -49,8 +49,8 @@ func TestBulkUpdateLoadsReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.compare(t, "app")
-	if got := comLoad(t, p) - loads; got == 0 {
-		t.Error("the bulk update was not loaded: no LOAD DATA ran on the target")
+	if got := comLoad(t, p) - loads; got < 2 {
+		t.Errorf("%d loads on the target, want 2 at least: the bulk insert's and the bulk update's", got)
 	}
 	if n := stats.RedoneOneByOne.Load(); n != 0 {
 		t.Errorf("%d batches redone one statement at a time: a load failed", n)

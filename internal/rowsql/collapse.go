@@ -38,7 +38,7 @@ type collapsedRow struct {
 	key     []binlog.Value // the image whose key columns identify the row
 	final   []binlog.Value // nil: deleted
 	existed bool           // present before the batch
-	loaded  bool           // written by a LOAD DATA ... REPLACE (load.go)
+	loaded  bool           // written by a LOAD DATA (load.go)
 	next    int32          // next row with the same hash, -1 at the end
 	txn     *txn.Txn       // last transaction that touched it
 }
@@ -176,13 +176,15 @@ func (c *collapser) writeCollapsed(w *Writer, ct *collapsedTable) error {
 	if err := c.writeDeletes(w, ct); err != nil {
 		return err
 	}
-	if err := c.writeRows(w, ct, false); err != nil {
-		return err
+	for _, existed := range []bool{false, true} {
+		if err := c.loadRows(w, ct, existed); err != nil {
+			return err
+		}
+		if err := c.writeRows(w, ct, existed); err != nil {
+			return err
+		}
 	}
-	if err := c.loadRows(w, ct); err != nil {
-		return err
-	}
-	return c.writeRows(w, ct, true)
+	return nil
 }
 
 // holds reports whether rows of p's table wait in the collapser.

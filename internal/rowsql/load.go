@@ -9,10 +9,11 @@ import (
 	"github.com/binlane/binlane/internal/sqlquote"
 )
 
-// Loading changed rows. When the collapser holds many changed rows of a
-// table (a bulk UPDATE: 100,000 rows in one source transaction), their
-// last images go as LOAD DATA LOCAL INFILE ... REPLACE of an in-memory
-// file instead of upserts. apply.BenchmarkBulkForms, target CPU per row of
+// Loading rows. When the collapser holds many changed rows of a table (a
+// bulk UPDATE: 100,000 rows in one source transaction), their last images
+// go as LOAD DATA LOCAL INFILE ... REPLACE of an in-memory file instead of
+// upserts; many new rows go as a plain LOAD DATA instead of an INSERT (see
+// loadRows). apply.BenchmarkBulkForms, target CPU per row of
 // a 100,000-row update, the purge included: 10.6-12.8 µs against the
 // upsert's 14.4-18.1 (2026-11-29; 1 MiB and 4 MiB files alike).
 //
@@ -48,35 +49,43 @@ const loadMinRows = 1000
 
 // loadWarnings is the statement after a REPLACE load that fails the
 // commit if the load warned. A SET that reads no table leaves the warnings
-// of the statement before it in place, the row-count guard's included.
+// of the statement before it in place (the row-count guard's included, and
+// across round trips: it may start the next one).
 const loadWarnings = "SET " + guardVar + "=" + guardVar + "+(@@warning_count<>0)"
 
-// loadRows writes the changed rows of ct that can be loaded as LOAD DATA
-// ... REPLACE files, when there are enough of them, and marks them
-// written. The rest are left to the upsert.
-func (c *collapser) loadRows(w *Writer, ct *collapsedTable) error {
+// loadRows writes the rows of ct that can be loaded, when there are enough
+// of them, and marks them written: with existed, the changed rows as LOAD
+// DATA ... REPLACE files (the rest are left to the upsert); without, the
+// new rows as plain LOAD DATA files, which count one per row (a row
+// already on the target is skipped with a warning: both guards fail) and
+// cost the target a quarter less than the INSERT (BenchmarkChunkShapes).
+func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error {
 	p := ct.p
 	if w.InfilePrefix == "" || !p.Loadable || w.OneByOne {
 		return nil
 	}
 	n := 0
 	for i := range ct.rows {
-		if loadable(p, &ct.rows[i]) {
+		if loadable(p, &ct.rows[i], existed) {
 			n++
 		}
 	}
 	if n < loadMinRows {
 		return nil
 	}
+	per, what := int64(1), "load new rows"
+	if existed {
+		per, what = 2, "load changed rows (REPLACE)"
+	}
 	var st Stmt
 	from := 0 // where st's file starts in w.file
 	for i := range ct.rows {
 		r := &ct.rows[i]
-		if !loadable(p, r) {
+		if !loadable(p, r, existed) {
 			continue
 		}
 		if st.Expect == 0 {
-			st = Stmt{Txn: r.txn, Table: p, What: "load changed rows (REPLACE)", Row: r.final, Key: p.RowKey,
+			st = Stmt{Txn: r.txn, Table: p, What: what, Row: r.final, Key: p.RowKey,
 				FileName: w.InfilePrefix + strconv.Itoa(w.files)}
 			w.files++
 			from = len(w.file)
@@ -84,13 +93,13 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable) error {
 		at := len(w.file)
 		var ok bool
 		if w.file, ok = appendLoadLine(w.file, p, r.final); !ok {
-			w.file = w.file[:at] // a value only a literal can carry: left to the upsert
+			w.file = w.file[:at] // a value only a literal can carry: left to the statements
 			continue
 		}
 		r.loaded = true
-		st.Expect += 2
+		st.Expect += per
 		if len(w.file)+len(w.buf) >= w.MaxRoundTrip {
-			if err := w.endLoad(p, st, from); err != nil {
+			if err := w.endLoad(p, st, from, existed); err != nil {
 				return err
 			}
 			st = Stmt{}
@@ -99,17 +108,22 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable) error {
 	if st.Expect == 0 {
 		return nil
 	}
-	return w.endLoad(p, st, from)
+	return w.endLoad(p, st, from, existed)
 }
 
-// endLoad writes the LOAD DATA statement of the file that starts at from
-// in w.file, and its warning guard.
-func (w *Writer) endLoad(p *plan.Table, st Stmt, from int) error {
+// endLoad writes the LOAD DATA statement (REPLACE: replace) of the file
+// that starts at from in w.file, and its warning guard.
+func (w *Writer) endLoad(p *plan.Table, st Stmt, from int, replace bool) error {
 	st.File = w.file[from:]
 	w.begin()
 	w.buf = append(w.buf, "LOAD DATA LOCAL INFILE "...)
 	w.buf = sqlquote.AppendEscaped(w.buf, "", st.FileName)
-	w.buf = append(w.buf, " REPLACE INTO TABLE "...)
+	if replace {
+		w.buf = append(w.buf, " REPLACE"...)
+	} else {
+		w.grew(p, st.Expect)
+	}
+	w.buf = append(w.buf, " INTO TABLE "...)
 	w.buf = append(w.buf, p.Name...)
 	w.buf = append(w.buf, loadFormat+" ("...)
 	for i, col := range p.Write {
@@ -170,10 +184,11 @@ func appendLoadValue(dst []byte, v *binlog.Value) ([]byte, bool) {
 	return dst, false
 }
 
-// loadable reports whether a collapsed row goes into a REPLACE file: it
-// existed, is still there, changed, and every value has a text form.
-func loadable(p *plan.Table, r *collapsedRow) bool {
-	if r.final == nil || !r.existed || sameImage(p, r.key, r.final) {
+// loadable reports whether a collapsed row goes into a file of rows that
+// existed (REPLACE: it is still there and changed) or of new rows, and
+// every value has a text form.
+func loadable(p *plan.Table, r *collapsedRow, existed bool) bool {
+	if r.final == nil || r.existed != existed || existed && sameImage(p, r.key, r.final) {
 		return false
 	}
 	for _, col := range p.Write {

@@ -45,8 +45,9 @@ func TestLoadValues(t *testing.T) {
 // of a loadable table sends them as one LOAD DATA ... REPLACE that must
 // count two per row, followed by its warning guard. A row back to its
 // image before the batch, and a row with a value a file cannot carry,
-// stay upserts; new rows stay an INSERT. Without an infile prefix (a
-// target refusing local files), or below loadMinRows, nothing is loaded.
+// stay upserts; a few new rows stay an INSERT, many are loaded too.
+// Without an infile prefix (a target refusing local files), or below
+// loadMinRows, nothing is loaded.
 func TestCollapsedRowsLoaded(t *testing.T) {
 	h := table("h", 1, true, "id", "v")
 	h.Loadable, h.Upsert = true, true
@@ -110,7 +111,23 @@ func TestCollapsedRowsLoaded(t *testing.T) {
 	if !strings.HasPrefix(all[loadAt+1], "SET @binlane_bad") || !strings.Contains(rest, loadWarnings) {
 		t.Errorf("the load is not followed by its guards:\n%s", rest)
 	}
-	for _, s := range []*sink{run("", changes), run("Reader::x-", changes[1:])} {
+	// New rows: a plain load that counts one per row.
+	var inserts []txn.Change
+	for i := range loadMinRows {
+		inserts = append(inserts, ins(row(i64(int64(i)), str("v\t"))))
+	}
+	s = run("Reader::y-", inserts)
+	if all := s.all(); len(s.stmts) == 0 || !strings.Contains(strings.Join(all, "\n"), "LOAD DATA LOCAL INFILE 'Reader::y-0' INTO TABLE `d`.`h`"+loadFormat) {
+		t.Errorf("new rows not loaded:\n%s", strings.Join(all, "\n"))
+	}
+	for _, trip := range s.stmts {
+		for _, st := range trip {
+			if st.File != nil && (st.Expect != loadMinRows || !strings.HasPrefix(string(st.File), "0\tv\\t\n1\t")) {
+				t.Errorf("load of new rows expects %d, file %.20q", st.Expect, st.File)
+			}
+		}
+	}
+	for _, s := range []*sink{run("", changes), run("Reader::x-", changes[1:]), run("Reader::y-", inserts[1:])} {
 		for _, trip := range s.stmts {
 			for _, st := range trip {
 				if st.File != nil {
