@@ -36,6 +36,11 @@ import (
 //     the file (the rest stay upserts), so the statement must count
 //     exactly twice its rows: a row missing on the target leaves it short,
 //     as the upsert's own count of rows found does.
+//   - New rows: a plain LOAD DATA inserts the rows a multi-row INSERT of
+//     the same values would, and counts one per row. A row whose key is
+//     already on the target is skipped with a warning (LOCAL: the server
+//     cannot stop the client's file) where the INSERT fails: the count
+//     comes out short and the warning guard fails too.
 //   - A value the column cannot store as it is fails the load in apply's
 //     strict session, as it fails a literal (apply.TestLoadWarningGuard);
 //     apply's diagnosis then applies the batch again one statement at a
@@ -73,9 +78,9 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error 
 	if n < loadMinRows {
 		return nil
 	}
-	per, what := int64(1), "load new rows"
+	per, what := int64(1), "load of new rows (1 per row)"
 	if existed {
-		per, what = 2, "load changed rows (REPLACE)"
+		per, what = 2, "load of changed rows (REPLACE, 2 per row)"
 	}
 	var st Stmt
 	from := 0 // where st's file starts in w.file
@@ -141,7 +146,7 @@ func (w *Writer) endLoad(p *plan.Table, st Stmt, from int, replace bool) error {
 	return w.end(Stmt{Expect: -1, What: RowCountCheck})
 }
 
-// appendLoadLine writes a row's line of a REPLACE file: its written
+// appendLoadLine writes a row's line of a load file: its written
 // columns' values, tab-separated. ok is false for a value the file cannot
 // carry exactly.
 func appendLoadLine(dst []byte, p *plan.Table, row []binlog.Value) (_ []byte, ok bool) {
