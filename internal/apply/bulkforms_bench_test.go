@@ -65,12 +65,12 @@ type bulkTrip struct {
 //	update/join-run-memory                        8.6 6.8 4.9
 //	update/tmp-load-join-memory                   6.7 3.9 4.2
 //	delete/IN-500-guarded-blocks (what is sent)   3.8 5.1 6.3
+//	delete/IN-999-client-checked                  3.8 7.1 6.7
+//	delete/tmp-load-join-memory                   4.2 10.6 7.3
 //
 // 2026-11-29 (a slow phase), 4 rounds: update/upsert-1MiB 17.2 18.1 14.4
 // 14.8, update/load-replace-1MiB 12.8 10.6 11.4 11.1 (what rowsql sends
 // since: load.go), update/load-replace-4MiB 11.8 11.0 12.1 11.7.
-//	delete/IN-999-client-checked                  3.8 7.1 6.7
-//	delete/tmp-load-join-memory                   4.2 10.6 7.3
 //
 // The join run (the changed columns into a temporary table made like the
 // target's, then one UPDATE ... JOIN) is not cheaper once the block is a
