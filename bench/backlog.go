@@ -235,7 +235,7 @@ func analyzeTables(ctx context.Context, db *sql.DB, database string) error {
 	}
 	names := make([]string, len(tables))
 	for i, t := range tables {
-		names[i] = sqlquote.Name(t[0]) + "." + sqlquote.Name(t[1])
+		names[i] = sqlquote.Qualified(t[0], t[1])
 	}
 	// ANALYZE answers with a result set (a row per table), which must be read.
 	rows, err := db.QueryContext(ctx, "ANALYZE TABLE "+strings.Join(names, ", "))

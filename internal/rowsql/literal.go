@@ -56,22 +56,14 @@ func (l *literal) append(dst []byte, v *binlog.Value, src *binlog.Column, col *p
 	switch v.Kind {
 	case binlog.KindNull:
 		return append(dst, "NULL"...), nil
-	case binlog.KindInt, binlog.KindYear:
-		return strconv.AppendInt(dst, v.N, 10), nil
-	case binlog.KindUint, binlog.KindBit:
+	case binlog.KindInt, binlog.KindYear, binlog.KindUint, binlog.KindFloat, binlog.KindDouble, binlog.KindDecimal:
+		return appendText(dst, v)
+	case binlog.KindBit:
 		return strconv.AppendUint(dst, uint64(v.N), 10), nil
-	case binlog.KindFloat, binlog.KindDouble:
-		f := v.Float()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return dst, fmt.Errorf("non-finite floating-point value")
-		}
-		return strconv.AppendFloat(dst, f, 'e', -1, 64), nil
-	case binlog.KindDecimal:
-		return binlog.AppendDecimal(dst, v.B, int(v.Prec), int(v.Scale))
 	case binlog.KindDate, binlog.KindTime, binlog.KindDateTime, binlog.KindTimestamp:
 		dst = append(dst, '\'')
-		dst = v.AppendText(dst)
-		return append(dst, '\''), nil
+		dst, err := appendText(dst, v)
+		return append(dst, '\''), err
 	case binlog.KindString, binlog.KindJSON:
 		b := v.B
 		if v.Kind == binlog.KindJSON {
@@ -102,6 +94,30 @@ func (l *literal) append(dst []byte, v *binlog.Value, src *binlog.Column, col *p
 		return dst, fmt.Errorf("value missing from the row image")
 	}
 	return dst, fmt.Errorf("cannot render a %s value", v.Kind)
+}
+
+// appendText writes the text of a number or a temporal, which a literal
+// and a LOAD DATA file (load.go) both carry: integers and DECIMAL in
+// decimal digits, FLOAT and DOUBLE as the exact double in exponent form,
+// temporals unquoted. Other kinds are an error.
+func appendText(dst []byte, v *binlog.Value) ([]byte, error) {
+	switch v.Kind {
+	case binlog.KindInt, binlog.KindYear:
+		return strconv.AppendInt(dst, v.N, 10), nil
+	case binlog.KindUint:
+		return strconv.AppendUint(dst, uint64(v.N), 10), nil
+	case binlog.KindFloat, binlog.KindDouble:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return dst, fmt.Errorf("non-finite floating-point value")
+		}
+		return strconv.AppendFloat(dst, f, 'e', -1, 64), nil
+	case binlog.KindDecimal:
+		return binlog.AppendDecimal(dst, v.B, int(v.Prec), int(v.Scale))
+	case binlog.KindDate, binlog.KindTime, binlog.KindDateTime, binlog.KindTimestamp:
+		return v.AppendText(dst), nil
+	}
+	return dst, fmt.Errorf("no text form for a %s value", v.Kind)
 }
 
 // appendString writes b as a string literal with the introducer of its

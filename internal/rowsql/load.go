@@ -1,7 +1,6 @@
 package rowsql
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -66,12 +65,12 @@ const loadWarnings = "SET " + guardVar + "=" + guardVar + "+(@@warning_count<>0)
 // cost the target a quarter less than the INSERT (BenchmarkChunkShapes).
 func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error {
 	p := ct.p
-	if w.InfilePrefix == "" || !p.Loadable || w.OneByOne {
-		return nil
+	if w.InfilePrefix == "" || !p.Loadable || w.OneByOne || len(ct.rows) < loadMinRows {
+		return nil // the common case, a merged batch of small transactions: no pass over its rows
 	}
 	n := 0
 	for i := range ct.rows {
-		if loadable(p, &ct.rows[i], existed) {
+		if rowLoads(p, &ct.rows[i], existed) {
 			n++
 		}
 	}
@@ -86,7 +85,7 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error 
 	from := 0 // where st's file starts in w.file
 	for i := range ct.rows {
 		r := &ct.rows[i]
-		if !loadable(p, r, existed) {
+		if !rowLoads(p, r, existed) {
 			continue
 		}
 		if st.Expect == 0 {
@@ -162,37 +161,23 @@ func appendLoadLine(dst []byte, p *plan.Table, row []binlog.Value) (_ []byte, ok
 }
 
 // appendLoadValue writes a value as LOAD DATA reads it: what literal
-// writes for it without quotes or introducer, \N for NULL, a string's tab,
-// newline and backslash escaped.
+// writes for it without quotes or introducer (appendText), \N for NULL, a
+// string's tab, newline and backslash escaped.
 func appendLoadValue(dst []byte, v *binlog.Value) ([]byte, bool) {
 	switch v.Kind {
 	case binlog.KindNull:
 		return append(dst, '\\', 'N'), true
-	case binlog.KindInt, binlog.KindYear:
-		return strconv.AppendInt(dst, v.N, 10), true
-	case binlog.KindUint:
-		return strconv.AppendUint(dst, uint64(v.N), 10), true
-	case binlog.KindFloat, binlog.KindDouble:
-		f := v.Float()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return dst, false
-		}
-		return strconv.AppendFloat(dst, f, 'e', -1, 64), true
-	case binlog.KindDecimal:
-		out, err := binlog.AppendDecimal(dst, v.B, int(v.Prec), int(v.Scale))
-		return out, err == nil
-	case binlog.KindDate, binlog.KindTime, binlog.KindDateTime, binlog.KindTimestamp:
-		return v.AppendText(dst), true
 	case binlog.KindString:
 		return appendLoadField(dst, v.B), true
 	}
-	return dst, false
+	out, err := appendText(dst, v)
+	return out, err == nil
 }
 
-// loadable reports whether a collapsed row goes into a file of rows that
+// rowLoads reports whether a collapsed row goes into a file of rows that
 // existed (REPLACE: it is still there and changed) or of new rows, and
 // every value has a text form.
-func loadable(p *plan.Table, r *collapsedRow, existed bool) bool {
+func rowLoads(p *plan.Table, r *collapsedRow, existed bool) bool {
 	if r.final == nil || r.existed != existed || existed && sameImage(p, r.key, r.final) {
 		return false
 	}

@@ -61,17 +61,7 @@ func TestCollapsedRowsLoaded(t *testing.T) {
 		ins(row(i64(-3), i64(3))),
 	)
 	run := func(prefix string, changes []txn.Change) *sink {
-		s := &sink{}
-		w := NewWriter(s)
-		w.Collapse, w.InfilePrefix = true, prefix
-		if err := w.Begin(); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Rows(t1, h, changes); err != nil {
-			t.Fatal(err)
-		}
-		finish(t, w)
-		return s
+		return writeWith(t, func(w *Writer) { w.Collapse, w.InfilePrefix = true, prefix }, h, changes)
 	}
 	s := run("Reader::x-", changes)
 	var load *Stmt

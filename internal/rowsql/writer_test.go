@@ -265,13 +265,26 @@ func TestStoredBytes(t *testing.T) {
 // writeRows renders changes of one table as one transaction.
 func writeRows(t *testing.T, p *plan.Table, changes ...txn.Change) *sink {
 	t.Helper()
+	return writeWith(t, nil, p, changes)
+}
+
+// writeWith renders groups of changes of one table, a Rows call each, as
+// one transaction of a writer that configure (when not nil) set up, and
+// sends what it holds.
+func writeWith(t *testing.T, configure func(*Writer), p *plan.Table, groups ...[]txn.Change) *sink {
+	t.Helper()
 	s := &sink{}
 	w := NewWriter(s)
+	if configure != nil {
+		configure(w)
+	}
 	if err := w.Begin(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Rows(t1, p, changes); err != nil {
-		t.Fatal(err)
+	for _, g := range groups {
+		if err := w.Rows(t1, p, g); err != nil {
+			t.Fatal(err)
+		}
 	}
 	finish(t, w)
 	return s
@@ -698,23 +711,7 @@ func TestDeleteRowsFollowStatistics(t *testing.T) {
 		for i := range c.inserts {
 			inserts = append(inserts, ins(row(i64(int64(i)), null)))
 		}
-		s := &sink{}
-		w := NewWriter(s)
-		if err := w.Begin(); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Rows(t1, p, inserts); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Rows(t1, p, changes); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Finish(); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Flush(); err != nil {
-			t.Fatal(err)
-		}
+		s := writeWith(t, nil, p, inserts, changes)
 		var got []int64
 		for _, trip := range s.stmts {
 			for _, st := range trip {

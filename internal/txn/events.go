@@ -130,7 +130,7 @@ func (a *Assembler) handOver() Body {
 	b := a.body
 	n := a.partValues
 	a.partValues = 0
-	if len(b.Items)*itemSize+len(b.Changes)*changeSize+n*valueSize > a.scratchMax {
+	if scratchBytes(&b, n) > a.scratchMax {
 		a.body, a.values = Body{}, nil
 		return b
 	}
@@ -181,7 +181,7 @@ func carve(dst []binlog.Value, off int, src []binlog.Value) ([]binlog.Value, int
 func (a *Assembler) recycle() {
 	a.partValues = 0
 	if scratchBytes(&Body{Items: a.body.Items[:cap(a.body.Items)], Changes: a.body.Changes[:cap(a.body.Changes)]},
-		a.values[:cap(a.values)]) > a.scratchMax {
+		cap(a.values)) > a.scratchMax {
 		a.body, a.values = Body{}, nil
 		return
 	}
@@ -192,9 +192,10 @@ func (a *Assembler) recycle() {
 	a.values = a.values[:0]
 }
 
-// scratchBytes is the memory of a body's items and changes and of values.
-func scratchBytes(b *Body, values []binlog.Value) int {
-	return len(b.Items)*itemSize + len(b.Changes)*changeSize + len(values)*valueSize
+// scratchBytes is the memory of a body's items and changes and of so many
+// values.
+func scratchBytes(b *Body, values int) int {
+	return len(b.Items)*itemSize + len(b.Changes)*changeSize + values*valueSize
 }
 
 // selectedTable applies the filter once per table map (the decoder reuses a
