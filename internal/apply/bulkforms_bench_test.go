@@ -72,6 +72,22 @@ type bulkTrip struct {
 // 14.8, update/load-replace-1MiB 12.8 10.6 11.4 11.1 (what rowsql sends
 // since: load.go), update/load-replace-4MiB 11.8 11.0 12.1 11.7.
 //
+// 2026-11-29 later (slower still), the join with the target table first:
+//
+//	update/load-replace-1MiB                  11.3 10.7 10.8 | 7.4 8.7 9.7 11.4
+//	update/tmp-load-straight-join-memory      5.5  3.1  5.7  | 4.5 3.9 4.9 4.4
+//	update/tmp-load-straight-join-innodb      9.5  9.9  6.7  |
+//	update/tmp-load-join-memory               10.2 9.0  5.8  |
+//	delete/IN-500-guarded-blocks                             | 6.4 5.8 6.9 11.9
+//	delete/tmp-load-straight-join-memory                     | 12.0 11.9 6.2 11.4
+//
+// With the target table first over the key range of the rows
+// (STRAIGHT_JOIN ... WHERE id BETWEEN), MariaDB updates each row as the
+// range scan reads it (safe_update_on_fly) instead of keeping row ids for
+// a second pass, and there is no failed insert attempt per row as in the
+// REPLACE: half the target's CPU. rowsql sends it since (join.go). A
+// DELETE joined the same way gains nothing over DELETE ... IN.
+//
 // The join run (the changed columns into a temporary table made like the
 // target's, then one UPDATE ... JOIN) is not cheaper once the block is a
 // part of the table: MariaDB then looks each row up by key, keeps its row
@@ -252,6 +268,8 @@ func bulkUpdateForms() []bulkForm {
 		{"update/tmp-full-1MiB-default", func(r int) []bulkTrip { return tmpFullUpdate(r, "") }},
 		{"update/tmp-full-1MiB-memory", func(r int) []bulkTrip { return tmpFullUpdate(r, "MEMORY") }},
 		{"update/tmp-full-1MiB-aria", func(r int) []bulkTrip { return tmpFullUpdate(r, "Aria") }},
+		{"update/tmp-load-straight-join-memory", func(r int) []bulkTrip { return straightJoinUpdate(r, "MEMORY") }},
+		{"update/tmp-load-straight-join-innodb", func(r int) []bulkTrip { return straightJoinUpdate(r, "InnoDB") }},
 	}
 }
 
@@ -326,6 +344,39 @@ func tmpJoinUpdate(r int, engine string, load bool) []bulkTrip {
 		fmt.Fprintf(&q, ";\nUPDATE `d`.`history` `t` JOIN `d`.`_binlane_rows` `v` USING (`id`) SET `t`.`amount`=`v`.`amount`,`t`.`note`=`v`.`note`;\n"+
 			"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>%d);\nDROP TEMPORARY TABLE `d`.`_binlane_rows`", to-from+1)
 		out = append(out, bulkTrip{sql: q.String(), file: file})
+	}
+	return out
+}
+
+// tmpJoinDelete loads the block's keys into a temporary MEMORY table in
+// chunks of 10,000 and deletes the rows joined to it with del(from, to).
+func tmpJoinDelete(del func(from, to int) string) []bulkTrip {
+	const chunk = 10000
+	var out []bulkTrip
+	for from := bulkFirst; from <= bulkLast; from += chunk {
+		to := min(from+chunk-1, bulkLast)
+		var f bytes.Buffer
+		for id := from; id <= to; id++ {
+			fmt.Fprintf(&f, "%d\n", id)
+		}
+		out = append(out, bulkTrip{file: f.Bytes(), sql: "CREATE TEMPORARY TABLE `d`.`_binlane_rows` (`id` BIGINT NOT NULL PRIMARY KEY) ENGINE=MEMORY;\n" +
+			"LOAD DATA LOCAL INFILE 'Reader::bulkforms' INTO TABLE `d`.`_binlane_rows` CHARACTER SET binary (`id`);\n" + del(from, to) + ";\n" +
+			fmt.Sprintf("SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>%d);\nDROP TEMPORARY TABLE `d`.`_binlane_rows`", to-from+1)})
+	}
+	return out
+}
+
+// straightJoinUpdate is tmpJoinUpdate's load with the target table first
+// in the join (STRAIGHT_JOIN) over the key range of the chunk, so that
+// MariaDB may update its rows as it reads them (safe_update_on_fly)
+// instead of keeping their row ids for a second pass.
+func straightJoinUpdate(r int, engine string) []bulkTrip {
+	out := tmpJoinUpdate(r, engine, true)
+	for i := range out {
+		from := bulkFirst + i*10000
+		to := min(from+10000-1, bulkLast)
+		out[i].sql = strings.Replace(out[i].sql, "UPDATE `d`.`history` `t` JOIN `d`.`_binlane_rows` `v` USING (`id`) SET `t`.`amount`=`v`.`amount`,`t`.`note`=`v`.`note`",
+			fmt.Sprintf("UPDATE `d`.`history` `t` STRAIGHT_JOIN `d`.`_binlane_rows` `v` ON `t`.`id`=`v`.`id` SET `t`.`amount`=`v`.`amount`,`t`.`note`=`v`.`note` WHERE `t`.`id` BETWEEN %d AND %d", from, to), 1)
 	}
 	return out
 }
@@ -446,21 +497,16 @@ func bulkDeleteForms() []bulkForm {
 		{"delete/IN-500-guarded-blocks", in(500, true, true)},
 		{"delete/IN-500-client-checked", in(500, false, false)},
 		{"delete/IN-999-client-checked", in(999, false, false)},
+		{"delete/tmp-load-straight-join-memory", func(int) []bulkTrip {
+			return tmpJoinDelete(func(from, to int) string {
+				return fmt.Sprintf("DELETE `d`.`history` FROM `d`.`history` STRAIGHT_JOIN `d`.`_binlane_rows` "+
+					"ON `d`.`history`.`id`=`d`.`_binlane_rows`.`id` WHERE `d`.`history`.`id` BETWEEN %d AND %d", from, to)
+			})
+		}},
 		{"delete/tmp-load-join-memory", func(int) []bulkTrip {
-			const chunk = 10000
-			var out []bulkTrip
-			for from := bulkFirst; from <= bulkLast; from += chunk {
-				to := min(from+chunk-1, bulkLast)
-				var f bytes.Buffer
-				for id := from; id <= to; id++ {
-					fmt.Fprintf(&f, "%d\n", id)
-				}
-				out = append(out, bulkTrip{file: f.Bytes(), sql: "CREATE TEMPORARY TABLE `d`.`_binlane_rows` (`id` BIGINT NOT NULL PRIMARY KEY) ENGINE=MEMORY;\n" +
-					"LOAD DATA LOCAL INFILE 'Reader::bulkforms' INTO TABLE `d`.`_binlane_rows` CHARACTER SET binary (`id`);\n" +
-					"DELETE `d`.`history` FROM `d`.`history` JOIN `d`.`_binlane_rows` USING (`id`);\n" +
-					fmt.Sprintf("SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>%d);\nDROP TEMPORARY TABLE `d`.`_binlane_rows`", to-from+1)})
-			}
-			return out
+			return tmpJoinDelete(func(int, int) string {
+				return "DELETE `d`.`history` FROM `d`.`history` JOIN `d`.`_binlane_rows` USING (`id`)"
+			})
 		}},
 	}
 }

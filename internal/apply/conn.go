@@ -46,6 +46,10 @@ type targetConn struct {
 	// localInfile: the target takes LOAD DATA LOCAL INFILE (its
 	// local_infile is ON, the default), so copied chunks are loaded.
 	localInfile bool
+	// joinBudget is rowsql.Writer.JoinBudget for this session: half its
+	// max_heap_table_size when its binlog leaves temporary tables out (it
+	// does not log, or logs rows), else 0.
+	joinBudget int64
 }
 
 func openConn(ctx context.Context, db *sql.DB) (*targetConn, error) {
@@ -54,9 +58,16 @@ func openConn(ctx context.Context, db *sql.DB) (*targetConn, error) {
 		return nil, fmt.Errorf("connect to the target: %w", err)
 	}
 	c := &targetConn{conn: conn}
-	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID(), @@local_infile").Scan(&c.id, &c.localInfile); err != nil {
+	var logs bool
+	var format string
+	var heap int64
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID(), @@local_infile, @@log_bin AND @@sql_log_bin, @@binlog_format, @@max_heap_table_size").
+		Scan(&c.id, &c.localInfile, &logs, &format, &heap); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("prepare target session: %w", err)
+	}
+	if !logs || strings.EqualFold(format, "ROW") {
+		c.joinBudget = heap / 2
 	}
 	return c, nil
 }

@@ -279,9 +279,13 @@ func (w *worker) ensureConn(ctx context.Context) error {
 	w.conn = c
 	w.connID.Store(c.id)
 	for _, l := range w.lanes {
-		l.wr.InfilePrefix = ""
+		l.wr.InfilePrefix, l.wr.JoinBudget = "", 0
 		if c.localInfile {
 			l.wr.InfilePrefix = w.infilePrefix
+		}
+		if c.localInfile && w.flavor == sqlerr.MariaDB {
+			// CREATE OR REPLACE TEMPORARY TABLE is MariaDB's.
+			l.wr.JoinBudget = c.joinBudget
 		}
 	}
 	return nil

@@ -212,6 +212,46 @@ func loadable(p *Table) bool {
 	return true
 }
 
+// joinBytes is what a row of p's written columns takes in a MEMORY table
+// (fixed-width rows: a VARCHAR takes its maximum), or 0 when p's changed
+// rows cannot be joined in from one (see Table.JoinBytes).
+func joinBytes(p *Table) int {
+	pk := p.Target.PrimaryKey
+	if !p.Collapsible || !p.Loadable || pk == nil || len(pk.Columns) != 1 || len(p.RowKey) != 1 {
+		return 0
+	}
+	switch p.Target.Columns[pk.Columns[0]].DataType {
+	case "tinyint", "smallint", "mediumint", "int", "bigint":
+	default:
+		return 0
+	}
+	size := 16 // the row's header and null bits, roughly
+	for _, col := range p.Write {
+		tc := &p.Target.Columns[p.Cols[col].Target]
+		switch tc.DataType {
+		case "tinyint", "year":
+			size++
+		case "smallint":
+			size += 2
+		case "mediumint", "date":
+			size += 3
+		case "int", "float":
+			size += 4
+		case "time", "timestamp":
+			size += 7
+		case "bigint", "double", "datetime":
+			size += 8
+		case "decimal":
+			size += int(tc.Precision)/2 + 2
+		case "char", "varchar", "binary", "varbinary":
+			size += int(tc.MaxBytes) + 2
+		default:
+			return 0 // BLOB and TEXT: not in a MEMORY table
+		}
+	}
+	return size
+}
+
 // loadableColumn reports whether a source column's values, as rowsql
 // writes them into a LOAD DATA file, reach the target column as its SQL
 // literals do: a number's or a temporal's text into a column of the same

@@ -70,6 +70,13 @@ type Table struct {
 	// one's values read as text into its target column as they do as SQL
 	// literals (see loadableColumn).
 	Loadable bool
+	// JoinBytes, when not 0, is what one row of the table takes in a
+	// MEMORY table of its written columns: the table is Collapsible and
+	// Loadable, its primary key one integer column, and no written column
+	// a BLOB or TEXT (which MEMORY cannot hold), so its changed rows may be
+	// loaded into a temporary MEMORY table and joined into it (rowsql's
+	// join update).
+	JoinBytes int
 	// Serialize, when set, says why every transaction touching the table
 	// must run alone.
 	Serialize string
@@ -285,6 +292,7 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 	}
 	markKeyColumns(p)
 	p.Loadable = loadable(p)
+	p.JoinBytes = joinBytes(p)
 	switch {
 	case t.HasTriggers:
 		p.Serialize = SerializeTriggers

@@ -26,6 +26,8 @@ type collapser struct {
 	byPlan map[*plan.Table]*collapsedTable
 	d      xxhash.Digest
 	buf    [8]byte
+	// joinKeys is join.go's scratch: the changed rows of a table by key.
+	joinKeys []joinKey
 }
 
 type collapsedTable struct {
@@ -38,7 +40,7 @@ type collapsedRow struct {
 	key     []binlog.Value // the image whose key columns identify the row
 	final   []binlog.Value // nil: deleted
 	existed bool           // present before the batch
-	loaded  bool           // written by a LOAD DATA (load.go)
+	written bool           // written already: by a LOAD DATA (load.go, join.go)
 	next    int32          // next row with the same hash, -1 at the end
 	txn     *txn.Txn       // last transaction that touched it
 }
@@ -236,7 +238,7 @@ func (c *collapser) writeRows(w *Writer, ct *collapsedTable, upsert bool) error 
 	var info Stmt
 	for i := range ct.rows {
 		r := &ct.rows[i]
-		if r.final == nil || r.existed != upsert || r.loaded {
+		if r.final == nil || r.existed != upsert || r.written {
 			continue
 		}
 		if n == 0 {

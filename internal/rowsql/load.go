@@ -68,6 +68,11 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error 
 	if w.InfilePrefix == "" || !p.Loadable || w.OneByOne || len(ct.rows) < loadMinRows {
 		return nil // the common case, a merged batch of small transactions: no pass over its rows
 	}
+	if existed {
+		if err := c.joinRows(w, ct); err != nil {
+			return err
+		}
+	}
 	n := 0
 	for i := range ct.rows {
 		if rowLoads(p, &ct.rows[i], existed) {
@@ -100,7 +105,7 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error 
 			w.file = w.file[:at] // a value only a literal can carry: left to the statements
 			continue
 		}
-		r.loaded = true
+		r.written = true
 		st.Expect += per
 		if len(w.file)+len(w.buf) >= w.MaxRoundTrip {
 			if err := w.endLoad(p, st, from, existed); err != nil {
@@ -118,17 +123,23 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error 
 // endLoad writes the LOAD DATA statement (REPLACE: replace) of the file
 // that starts at from in w.file, and its warning guard.
 func (w *Writer) endLoad(p *plan.Table, st Stmt, from int, replace bool) error {
+	return w.endLoadInto(p, p.Name, st, from, replace)
+}
+
+// endLoadInto is endLoad into the table named into, which has p's written
+// columns.
+func (w *Writer) endLoadInto(p *plan.Table, into string, st Stmt, from int, replace bool) error {
 	st.File = w.file[from:]
 	w.begin()
 	w.buf = append(w.buf, "LOAD DATA LOCAL INFILE "...)
 	w.buf = sqlquote.AppendEscaped(w.buf, "", st.FileName)
 	if replace {
 		w.buf = append(w.buf, " REPLACE"...)
-	} else {
+	} else if into == p.Name {
 		w.grew(p, st.Expect)
 	}
 	w.buf = append(w.buf, " INTO TABLE "...)
-	w.buf = append(w.buf, p.Name...)
+	w.buf = append(w.buf, into...)
 	w.buf = append(w.buf, loadFormat+" ("...)
 	for i, col := range p.Write {
 		if i > 0 {
@@ -178,7 +189,7 @@ func appendLoadValue(dst []byte, v *binlog.Value) ([]byte, bool) {
 // existed (REPLACE: it is still there and changed) or of new rows, and
 // every value has a text form.
 func rowLoads(p *plan.Table, r *collapsedRow, existed bool) bool {
-	if r.final == nil || r.existed != existed || existed && sameImage(p, r.key, r.final) {
+	if r.final == nil || r.written || r.existed != existed || existed && sameImage(p, r.key, r.final) {
 		return false
 	}
 	for _, col := range p.Write {

@@ -86,6 +86,11 @@ type Writer struct {
 	// statements of in-memory files named with it (see Chunk); the sink
 	// must serve Stmt.File under Stmt.FileName. "": chunks are INSERTs.
 	InfilePrefix string
+	// JoinBudget, when not 0, is how many bytes one temporary MEMORY table
+	// of changed rows may take (join.go): the target session's binlog
+	// leaves temporary tables out (no binlog, or binlog_format ROW) and its
+	// max_heap_table_size allows them. 0: no join updates.
+	JoinBudget int64
 
 	buf   []byte
 	stmts []Stmt

@@ -1,0 +1,222 @@
+package rowsql
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/binlane/binlane/internal/binlog"
+	"github.com/binlane/binlane/internal/plan"
+	"github.com/binlane/binlane/internal/sqlquote"
+)
+
+// Join updates: the changed rows of a bulk update of a collapsible table
+// with an integer primary key (plan.Table.JoinBytes) are loaded into a
+// temporary MEMORY table made like the target's written columns, and
+// written into the target by one UPDATE joined from it:
+//
+//	CREATE OR REPLACE TEMPORARY TABLE `s`.`_binlane_rows` (PRIMARY KEY (`id`))
+//	  ENGINE=MEMORY SELECT `id`,`a`,`b` FROM `s`.`t` LIMIT 0;
+//	LOAD DATA LOCAL INFILE '...' INTO TABLE `s`.`_binlane_rows` ... (`id`,`a`,`b`);
+//	UPDATE `s`.`t` `binlane_t` STRAIGHT_JOIN `s`.`_binlane_rows` `binlane_v`
+//	  ON `binlane_t`.`id`=`binlane_v`.`id`
+//	  SET `binlane_t`.`a`=`binlane_v`.`a`,`binlane_t`.`b`=`binlane_v`.`b`
+//	  WHERE `binlane_t`.`id` BETWEEN 1001 AND 11000;
+//	DROP TEMPORARY TABLE IF EXISTS `s`.`_binlane_rows`
+//
+// The target table first (STRAIGHT_JOIN) over the key range of the rows
+// lets MariaDB update each row as its range scan reads it
+// (safe_update_on_fly): the key is not assigned. LOAD DATA ... REPLACE
+// into the table itself first tries to insert every row, fails on its
+// key, reads it and updates it; the join costs the target half
+// (apply.BenchmarkBulkForms: 3.9-4.9 against 7.4-11.4 target-CPU-µs per
+// row of a 100,000-row update).
+//
+// Why it writes what the upsert would. The temporary table's columns are
+// the target's (CREATE ... SELECT keeps each column's type, length,
+// charset and nullability), so the load stores in it what a load into the
+// target would (loadableColumn; its warning guard follows it), and the
+// assignment copies each value between columns of one type unchanged.
+// Every written column is assigned, ON UPDATE columns included, with the
+// last image; the table has no trigger, no foreign key either way and no
+// secondary unique key (Collapsible), so the UPDATE does nothing else. The
+// rows' keys are unique in the temporary table (its primary key), and the
+// join matches a target row to at most one of them. The UPDATE counts
+// the rows it found (the session's found-rows flag): exactly the loaded
+// rows when each is on the target; a missing row leaves the count short
+// and the guard fails the commit, as for the upsert.
+//
+// Only for runs of consecutive keys (every key from lo to hi changed): the
+// UPDATE's range scan takes a lock on every row it reads until the commit,
+// also one the join then skips (apply.TestJoinRangeLocks), and a row the
+// batch does not change may be another worker's (the scheduler orders
+// transactions by the keys they change, not by ranges). Over a run, every
+// row the target holds in the range is one of the batch's, and READ
+// COMMITTED takes no gap locks: the join locks what the upsert would.
+// Only where the target's binlog leaves temporary tables out (the session
+// does not log, or logs rows: JoinBudget) — in statement format the
+// target's binlog would carry the temporary table — and in chunks whose
+// MEMORY table stays within half the session's max_heap_table_size.
+// Shorter runs are left to the load.
+const (
+	joinTable   = "_binlane_rows"
+	joinMaxRows = 10000
+)
+
+// joinKey is a changed row (its index in the collapsed table) and its
+// key in an order that sorts signed and unsigned integers alike.
+type joinKey struct {
+	row int
+	key uint64
+}
+
+// joinRows writes the changed rows of ct that form runs of consecutive
+// keys, loadMinRows at least, as join updates and marks them written;
+// loadRows takes the rest.
+func (c *collapser) joinRows(w *Writer, ct *collapsedTable) error {
+	p := ct.p
+	if w.JoinBudget == 0 || p.JoinBytes == 0 || len(p.Write) < 2 {
+		return nil
+	}
+	maxRows := int(min(joinMaxRows, w.JoinBudget/int64(p.JoinBytes)))
+	if maxRows < loadMinRows {
+		return nil
+	}
+	keys := c.joinKeys[:0]
+	pk := p.RowKey[0]
+	for i := range ct.rows {
+		r := &ct.rows[i]
+		if !rowLoads(p, r, true) {
+			continue
+		}
+		if k, ok := orderKey(&r.final[pk]); ok {
+			keys = append(keys, joinKey{row: i, key: k})
+		}
+	}
+	c.joinKeys = keys[:0]
+	if len(keys) < loadMinRows {
+		return nil
+	}
+	slices.SortFunc(keys, func(a, b joinKey) int { return cmp.Compare(a.key, b.key) })
+	for from := 0; from < len(keys); {
+		to := from + 1
+		for to < len(keys) && to-from < maxRows && keys[to].key == keys[to-1].key+1 {
+			to++
+		}
+		if to-from < loadMinRows {
+			from = to
+			continue
+		}
+		n, err := c.joinChunk(w, ct, keys[from:to])
+		if err != nil {
+			return err
+		}
+		from += n
+	}
+	return nil
+}
+
+// orderKey maps an integer key to an unsigned value of the same order.
+func orderKey(v *binlog.Value) (uint64, bool) {
+	switch v.Kind {
+	case binlog.KindInt:
+		return uint64(v.N) ^ 1<<63, true
+	case binlog.KindUint:
+		return uint64(v.N), true
+	}
+	return 0, false
+}
+
+// joinChunk writes one join update of the rows of keys (consecutive), as
+// many as a round trip's file holds, and returns how many of keys it took.
+func (c *collapser) joinChunk(w *Writer, ct *collapsedTable, keys []joinKey) (int, error) {
+	p := ct.p
+	tmp := sqlquote.Qualified(p.Target.Schema, joinTable)
+	if err := w.Raw(joinCreate(p, tmp)); err != nil {
+		return 0, err
+	}
+	first := &ct.rows[keys[0].row]
+	st := Stmt{Txn: first.txn, Table: p, What: "load of changed rows into a temporary table (1 per row)", Row: first.final,
+		Key: p.RowKey, FileName: w.InfilePrefix + strconv.Itoa(w.files)}
+	w.files++
+	from := len(w.file)
+	taken := 0
+	for _, k := range keys {
+		taken++
+		r := &ct.rows[k.row]
+		at := len(w.file)
+		var ok bool
+		if w.file, ok = appendLoadLine(w.file, p, r.final); !ok {
+			w.file = w.file[:at] // left to the load or the upsert
+			continue
+		}
+		r.written = true
+		st.Expect++
+		if len(w.file)-from >= w.MaxRoundTrip {
+			break
+		}
+	}
+	if err := w.endLoadInto(p, tmp, st, from, false); err != nil {
+		return taken, err
+	}
+	pk := p.RowKey[0]
+	w.begin()
+	w.buf = appendJoinUpdate(w.buf, p, tmp, &first.final[pk], &ct.rows[keys[taken-1].row].final[pk])
+	if err := w.end(Stmt{Expect: st.Expect, Txn: st.Txn, Table: p, What: "update joined from the temporary table", Row: first.final,
+		Key: p.RowKey}); err != nil {
+		return taken, err
+	}
+	return taken, w.Raw("DROP TEMPORARY TABLE IF EXISTS " + tmp)
+}
+
+// joinCreate is the statement that makes the temporary table of p's
+// written columns, keyed like p.
+func joinCreate(p *plan.Table, tmp string) string {
+	b := []byte("CREATE OR REPLACE TEMPORARY TABLE " + tmp + " (PRIMARY KEY (" + p.Cols[p.RowKey[0]].Quoted + ")) ENGINE=MEMORY SELECT ")
+	for i, col := range p.Write {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p.Cols[col].Quoted...)
+	}
+	b = append(b, " FROM "...)
+	b = append(b, p.Name...)
+	return string(append(b, " LIMIT 0"...))
+}
+
+// appendJoinUpdate writes the UPDATE that copies every written column but
+// the key from the temporary table, over the key range lo..hi.
+func appendJoinUpdate(dst []byte, p *plan.Table, tmp string, lo, hi *binlog.Value) []byte {
+	pk := p.Cols[p.RowKey[0]].Quoted
+	dst = append(dst, "UPDATE "...)
+	dst = append(dst, p.Name...)
+	dst = append(dst, " `binlane_t` STRAIGHT_JOIN "...)
+	dst = append(dst, tmp...)
+	dst = append(dst, " `binlane_v` ON `binlane_t`."...)
+	dst = append(dst, pk...)
+	dst = append(dst, "=`binlane_v`."...)
+	dst = append(dst, pk...)
+	dst = append(dst, " SET "...)
+	n := 0
+	for _, col := range p.Write {
+		if col == p.RowKey[0] {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		q := p.Cols[col].Quoted
+		dst = append(dst, "`binlane_t`."...)
+		dst = append(dst, q...)
+		dst = append(dst, "=`binlane_v`."...)
+		dst = append(dst, q...)
+	}
+	dst = append(dst, " WHERE `binlane_t`."...)
+	dst = append(dst, pk...)
+	dst = append(dst, " BETWEEN "...)
+	dst, _ = appendText(dst, lo) // integers: orderKey took only those
+	dst = append(dst, " AND "...)
+	dst, _ = appendText(dst, hi)
+	return dst
+}
