@@ -153,10 +153,11 @@ func TestSoakApplications(t *testing.T) {
 			}
 			verifyServers(t, e.src, e.dst, m.Schema())
 			if m == workload.Bulk {
-				var name, loads string
+				var name, loads, joins string
 				e.dst.OpenT(t, "").QueryRow("SHOW GLOBAL STATUS LIKE 'Com_load'").Scan(&name, &loads)
-				t.Logf("bulk: %s loads on the target (batches of up to %d, transactions up to %d bytes)", loads,
-					cfg.Apply.MaxBatch, cfg.MaxTxnBytes)
+				e.dst.OpenT(t, "").QueryRow("SHOW GLOBAL STATUS LIKE 'Com_update_multi'").Scan(&name, &joins)
+				t.Logf("bulk: %s loads and %s multi-table updates (joins) on the target (batches of up to %d, transactions up to %d bytes)",
+					loads, joins, cfg.Apply.MaxBatch, cfg.MaxTxnBytes)
 			}
 		})
 	}
