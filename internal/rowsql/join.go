@@ -29,7 +29,7 @@ import (
 // (safe_update_on_fly): the key is not assigned. LOAD DATA ... REPLACE
 // into the table itself first tries to insert every row, fails on its
 // key, reads it and updates it; the join costs the target half
-// (apply.BenchmarkBulkForms: 3.9-4.9 against 7.4-11.4 target-CPU-µs per
+// (apply.BenchmarkBulkForms: 3.1-5.7 against 7.4-11.4 target-CPU-µs per
 // row of a 100,000-row update).
 //
 // Why it writes what the upsert would. The temporary table's columns are
