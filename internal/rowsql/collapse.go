@@ -26,7 +26,9 @@ type collapser struct {
 	byPlan map[*plan.Table]*collapsedTable
 	d      xxhash.Digest
 	buf    [8]byte
-	// joinKeys is join.go's scratch: the changed rows of a table by key.
+	// loads and joinKeys are load.go's and join.go's scratch: the rows of a
+	// table that may be loaded, and those rows by key.
+	loads    []int32
 	joinKeys []joinKey
 }
 

@@ -66,36 +66,32 @@ const (
 // joinKey is a changed row (its index in the collapsed table) and its
 // key in an order that sorts signed and unsigned integers alike.
 type joinKey struct {
-	row int
+	row int32
 	key uint64
 }
 
-// joinRows writes the changed rows of ct that form runs of consecutive
-// keys, loadMinRows at least, as join updates and marks them written;
-// loadRows takes the rest.
-func (c *collapser) joinRows(w *Writer, ct *collapsedTable) error {
+// joinRows writes the changed rows of ct listed in rows (rowLoads) that
+// form runs of consecutive keys, loadMinRows at least, as join updates,
+// and returns the rest of rows for loadRows.
+func (c *collapser) joinRows(w *Writer, ct *collapsedTable, rows []int32) ([]int32, error) {
 	p := ct.p
 	if w.JoinBudget == 0 || p.JoinBytes == 0 || len(p.Write) < 2 {
-		return nil
+		return rows, nil
 	}
 	maxRows := int(min(joinMaxRows, w.JoinBudget/int64(p.JoinBytes)))
 	if maxRows < loadMinRows {
-		return nil
+		return rows, nil
 	}
 	keys := c.joinKeys[:0]
 	pk := p.RowKey[0]
-	for i := range ct.rows {
-		r := &ct.rows[i]
-		if !rowLoads(p, r, true) {
-			continue
-		}
-		if k, ok := orderKey(&r.final[pk]); ok {
+	for _, i := range rows {
+		if k, ok := orderKey(&ct.rows[i].final[pk]); ok {
 			keys = append(keys, joinKey{row: i, key: k})
 		}
 	}
 	c.joinKeys = keys[:0]
 	if len(keys) < loadMinRows {
-		return nil
+		return rows, nil
 	}
 	slices.SortFunc(keys, func(a, b joinKey) int { return cmp.Compare(a.key, b.key) })
 	for from := 0; from < len(keys); {
@@ -109,11 +105,17 @@ func (c *collapser) joinRows(w *Writer, ct *collapsedTable) error {
 		}
 		n, err := c.joinChunk(w, ct, keys[from:to])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		from += n
 	}
-	return nil
+	rest := rows[:0] // the rows not joined, in their order
+	for _, i := range rows {
+		if !ct.rows[i].written {
+			rest = append(rest, i)
+		}
+	}
+	return rest, nil
 }
 
 // orderKey maps an integer key to an unsigned value of the same order.

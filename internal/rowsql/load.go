@@ -68,19 +68,21 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error 
 	if w.InfilePrefix == "" || !p.Loadable || w.OneByOne || len(ct.rows) < loadMinRows {
 		return nil // the common case, a merged batch of small transactions: no pass over its rows
 	}
-	if existed {
-		if err := c.joinRows(w, ct); err != nil {
-			return err
-		}
-	}
-	n := 0
+	rows := c.loads[:0] // the rows that may be loaded, by index: rowLoads once per row
 	for i := range ct.rows {
 		if rowLoads(p, &ct.rows[i], existed) {
-			n++
+			rows = append(rows, int32(i))
 		}
 	}
-	if n < loadMinRows {
+	c.loads = rows[:0]
+	if len(rows) < loadMinRows {
 		return nil
+	}
+	if existed {
+		var err error
+		if rows, err = c.joinRows(w, ct, rows); err != nil || len(rows) < loadMinRows {
+			return err
+		}
 	}
 	per, what := int64(1), "load of new rows (1 per row)"
 	if existed {
@@ -88,11 +90,8 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error 
 	}
 	var st Stmt
 	from := 0 // where st's file starts in w.file
-	for i := range ct.rows {
+	for _, i := range rows {
 		r := &ct.rows[i]
-		if !rowLoads(p, r, existed) {
-			continue
-		}
 		if st.Expect == 0 {
 			st = Stmt{Txn: r.txn, Table: p, What: what, Row: r.final, Key: p.RowKey,
 				FileName: w.InfilePrefix + strconv.Itoa(w.files)}
@@ -120,14 +119,18 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error 
 	return w.endLoad(p, st, from, existed)
 }
 
-// endLoad writes the LOAD DATA statement (REPLACE: replace) of the file
-// that starts at from in w.file, and its warning guard.
+// endLoad writes the load into p's table of changed rows (REPLACE:
+// replace) or of new rows, which the writer counts in the table (grew).
 func (w *Writer) endLoad(p *plan.Table, st Stmt, from int, replace bool) error {
+	if !replace {
+		w.grew(p, st.Expect)
+	}
 	return w.endLoadInto(p, p.Name, st, from, replace)
 }
 
-// endLoadInto is endLoad into the table named into, which has p's written
-// columns.
+// endLoadInto writes the LOAD DATA statement (REPLACE: replace) of the
+// file that starts at from in w.file into the table named into, which has
+// p's written columns, and its warning guard.
 func (w *Writer) endLoadInto(p *plan.Table, into string, st Stmt, from int, replace bool) error {
 	st.File = w.file[from:]
 	w.begin()
@@ -135,8 +138,6 @@ func (w *Writer) endLoadInto(p *plan.Table, into string, st Stmt, from int, repl
 	w.buf = sqlquote.AppendEscaped(w.buf, "", st.FileName)
 	if replace {
 		w.buf = append(w.buf, " REPLACE"...)
-	} else if into == p.Name {
-		w.grew(p, st.Expect)
 	}
 	w.buf = append(w.buf, " INTO TABLE "...)
 	w.buf = append(w.buf, into...)
