@@ -258,9 +258,9 @@ func bulkUpdateForms() []bulkForm {
 			}
 			return splitTrips(st)
 		}},
-		{"update/tmp-insert-join-innodb", func(r int) []bulkTrip { return tmpJoinUpdate(r, "InnoDB", false) }},
-		{"update/tmp-insert-join-memory", func(r int) []bulkTrip { return tmpJoinUpdate(r, "MEMORY", false) }},
-		{"update/tmp-load-join-memory", func(r int) []bulkTrip { return tmpJoinUpdate(r, "MEMORY", true) }},
+		{"update/tmp-insert-join-innodb", func(r int) []bulkTrip { return tmpJoinUpdate(r, "InnoDB", false, false) }},
+		{"update/tmp-insert-join-memory", func(r int) []bulkTrip { return tmpJoinUpdate(r, "MEMORY", false, false) }},
+		{"update/tmp-load-join-memory", func(r int) []bulkTrip { return tmpJoinUpdate(r, "MEMORY", true, false) }},
 		{"update/join-run-as-rowsql-writes-it", func(r int) []bulkTrip { return joinRunUpdate(r, "") }},
 		{"update/join-run-memory", func(r int) []bulkTrip { return joinRunUpdate(r, " ENGINE=MEMORY") }},
 		{"update/load-replace-1MiB", func(r int) []bulkTrip { return loadReplace(r, 1<<20) }},
@@ -268,8 +268,8 @@ func bulkUpdateForms() []bulkForm {
 		{"update/tmp-full-1MiB-default", func(r int) []bulkTrip { return tmpFullUpdate(r, "") }},
 		{"update/tmp-full-1MiB-memory", func(r int) []bulkTrip { return tmpFullUpdate(r, "MEMORY") }},
 		{"update/tmp-full-1MiB-aria", func(r int) []bulkTrip { return tmpFullUpdate(r, "Aria") }},
-		{"update/tmp-load-straight-join-memory", func(r int) []bulkTrip { return straightJoinUpdate(r, "MEMORY") }},
-		{"update/tmp-load-straight-join-innodb", func(r int) []bulkTrip { return straightJoinUpdate(r, "InnoDB") }},
+		{"update/tmp-load-straight-join-memory", func(r int) []bulkTrip { return tmpJoinUpdate(r, "MEMORY", true, true) }},
+		{"update/tmp-load-straight-join-innodb", func(r int) []bulkTrip { return tmpJoinUpdate(r, "InnoDB", true, true) }},
 	}
 }
 
@@ -307,16 +307,14 @@ func upsertStmts(r, maxStmt int) []string {
 // tmpJoinUpdate loads the changed columns of the after images into a
 // temporary table, 10,000 rows at a time, and updates the table from it
 // with one multi-table UPDATE per chunk, checked by its found-rows count.
-func tmpJoinUpdate(r int, engine string, load bool) []bulkTrip {
+// With straight the target table comes first in the join (STRAIGHT_JOIN)
+// over the key range of the chunk, so that MariaDB may update its rows as
+// it reads them (safe_update_on_fly) instead of keeping their row ids for
+// a second pass (what rowsql's join.go sends).
+func tmpJoinUpdate(r int, engine string, load, straight bool) []bulkTrip {
 	const chunk = 10000
 	create := "CREATE TEMPORARY TABLE `d`.`_binlane_rows` (`id` BIGINT NOT NULL PRIMARY KEY, `amount` DECIMAL(12,2) NOT NULL, " +
 		"`note` VARCHAR(40) NOT NULL) ENGINE=" + engine
-	if engine == "" {
-		return tmpFullUpdate(r, "")
-	}
-	if e, full := strings.CutPrefix(engine, "full-"); full {
-		return tmpFullUpdate(r, e)
-	}
 	var out []bulkTrip
 	for from := bulkFirst; from <= bulkLast; from += chunk {
 		to := min(from+chunk-1, bulkLast)
@@ -341,8 +339,13 @@ func tmpJoinUpdate(r int, engine string, load bool) []bulkTrip {
 				fmt.Fprintf(&q, "(%d,%s,_utf8mb4'%s')", id, w.amount, w.note)
 			}
 		}
-		fmt.Fprintf(&q, ";\nUPDATE `d`.`history` `t` JOIN `d`.`_binlane_rows` `v` USING (`id`) SET `t`.`amount`=`v`.`amount`,`t`.`note`=`v`.`note`;\n"+
-			"SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>%d);\nDROP TEMPORARY TABLE `d`.`_binlane_rows`", to-from+1)
+		if straight {
+			fmt.Fprintf(&q, ";\nUPDATE `d`.`history` `t` STRAIGHT_JOIN `d`.`_binlane_rows` `v` ON `t`.`id`=`v`.`id` "+
+				"SET `t`.`amount`=`v`.`amount`,`t`.`note`=`v`.`note` WHERE `t`.`id` BETWEEN %d AND %d", from, to)
+		} else {
+			q.WriteString(";\nUPDATE `d`.`history` `t` JOIN `d`.`_binlane_rows` `v` USING (`id`) SET `t`.`amount`=`v`.`amount`,`t`.`note`=`v`.`note`")
+		}
+		fmt.Fprintf(&q, ";\nSET @binlane_bad=@binlane_bad+(ROW_COUNT()<>%d);\nDROP TEMPORARY TABLE `d`.`_binlane_rows`", to-from+1)
 		out = append(out, bulkTrip{sql: q.String(), file: file})
 	}
 	return out
@@ -362,21 +365,6 @@ func tmpJoinDelete(del func(from, to int) string) []bulkTrip {
 		out = append(out, bulkTrip{file: f.Bytes(), sql: "CREATE TEMPORARY TABLE `d`.`_binlane_rows` (`id` BIGINT NOT NULL PRIMARY KEY) ENGINE=MEMORY;\n" +
 			"LOAD DATA LOCAL INFILE 'Reader::bulkforms' INTO TABLE `d`.`_binlane_rows` CHARACTER SET binary (`id`);\n" + del(from, to) + ";\n" +
 			fmt.Sprintf("SET @binlane_bad=@binlane_bad+(ROW_COUNT()<>%d);\nDROP TEMPORARY TABLE `d`.`_binlane_rows`", to-from+1)})
-	}
-	return out
-}
-
-// straightJoinUpdate is tmpJoinUpdate's load with the target table first
-// in the join (STRAIGHT_JOIN) over the key range of the chunk, so that
-// MariaDB may update its rows as it reads them (safe_update_on_fly)
-// instead of keeping their row ids for a second pass.
-func straightJoinUpdate(r int, engine string) []bulkTrip {
-	out := tmpJoinUpdate(r, engine, true)
-	for i := range out {
-		from := bulkFirst + i*10000
-		to := min(from+10000-1, bulkLast)
-		out[i].sql = strings.Replace(out[i].sql, "UPDATE `d`.`history` `t` JOIN `d`.`_binlane_rows` `v` USING (`id`) SET `t`.`amount`=`v`.`amount`,`t`.`note`=`v`.`note`",
-			fmt.Sprintf("UPDATE `d`.`history` `t` STRAIGHT_JOIN `d`.`_binlane_rows` `v` ON `t`.`id`=`v`.`id` SET `t`.`amount`=`v`.`amount`,`t`.`note`=`v`.`note` WHERE `t`.`id` BETWEEN %d AND %d", from, to), 1)
 	}
 	return out
 }
