@@ -46,6 +46,7 @@ var common = []string{
 	`CREATE TABLE p.loadenum (id INT PRIMARY KEY, e ENUM('a', 'b'))`,
 	`CREATE TABLE p.joinok (id BIGINT PRIMARY KEY, s VARCHAR(20) CHARACTER SET utf8mb4, d DECIMAL(10,2), dt DATETIME(6), KEY d (d))`,
 	`CREATE TABLE p.joinstr (id VARCHAR(10) PRIMARY KEY, v INT)`,
+	`CREATE TABLE p.loadjson (id INT PRIMARY KEY, j JSON)`, // MariaDB: LONGTEXT with a CHECK
 }
 
 // Tables that differ: source definition, target definition ("" = none).
@@ -89,7 +90,7 @@ func setup(t *testing.T) (map[string]*binlog.TableMap, *plan.Builder) {
 	for _, tbl := range []string{"parent (id, code)", "child (id)", "grandchild (id)", "loose (id)", "pair (a, b)",
 		"pair_child (id)", "uniq (a)", "nokey (a)", "trig (id)", "gen (id, a)", "uca (id)", "longu (id)", "widen (id)", "conv (id)",
 		"missing (id)", "lesscol (id)", "mismatch (id)", "narrow (id)", "sign (id)", "sign2 (id)", "old (id)",
-		"loadok (id)", "loadbit (id)", "loadenum (id)", "loadextra (id)", "joinok (id)", "joinstr (id)"} {
+		"loadok (id)", "loadbit (id)", "loadenum (id)", "loadextra (id)", "joinok (id)", "joinstr (id)", "loadjson (id)"} {
 		values := "(1)"
 		if strings.Contains(tbl, ",") {
 			values = "(1, 1)"
@@ -226,7 +227,7 @@ func TestPlan(t *testing.T) {
 		// its literal does, generated columns left out; not BIT or ENUM,
 		// not into a target with a column the source lacks (a REPLACE
 		// would reset it), not across charsets.
-		for table, want := range map[string]bool{"loadok": true, "gen": true, "widen": true, "parent": true,
+		for table, want := range map[string]bool{"loadok": true, "gen": true, "widen": true, "parent": true, "loadjson": true,
 			"loadbit": false, "loadenum": false, "loadextra": false, "conv": false} {
 			if got := get(table).Loadable; got != want {
 				t.Errorf("%s: loadable %v, want %v", table, got, want)
@@ -240,7 +241,7 @@ func TestPlan(t *testing.T) {
 		// is a BLOB or TEXT; JoinBytes is a MEMORY row's size: VARCHAR at
 		// its maximum (20 utf8mb4 characters: 80 bytes and 2).
 		for table, want := range map[string]int{"joinok": 16 + 8 + 82 + 7 + 8, "gen": 16 + 4 + 4, "widen": 16 + 4 + 8 + 4,
-			"joinstr": 0, "loadok": 0, "parent": 0, "conv": 0, "pair": 0} {
+			"joinstr": 0, "loadok": 0, "parent": 0, "conv": 0, "pair": 0, "loadjson": 0} {
 			if got := get(table).JoinBytes; got != want {
 				t.Errorf("%s: join bytes %d, want %d", table, got, want)
 			}
