@@ -106,6 +106,47 @@ func TestBulkUpdateJoinMissingRow(t *testing.T) {
 	}
 }
 
+// TestBulkDeleteRanges: a DELETE of 2,501 rows of consecutive keys of a
+// table with an integer key reaches the target as one DELETE of the key
+// range (rowsql's range deletes; the target's general log shows it), rows
+// with gaps between their keys in IN lists, and the target ends equal to
+// the source. Rows of the range missing on the target stop the stream
+// with a row-count error naming the table.
+func TestBulkDeleteRanges(t *testing.T) {
+	p := newPair(t)
+	joinTable(t, p)
+	p.src.ExecT(t,
+		"DELETE FROM app.h WHERE id BETWEEN -1500 AND 1000",
+		"DELETE FROM app.h WHERE id > 9000 AND id % 2 = 0",
+	)
+	p.dst.ExecT(t, "SET GLOBAL log_output = 'TABLE'", "SET GLOBAL general_log = 1")
+	stats, err := p.replay(t, runOpts{workers: 4, maxBatch: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.compare(t, "app")
+	var ranges int
+	if err := p.dst.OpenT(t, "").QueryRow("SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE " +
+		"'START TRANSACTION;%DELETE FROM `app`.`h` WHERE `id` BETWEEN -1500 AND 1000;%'").Scan(&ranges); err != nil || ranges != 1 {
+		t.Errorf("%d round trips with the range's DELETE (%v), want 1", ranges, err)
+	}
+	if n := stats.RedoneOneByOne.Load(); n != 0 {
+		t.Errorf("%d batches redone one statement at a time: a range delete failed", n)
+	}
+
+	p = newPair(t)
+	joinTable(t, p)
+	p.src.ExecT(t,
+		"SET sql_log_bin = 0", "DELETE FROM app.h WHERE id = 1001", "INSERT INTO app.h (id, i) VALUES (1001, 1)", "SET sql_log_bin = 1",
+		"DELETE FROM app.h WHERE id BETWEEN -1500 AND 1001",
+	)
+	_, err = p.replay(t, runOpts{workers: 1, maxBatch: 8})
+	var rc *rowsql.RowCountError
+	if !errors.As(err, &rc) || !strings.Contains(err.Error(), "`h`") {
+		t.Fatalf("replay with a row of the range missing on the target: %v; want a row-count error naming the table", err)
+	}
+}
+
 func comStatus(t *testing.T, p *pair, name string) int64 {
 	t.Helper()
 	var got string
@@ -116,12 +157,13 @@ func comStatus(t *testing.T, p *pair, name string) int64 {
 	return n
 }
 
-// TestJoinRangeLocks: what rowsql's join updates rely on (join.go). The
-// UPDATE's range scan over the target table locks every row it reads
-// until the commit, also one the join skips, so a run with a gap would
-// lock a row the batch does not change; over a run of consecutive keys
-// READ COMMITTED locks nothing outside the range (no gap lock, not the row
-// that ends the scan).
+// TestJoinRangeLocks: what rowsql's join updates and range deletes rely
+// on (join.go, keyrun.go). The UPDATE's range scan over the target table
+// locks every row it reads until the commit, also one the join skips, so
+// a run with a gap would lock a row the batch does not change; over a run
+// of consecutive keys READ COMMITTED locks nothing outside the range (no
+// gap lock, not the row that ends the scan), for the join and for a
+// DELETE of the range alike.
 func TestJoinRangeLocks(t *testing.T) {
 	s := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
 	s.ExecT(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY, v INT)", "INSERT INTO d.t SELECT seq, 0 FROM d.seq_1_to_10")
@@ -142,18 +184,22 @@ func TestJoinRangeLocks(t *testing.T) {
 		}
 		return nil
 	}
+	join := func(keys string) []string {
+		return []string{"CREATE OR REPLACE TEMPORARY TABLE d.tmp (id INT PRIMARY KEY, v INT) ENGINE=MEMORY",
+			"INSERT INTO d.tmp (id) VALUES " + keys, "UPDATE d.tmp SET v = 1",
+			"UPDATE d.t `x` STRAIGHT_JOIN d.tmp `y` ON `x`.id = `y`.id SET `x`.v = `y`.v WHERE `x`.id BETWEEN 3 AND 6"}
+	}
 	for _, tc := range []struct {
-		keys, lo, hi string
+		name         string
+		stmts        []string
 		free, locked []string
 	}{
-		{"(3),(4),(5),(6)", "3", "6", []string{"2", "7", "1", "10"}, []string{"6"}},
-		{"(3),(4),(6)", "3", "6", nil, []string{"5"}},
+		{"join of 3-6", join("(3),(4),(5),(6)"), []string{"2", "7", "1", "10"}, []string{"6"}},
+		{"join of 3, 4 and 6", join("(3),(4),(6)"), nil, []string{"5"}},
+		{"delete of 3-6", []string{"DELETE FROM d.t WHERE id BETWEEN 3 AND 6"}, []string{"2", "7", "1", "10"}, []string{"3", "6"}},
 	} {
 		a, b := conn(), conn()
-		if err := exec(a, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", "BEGIN",
-			"CREATE TEMPORARY TABLE d.tmp (id INT PRIMARY KEY, v INT) ENGINE=MEMORY",
-			"INSERT INTO d.tmp (id) VALUES "+tc.keys, "UPDATE d.tmp SET v = 1",
-			"UPDATE d.t `x` STRAIGHT_JOIN d.tmp `y` ON `x`.id = `y`.id SET `x`.v = `y`.v WHERE `x`.id BETWEEN "+tc.lo+" AND "+tc.hi); err != nil {
+		if err := exec(a, append([]string{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", "BEGIN"}, tc.stmts...)...); err != nil {
 			t.Fatal(err)
 		}
 		if err := exec(b, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
@@ -161,12 +207,12 @@ func TestJoinRangeLocks(t *testing.T) {
 		}
 		for _, id := range tc.free {
 			if err := exec(b, "UPDATE d.t SET v = v + 1 WHERE id = "+id); err != nil {
-				t.Errorf("keys %s: row %s outside the range: %v", tc.keys, id, err)
+				t.Errorf("%s: row %s outside the range: %v", tc.name, id, err)
 			}
 		}
 		for _, id := range tc.locked {
 			if err := exec(b, "UPDATE d.t SET v = v + 1 WHERE id = "+id); !sqlerr.Is(err, sqlerr.LockWaitTimeout) {
-				t.Errorf("keys %s: row %s in the range: %v, want a lock wait timeout", tc.keys, id, err)
+				t.Errorf("%s: row %s in the range: %v, want a lock wait timeout", tc.name, id, err)
 			}
 		}
 		if err := exec(a, "ROLLBACK"); err != nil {

@@ -212,17 +212,25 @@ func loadable(p *Table) bool {
 	return true
 }
 
+// intKey reports whether p's row key is its target's primary key, one
+// column of an integer type there (see Table.IntKey).
+func intKey(p *Table) bool {
+	pk := p.Target.PrimaryKey
+	if pk == nil || len(pk.Columns) != 1 || len(p.RowKey) != 1 || p.Cols[p.RowKey[0]].Target != pk.Columns[0] {
+		return false
+	}
+	switch p.Target.Columns[pk.Columns[0]].DataType {
+	case "tinyint", "smallint", "mediumint", "int", "bigint":
+		return true
+	}
+	return false
+}
+
 // joinBytes is what a row of p's written columns takes in a MEMORY table
 // (fixed-width rows: a VARCHAR takes its maximum), or 0 when p's changed
 // rows cannot be joined in from one (see Table.JoinBytes).
 func joinBytes(p *Table) int {
-	pk := p.Target.PrimaryKey
-	if !p.Collapsible || !p.Loadable || pk == nil || len(pk.Columns) != 1 || len(p.RowKey) != 1 {
-		return 0
-	}
-	switch p.Target.Columns[pk.Columns[0]].DataType {
-	case "tinyint", "smallint", "mediumint", "int", "bigint":
-	default:
+	if !p.Collapsible || !p.Loadable || !p.IntKey {
 		return 0
 	}
 	size := 16 // the row's header and null bits, roughly

@@ -70,6 +70,12 @@ type Table struct {
 	// one's values read as text into its target column as they do as SQL
 	// literals (see loadableColumn).
 	Loadable bool
+	// IntKey: the target table's primary key is one integer column, the
+	// row key (RowKey). Rows whose key values (integers: the source's
+	// values are checked one by one) follow each other without a gap are
+	// then every row the table can hold in their key range (rowsql's range
+	// deletes and join updates).
+	IntKey bool
 	// JoinBytes, when not 0, is what one row of the table takes in a
 	// MEMORY table of its written columns: the table is Collapsible and
 	// Loadable, its primary key one integer column, and no written column
@@ -292,6 +298,7 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 	}
 	markKeyColumns(p)
 	p.Loadable = loadable(p)
+	p.IntKey = intKey(p)
 	p.JoinBytes = joinBytes(p)
 	switch {
 	case t.HasTriggers:

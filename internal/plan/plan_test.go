@@ -246,6 +246,14 @@ func TestPlan(t *testing.T) {
 				t.Errorf("%s: join bytes %d, want %d", table, got, want)
 			}
 		}
+		// IntKey: the primary key is one integer column, whatever else
+		// the table has (rowsql's range deletes).
+		for table, want := range map[string]bool{"joinok": true, "loadok": true, "parent": true, "conv": true,
+			"joinstr": false, "pair": false} {
+			if got := get(table).IntKey; got != want {
+				t.Errorf("%s: IntKey %v, want %v", table, got, want)
+			}
+		}
 	})
 
 	t.Run("foreign keys", func(t *testing.T) {

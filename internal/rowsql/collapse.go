@@ -42,7 +42,7 @@ type collapsedRow struct {
 	key     []binlog.Value // the image whose key columns identify the row
 	final   []binlog.Value // nil: deleted
 	existed bool           // present before the batch
-	written bool           // written already: by a LOAD DATA (load.go, join.go)
+	written bool           // written already: by a LOAD DATA (load.go, join.go) or a range DELETE (keyrun.go)
 	next    int32          // next row with the same hash, -1 at the end
 	txn     *txn.Txn       // last transaction that touched it
 }
@@ -214,9 +214,12 @@ func (c *collapser) writeTable(w *Writer, p *plan.Table) error {
 }
 
 func (c *collapser) writeDeletes(w *Writer, ct *collapsedTable) error {
+	if err := c.rangeDeletes(w, ct); err != nil {
+		return err
+	}
 	for i := range ct.rows {
 		r := &ct.rows[i]
-		if r.final != nil || !r.existed {
+		if r.final != nil || !r.existed || r.written {
 			continue
 		}
 		if err := w.delete(r.txn, ct.p, &txn.Change{Kind: binlog.RowsDelete, Before: r.key}); err != nil {

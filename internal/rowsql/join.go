@@ -1,8 +1,6 @@
 package rowsql
 
 import (
-	"cmp"
-	"slices"
 	"strconv"
 
 	"github.com/binlane/binlane/internal/binlog"
@@ -63,13 +61,6 @@ const (
 	joinMaxRows = 10000
 )
 
-// joinKey is a changed row (its index in the collapsed table) and its
-// key in an order that sorts signed and unsigned integers alike.
-type joinKey struct {
-	row int32
-	key uint64
-}
-
 // joinRows writes the changed rows of ct listed in rows (rowLoads) that
 // form runs of consecutive keys, loadMinRows at least, as join updates,
 // and returns the rest of rows for loadRows.
@@ -93,21 +84,9 @@ func (c *collapser) joinRows(w *Writer, ct *collapsedTable, rows []int32) ([]int
 	if len(keys) < loadMinRows {
 		return rows, nil
 	}
-	slices.SortFunc(keys, func(a, b joinKey) int { return cmp.Compare(a.key, b.key) })
-	for from := 0; from < len(keys); {
-		to := from + 1
-		for to < len(keys) && to-from < maxRows && keys[to].key == keys[to-1].key+1 {
-			to++
-		}
-		if to-from < loadMinRows {
-			from = to
-			continue
-		}
-		n, err := c.joinChunk(w, ct, keys[from:to])
-		if err != nil {
-			return nil, err
-		}
-		from += n
+	err := keyRuns(keys, loadMinRows, maxRows, func(run []joinKey) (int, error) { return c.joinChunk(w, ct, run) })
+	if err != nil {
+		return nil, err
 	}
 	rest := rows[:0] // the rows not joined, in their order
 	for _, i := range rows {
@@ -116,17 +95,6 @@ func (c *collapser) joinRows(w *Writer, ct *collapsedTable, rows []int32) ([]int
 		}
 	}
 	return rest, nil
-}
-
-// orderKey maps an integer key to an unsigned value of the same order.
-func orderKey(v *binlog.Value) (uint64, bool) {
-	switch v.Kind {
-	case binlog.KindInt:
-		return uint64(v.N) ^ 1<<63, true
-	case binlog.KindUint:
-		return uint64(v.N), true
-	}
-	return 0, false
 }
 
 // joinChunk writes one join update of the rows of keys (consecutive), as
@@ -215,10 +183,5 @@ func appendJoinUpdate(dst []byte, p *plan.Table, tmp string, lo, hi *binlog.Valu
 		dst = append(dst, q...)
 	}
 	dst = append(dst, " WHERE `binlane_t`."...)
-	dst = append(dst, pk...)
-	dst = append(dst, " BETWEEN "...)
-	dst, _ = appendText(dst, lo) // integers: orderKey took only those
-	dst = append(dst, " AND "...)
-	dst, _ = appendText(dst, hi)
-	return dst
+	return appendKeyRange(dst, pk, lo, hi)
 }

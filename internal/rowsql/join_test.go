@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 )
@@ -83,26 +82,5 @@ func TestCollapsedRowsJoined(t *testing.T) {
 				t.Fatalf("budget %d: joined: %s", budget, st.What)
 			}
 		}
-	}
-}
-
-// TestOrderKey: signed and unsigned keys map to unsigned values of their
-// order.
-func TestOrderKey(t *testing.T) {
-	vals := []binlog.Value{i64(-1 << 63), i64(-1), i64(0), i64(1), i64(1<<63 - 1)}
-	var last uint64
-	for i, v := range vals {
-		k, ok := orderKey(&v)
-		if !ok || i > 0 && k <= last {
-			t.Fatalf("%d: %d after %d", v.N, k, last)
-		}
-		last = k
-	}
-	u := binlog.Value{Kind: binlog.KindUint, N: -1}
-	if k, ok := orderKey(&u); !ok || k != 1<<64-1 {
-		t.Errorf("unsigned max: %d", k)
-	}
-	if _, ok := orderKey(&binlog.Value{Kind: binlog.KindString}); ok {
-		t.Error("a string key was taken")
 	}
 }
