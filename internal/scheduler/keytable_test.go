@@ -101,3 +101,32 @@ func TestKeyTable(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyTableReserve: after reserve(n), n puts of new keys find room
+// without resizing (the table holds them at most half full), and the
+// entries already there stay found.
+func TestKeyTableReserve(t *testing.T) {
+	u := &Unit{Seq: 1}
+	for _, tc := range []struct{ held, n int }{{0, 0}, {0, 1}, {0, keyTableMin / 2}, {10, keyTableMin}, {3000, 100000}} {
+		var kt keyTable
+		for k := range uint64(tc.held) {
+			*kt.put(k + 1<<60) = holders{excl: u, last: u}
+		}
+		kt.reserve(tc.n)
+		size := len(kt.slots)
+		if tc.held+tc.n > 0 && 2*(tc.held+tc.n) > size || size > max(keyTableMin, 4*(tc.held+tc.n)) {
+			t.Errorf("%d held, %d reserved: %d slots", tc.held, tc.n, size)
+		}
+		for k := range uint64(tc.n) {
+			*kt.put(k) = holders{excl: u, last: u}
+		}
+		if len(kt.slots) != size {
+			t.Errorf("%d held, %d reserved: resized from %d to %d slots by the puts", tc.held, tc.n, size, len(kt.slots))
+		}
+		for k := range uint64(tc.held) {
+			if kt.get(k+1<<60).excl != u {
+				t.Fatalf("%d held, %d reserved: key %d lost", tc.held, tc.n, k)
+			}
+		}
+	}
+}

@@ -313,6 +313,7 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	// Keys as tables: an exclusive key waits for the last holder of any
 	// kind (units commit in order), a shared one for the last exclusive
 	// holder only.
+	s.keys.reserve(len(u.Set.Keys) + len(u.Set.Shared))
 	for _, k := range u.Set.Keys {
 		h := s.keys.put(k)
 		s.dependFor(u, h.last, Conflict{Hash: k})
@@ -354,6 +355,7 @@ func (s *Scheduler) Seal(u *Unit, set *KeySet) {
 	// A unit added while u was open (it waits for u already) stays the
 	// owner of what it holds: later units must wait for the latest one.
 	earlier := func(o *Unit) bool { return o == nil || o.Seq < u.Seq }
+	s.keys.reserve(len(set.Keys) + len(set.Shared))
 	for _, k := range set.Keys {
 		if h := s.keys.put(k); earlier(h.excl) {
 			h.excl = u
