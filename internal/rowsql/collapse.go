@@ -26,10 +26,12 @@ type collapser struct {
 	byPlan map[*plan.Table]*collapsedTable
 	d      xxhash.Digest
 	buf    [8]byte
-	// loads and joinKeys are load.go's and join.go's scratch: the rows of a
-	// table that may be loaded, and those rows by key.
+	// loads, joinKeys and joinCols are load.go's, keyrun.go's and join.go's
+	// scratch: the rows of a table that may be loaded, rows by key, and
+	// the columns a join writes.
 	loads    []int32
 	joinKeys []joinKey
+	joinCols []int
 }
 
 type collapsedTable struct {

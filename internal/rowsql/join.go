@@ -35,8 +35,12 @@ import (
 // charset and nullability), so the load stores in it what a load into the
 // target would (loadableColumn; its warning guard follows it), and the
 // assignment copies each value between columns of one type unchanged.
-// Every written column is assigned, ON UPDATE columns included, with the
-// last image; the table has no trigger, no foreign key either way and no
+// The columns a row of the chunk changed and every ON UPDATE column are
+// assigned, with the last image (joinColumns); a column no row of the
+// chunk changed holds on the target what it held before the batch, as
+// the UPDATE of changed columns that source order sends would leave it,
+// and is neither loaded nor assigned (a bulk update of two of five
+// columns reads and writes two). The table has no trigger, no foreign key either way and no
 // secondary unique key (Collapsible), so the UPDATE does nothing else. The
 // rows' keys are unique in the temporary table (its primary key), and the
 // join matches a target row to at most one of them. The UPDATE counts
@@ -102,7 +106,8 @@ func (c *collapser) joinRows(w *Writer, ct *collapsedTable, rows []int32) ([]int
 func (c *collapser) joinChunk(w *Writer, ct *collapsedTable, keys []joinKey) (int, error) {
 	p := ct.p
 	tmp := sqlquote.Qualified(p.Target.Schema, joinTable)
-	if err := w.Raw(joinCreate(p, tmp)); err != nil {
+	cols := c.joinColumns(ct, keys)
+	if err := w.Raw(joinCreate(p, tmp, cols)); err != nil {
 		return 0, err
 	}
 	first := &ct.rows[keys[0].row]
@@ -116,7 +121,7 @@ func (c *collapser) joinChunk(w *Writer, ct *collapsedTable, keys []joinKey) (in
 		r := &ct.rows[k.row]
 		at := len(w.file)
 		var ok bool
-		if w.file, ok = appendLoadLine(w.file, p, r.final); !ok {
+		if w.file, ok = appendLoadLine(w.file, cols, r.final); !ok {
 			w.file = w.file[:at] // left to the load or the upsert
 			continue
 		}
@@ -126,12 +131,12 @@ func (c *collapser) joinChunk(w *Writer, ct *collapsedTable, keys []joinKey) (in
 			break
 		}
 	}
-	if err := w.endLoadInto(p, tmp, st, from, false); err != nil {
+	if err := w.endLoadInto(p, tmp, cols, st, from, false); err != nil {
 		return taken, err
 	}
 	pk := p.RowKey[0]
 	w.begin()
-	w.buf = appendJoinUpdate(w.buf, p, tmp, &first.final[pk], &ct.rows[keys[taken-1].row].final[pk])
+	w.buf = appendJoinUpdate(w.buf, p, tmp, cols, &first.final[pk], &ct.rows[keys[taken-1].row].final[pk])
 	if err := w.end(Stmt{Expect: st.Expect, Txn: st.Txn, Table: p, What: "update joined from the temporary table", Row: first.final,
 		Key: p.RowKey}); err != nil {
 		return taken, err
@@ -139,11 +144,39 @@ func (c *collapser) joinChunk(w *Writer, ct *collapsedTable, keys []joinKey) (in
 	return taken, w.Raw("DROP TEMPORARY TABLE IF EXISTS " + tmp)
 }
 
+// joinColumns returns the columns a join of the rows of keys writes: the
+// key, every column one of the rows changed (its image before the batch,
+// the key image of a row that existed, against its last), and every ON
+// UPDATE column (assigned, it keeps the source's value; left out, the
+// target's clock would set it). The other columns hold on the target what
+// they held before the batch, and the join leaves them: a bulk update of
+// two of five columns loads and assigns two.
+func (c *collapser) joinColumns(ct *collapsedTable, keys []joinKey) []int {
+	p := ct.p
+	pk := p.RowKey[0]
+	cols := append(c.joinCols[:0], pk)
+	for _, col := range p.Write {
+		if col == pk {
+			continue
+		}
+		changed := p.Cols[col].OnUpdate
+		for i := 0; i < len(keys) && !changed; i++ {
+			r := &ct.rows[keys[i].row]
+			changed = !SameValue(&r.key[col], &r.final[col])
+		}
+		if changed {
+			cols = append(cols, col)
+		}
+	}
+	c.joinCols = cols
+	return cols
+}
+
 // joinCreate is the statement that makes the temporary table of p's
-// written columns, keyed like p.
-func joinCreate(p *plan.Table, tmp string) string {
+// columns cols, keyed like p.
+func joinCreate(p *plan.Table, tmp string, cols []int) string {
 	b := []byte("CREATE OR REPLACE TEMPORARY TABLE " + tmp + " (PRIMARY KEY (" + p.Cols[p.RowKey[0]].Quoted + ")) ENGINE=MEMORY SELECT ")
-	for i, col := range p.Write {
+	for i, col := range cols {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -154,9 +187,9 @@ func joinCreate(p *plan.Table, tmp string) string {
 	return string(append(b, " LIMIT 0"...))
 }
 
-// appendJoinUpdate writes the UPDATE that copies every written column but
+// appendJoinUpdate writes the UPDATE that copies the columns cols but
 // the key from the temporary table, over the key range lo..hi.
-func appendJoinUpdate(dst []byte, p *plan.Table, tmp string, lo, hi *binlog.Value) []byte {
+func appendJoinUpdate(dst []byte, p *plan.Table, tmp string, cols []int, lo, hi *binlog.Value) []byte {
 	pk := p.Cols[p.RowKey[0]].Quoted
 	dst = append(dst, "UPDATE "...)
 	dst = append(dst, p.Name...)
@@ -167,15 +200,10 @@ func appendJoinUpdate(dst []byte, p *plan.Table, tmp string, lo, hi *binlog.Valu
 	dst = append(dst, "=`binlane_v`."...)
 	dst = append(dst, pk...)
 	dst = append(dst, " SET "...)
-	n := 0
-	for _, col := range p.Write {
-		if col == p.RowKey[0] {
-			continue
-		}
-		if n > 0 {
+	for i, col := range cols[1:] {
+		if i > 0 {
 			dst = append(dst, ',')
 		}
-		n++
 		q := p.Cols[col].Quoted
 		dst = append(dst, "`binlane_t`."...)
 		dst = append(dst, q...)

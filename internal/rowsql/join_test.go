@@ -84,3 +84,40 @@ func TestCollapsedRowsJoined(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinColumns: a join loads and assigns the key, the columns one of
+// its rows changed and the ON UPDATE columns; a column no row changed is
+// left out of the temporary table, the file and the SET.
+func TestJoinColumns(t *testing.T) {
+	h := table("h", 1, true, "id", "same", "some", "up", "all")
+	h.Loadable, h.Upsert, h.JoinBytes = true, true, 64
+	h.Cols[3].OnUpdate = true
+	h.Target = &schema.Table{Schema: "d", Name: "h"}
+	var changes []txn.Change
+	for i := range int64(loadMinRows) {
+		before := row(i64(i), str("s"), i64(0), i64(5), i64(i))
+		after := row(i64(i), str("s"), i64(0), i64(5), i64(i+1))
+		if i == 500 {
+			after[2] = i64(7) // "some": changed by one row only
+		}
+		changes = append(changes, upd(before, after))
+	}
+	s := writeWith(t, func(w *Writer) { w.Collapse, w.InfilePrefix, w.JoinBudget = true, "Reader::j-", 1<<20 }, h, changes)
+	joined := strings.Join(s.all(), "\n")
+	for _, want := range []string{
+		"ENGINE=MEMORY SELECT `id`,`some`,`up`,`all` FROM `d`.`h` LIMIT 0",
+		"INTO TABLE `d`.`_binlane_rows`" + loadFormat + " (`id`,`some`,`up`,`all`)",
+		"SET `binlane_t`.`some`=`binlane_v`.`some`,`binlane_t`.`up`=`binlane_v`.`up`,`binlane_t`.`all`=`binlane_v`.`all` WHERE",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("missing %s\nin\n%s", want, joined)
+		}
+	}
+	for _, trip := range s.stmts {
+		for _, st := range trip {
+			if strings.HasPrefix(st.What, "load") && !strings.HasPrefix(string(st.File), "0\t0\t5\t1\n1\t0\t5\t2\n") {
+				t.Errorf("file starts %q", st.File[:min(len(st.File), 40)])
+			}
+		}
+	}
+}

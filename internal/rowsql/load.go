@@ -100,7 +100,7 @@ func (c *collapser) loadRows(w *Writer, ct *collapsedTable, existed bool) error 
 		}
 		at := len(w.file)
 		var ok bool
-		if w.file, ok = appendLoadLine(w.file, p, r.final); !ok {
+		if w.file, ok = appendLoadLine(w.file, p.Write, r.final); !ok {
 			w.file = w.file[:at] // a value only a literal can carry: left to the statements
 			continue
 		}
@@ -125,13 +125,13 @@ func (w *Writer) endLoad(p *plan.Table, st Stmt, from int, replace bool) error {
 	if !replace {
 		w.grew(p, st.Expect)
 	}
-	return w.endLoadInto(p, p.Name, st, from, replace)
+	return w.endLoadInto(p, p.Name, p.Write, st, from, replace)
 }
 
 // endLoadInto writes the LOAD DATA statement (REPLACE: replace) of the
-// file that starts at from in w.file into the table named into, which has
-// p's written columns, and its warning guard.
-func (w *Writer) endLoadInto(p *plan.Table, into string, st Stmt, from int, replace bool) error {
+// file that starts at from in w.file, of p's columns cols, into the table
+// named into, and its warning guard.
+func (w *Writer) endLoadInto(p *plan.Table, into string, cols []int, st Stmt, from int, replace bool) error {
 	st.File = w.file[from:]
 	w.begin()
 	w.buf = append(w.buf, "LOAD DATA LOCAL INFILE "...)
@@ -142,7 +142,7 @@ func (w *Writer) endLoadInto(p *plan.Table, into string, st Stmt, from int, repl
 	w.buf = append(w.buf, " INTO TABLE "...)
 	w.buf = append(w.buf, into...)
 	w.buf = append(w.buf, loadFormat+" ("...)
-	for i, col := range p.Write {
+	for i, col := range cols {
 		if i > 0 {
 			w.buf = append(w.buf, ',')
 		}
@@ -157,11 +157,11 @@ func (w *Writer) endLoadInto(p *plan.Table, into string, st Stmt, from int, repl
 	return w.end(Stmt{Expect: -1, What: RowCountCheck})
 }
 
-// appendLoadLine writes a row's line of a load file: its written
-// columns' values, tab-separated. ok is false for a value the file cannot
+// appendLoadLine writes a row's line of a load file: the values of its
+// columns cols, tab-separated. ok is false for a value the file cannot
 // carry exactly.
-func appendLoadLine(dst []byte, p *plan.Table, row []binlog.Value) (_ []byte, ok bool) {
-	for i, col := range p.Write {
+func appendLoadLine(dst []byte, cols []int, row []binlog.Value) (_ []byte, ok bool) {
+	for i, col := range cols {
 		if i > 0 {
 			dst = append(dst, '\t')
 		}
