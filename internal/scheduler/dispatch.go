@@ -14,9 +14,14 @@ import "slices"
 // (see worthDispatching) and the scan goes on to later ready units, within
 // a budget of examined units.
 func (s *Scheduler) Next() []*Unit {
+	if s.held.valid && s.held.version == s.version && s.held.ready == s.ready {
+		return nil // nothing it examined changed (see Scheduler.held)
+	}
+	s.touchedEnd = false
 	budget := 2 * s.cfg.MaxBatch
 	seen := 0 // ready units passed so far
-	for i := 0; i < len(s.pending) && budget > 0 && seen < s.ready; i++ {
+	i := 0
+	for ; i < len(s.pending) && budget > 0 && seen < s.ready; i++ {
 		u := s.pending[i]
 		if u.waiting != 0 {
 			continue
@@ -40,7 +45,12 @@ func (s *Scheduler) Next() []*Unit {
 		budget -= len(batch)
 		i += len(batch) - 1
 	}
-	return s.chain(s.worthDispatching)
+	if i >= len(s.pending) {
+		s.touchedEnd = true
+	}
+	b := s.chain(s.worthDispatching)
+	s.held = heldScan{valid: b == nil && !s.touchedEnd, version: s.version, ready: s.ready}
+	return b
 }
 
 // NextInOrder is Next for a worker that will apply the batch only after
@@ -123,6 +133,7 @@ func chainable(u *Unit) bool {
 
 // hand marks the batch at pending[at] dispatched and takes it off pending.
 func (s *Scheduler) hand(at int, batch []*Unit) {
+	s.version++
 	for _, v := range batch {
 		v.state = stateDispatched
 		if v.waiting == 0 {
@@ -162,6 +173,9 @@ func (s *Scheduler) grow(start int, chained bool) (batch []*Unit, bytes int) {
 		}
 	}
 	s.grown = batch
+	if start+len(batch) >= len(s.pending) {
+		s.touchedEnd = true
+	}
 	return batch, bytes
 }
 
@@ -207,6 +221,7 @@ func (s *Scheduler) depsSatisfied(v *Unit, batch uint64, chained bool) bool {
 // in Seq order, so the batch's units are the oldest in flight; with them, a
 // batch may commit before earlier ones of other domains.
 func (s *Scheduler) Committed(batch []*Unit) {
+	s.version++
 	s.unchain(batch)
 	for _, u := range batch {
 		if u.Solo {
@@ -268,6 +283,7 @@ func (s *Scheduler) Committed(batch []*Unit) {
 // through, or after a transient error) back into the graph. Its first unit
 // then runs only at the head, when nothing earlier can still be in its way.
 func (s *Scheduler) Requeue(batch []*Unit) {
+	s.version++
 	s.unchain(batch)
 	for i, u := range batch {
 		if u.Solo {

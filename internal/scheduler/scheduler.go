@@ -214,6 +214,27 @@ type Scheduler struct {
 	// CPU with 16 workers on the order-entry benchmark, 0% with one): a
 	// fresh slice each time added to it. A batch handed out is a copy.
 	grown []*Unit
+	// version counts the changes that can make a held-back batch worth
+	// dispatching, or let a batch grow: a commit, a requeue, a seal, a
+	// batch handed out. Adds are not counted: see held.
+	version uint64
+	// held records a Next that handed out nothing although its scan ended
+	// before the end of pending, and no batch it grew reached that end:
+	// units added since then are past everything it examined, so until
+	// version changes, or an added unit is ready (ready changes), a scan
+	// would grow the same batches and hold them back again. Next then
+	// returns nil at once: with a backlog and idle workers it ran after
+	// every Add, growing up to 2*MaxBatch units (slots, 4 workers:
+	// 18% of binlane's CPU, which one worker does not spend).
+	held       heldScan
+	touchedEnd bool // a batch grown by this Next reached the end of pending
+}
+
+// heldScan is Next's record of a scan that handed out nothing (held).
+type heldScan struct {
+	valid   bool
+	version uint64
+	ready   int
 }
 
 // DefaultWindow is the units in flight (Config.MaxUnits) the applier
@@ -345,6 +366,7 @@ func (s *Scheduler) addWriteset(u *Unit) {
 // it only where they conflict with set. Its own dependencies stay as Add
 // found them (it may already run).
 func (s *Scheduler) Seal(u *Unit, set *KeySet) {
+	s.version++
 	u.Set, u.Open = set, false
 	if s.barrier == u {
 		s.barrier = nil
