@@ -10,10 +10,7 @@ import (
 // in the middle of runs, and the shrink after a burst, and compares every
 // key's holders after each step.
 func TestKeyTable(t *testing.T) {
-	units := make([]*Unit, 8)
-	for i := range units {
-		units[i] = &Unit{Seq: uint64(i + 1)}
-	}
+	units := []unitRef{1, 2, 3, 4, 5, 6, 7, 8}
 	for _, tc := range []struct {
 		name  string
 		keys  int // key space: small ones crowd the table
@@ -71,10 +68,10 @@ func TestKeyTable(t *testing.T) {
 					kt.release(k, u)
 					h := ref[k]
 					if h.excl == u {
-						h.excl = nil
+						h.excl = 0
 					}
 					if h.last == u {
-						h.last = nil
+						h.last = 0
 					}
 					if h == (holders{}) {
 						delete(ref, k)
@@ -106,7 +103,7 @@ func TestKeyTable(t *testing.T) {
 // without resizing (the table holds them at most half full), and the
 // entries already there stay found.
 func TestKeyTableReserve(t *testing.T) {
-	u := &Unit{Seq: 1}
+	u := unitRef(1)
 	for _, tc := range []struct{ held, n int }{{0, 0}, {0, 1}, {0, keyTableMin / 2}, {10, keyTableMin}, {3000, 100000}} {
 		var kt keyTable
 		for k := range uint64(tc.held) {
