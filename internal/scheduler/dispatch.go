@@ -241,7 +241,7 @@ func (s *Scheduler) Committed(batch []*Unit) {
 		if u.Set != nil {
 			for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
 				for _, k := range keys {
-					s.keys.release(k, u.ref)
+					s.keys.release(k, u)
 				}
 			}
 			for _, t := range u.Set.Tables {
@@ -264,7 +264,6 @@ func (s *Scheduler) Committed(batch []*Unit) {
 		case u.Seq > s.committed:
 			s.above[u.Seq] = struct{}{}
 		}
-		s.unref(u)
 		s.inflight--
 		s.bytes -= u.Bytes
 	}

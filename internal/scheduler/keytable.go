@@ -24,7 +24,7 @@ type keySlot struct {
 	h   holders
 }
 
-func (s *keySlot) empty() bool { return s.h == holders{} }
+func (s *keySlot) empty() bool { return s.h.excl == nil && s.h.last == nil }
 
 // keyTableMin is the smallest table, in slots (48 KiB). A table of up to
 // keyTableKeep slots (1.5 MiB: a full window of order entry's keys) keeps
@@ -61,7 +61,7 @@ func (t *keyTable) get(k uint64) holders {
 }
 
 // put returns k's holders to update in place, with a new entry when nobody
-// holds k: the caller must then make one of them non-zero. The pointer is
+// holds k: the caller must then make one of them non-nil. The pointer is
 // good until the next put or release.
 func (t *keyTable) put(k uint64) *holders {
 	if 2*(t.n+1) > len(t.slots) {
@@ -92,7 +92,7 @@ func (t *keyTable) reserve(n int) {
 
 // release forgets u as a holder of k (it committed), and the entry when
 // nobody holds k any more.
-func (t *keyTable) release(k uint64, u unitRef) {
+func (t *keyTable) release(k uint64, u *Unit) {
 	if t.n == 0 {
 		return
 	}
@@ -102,10 +102,10 @@ func (t *keyTable) release(k uint64, u unitRef) {
 	}
 	s := &t.slots[i]
 	if s.h.excl == u {
-		s.h.excl = 0
+		s.h.excl = nil
 	}
 	if s.h.last == u {
-		s.h.last = 0
+		s.h.last = nil
 	}
 	if s.empty() {
 		t.remove(i)

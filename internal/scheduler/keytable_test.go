@@ -10,7 +10,10 @@ import (
 // in the middle of runs, and the shrink after a burst, and compares every
 // key's holders after each step.
 func TestKeyTable(t *testing.T) {
-	units := []unitRef{1, 2, 3, 4, 5, 6, 7, 8}
+	units := make([]*Unit, 8)
+	for i := range units {
+		units[i] = &Unit{Seq: uint64(i + 1)}
+	}
 	for _, tc := range []struct {
 		name  string
 		keys  int // key space: small ones crowd the table
@@ -68,10 +71,10 @@ func TestKeyTable(t *testing.T) {
 					kt.release(k, u)
 					h := ref[k]
 					if h.excl == u {
-						h.excl = 0
+						h.excl = nil
 					}
 					if h.last == u {
-						h.last = 0
+						h.last = nil
 					}
 					if h == (holders{}) {
 						delete(ref, k)
@@ -103,7 +106,7 @@ func TestKeyTable(t *testing.T) {
 // without resizing (the table holds them at most half full), and the
 // entries already there stay found.
 func TestKeyTableReserve(t *testing.T) {
-	u := unitRef(1)
+	u := &Unit{Seq: 1}
 	for _, tc := range []struct{ held, n int }{{0, 0}, {0, 1}, {0, keyTableMin / 2}, {10, keyTableMin}, {3000, 100000}} {
 		var kt keyTable
 		for k := range uint64(tc.held) {

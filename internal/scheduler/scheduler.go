@@ -110,8 +110,7 @@ type Unit struct {
 	deps          []*Unit
 	waiting       int
 	dependents    []*Unit
-	lastDependent *Unit   // dedupes edges while a unit is being added
-	ref           unitRef // its name in the key table, while in flight
+	lastDependent *Unit // dedupes edges while a unit is being added
 	state         unitState
 	headOnly      bool   // a retry: dispatch only when every earlier unit committed
 	batch         uint64 // dispatch id while dispatched
@@ -229,10 +228,6 @@ type Scheduler struct {
 	// 18% of binlane's CPU, which one worker does not spend).
 	held       heldScan
 	touchedEnd bool // a batch grown by this Next reached the end of pending
-	// units are the units in flight by unitRef (see holders), freeRefs the
-	// names free for the next ones.
-	units    []*Unit
-	freeRefs []unitRef
 }
 
 // heldScan is Next's record of a scan that handed out nothing (held).
@@ -289,7 +284,6 @@ func (s *Scheduler) BarrierPending() bool { return s.barrier != nil }
 // Add puts a unit (the next in Seq order) into the graph.
 func (s *Scheduler) Add(u *Unit) {
 	u.state, u.waiting, u.deps, u.dependents = statePending, 0, nil, nil
-	s.ref(u)
 	if !s.cfg.Domains || u.Barrier || u.Solo || len(u.Points) > 0 || s.cfg.Mode != ModeWriteset ||
 		u.SequenceNumber > 0 || u.LastCommitted > 0 {
 		// Fail closed: copied chunks and rows of tables being copied (spans
@@ -343,13 +337,13 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	s.keys.reserve(len(u.Set.Keys) + len(u.Set.Shared))
 	for _, k := range u.Set.Keys {
 		h := s.keys.put(k)
-		s.dependFor(u, s.unit(h.last), Conflict{Hash: k})
-		*h = holders{excl: u.ref, last: u.ref}
+		s.dependFor(u, h.last, Conflict{Hash: k})
+		*h = holders{excl: u, last: u}
 	}
 	for _, k := range u.Set.Shared {
 		h := s.keys.put(k)
-		s.dependFor(u, s.unit(h.excl), Conflict{Hash: k})
-		h.last = u.ref
+		s.dependFor(u, h.excl, Conflict{Hash: k})
+		h.last = u
 	}
 	for _, t := range u.Set.Tables {
 		if t.Exclusive {
@@ -385,14 +379,14 @@ func (s *Scheduler) Seal(u *Unit, set *KeySet) {
 	earlier := func(o *Unit) bool { return o == nil || o.Seq < u.Seq }
 	s.keys.reserve(len(set.Keys) + len(set.Shared))
 	for _, k := range set.Keys {
-		if h := s.keys.put(k); earlier(s.unit(h.excl)) {
-			h.excl = u.ref
+		if h := s.keys.put(k); earlier(h.excl) {
+			h.excl = u
 		}
 	}
 	for _, keys := range [][]uint64{set.Keys, set.Shared} {
 		for _, k := range keys {
-			if h := s.keys.put(k); earlier(s.unit(h.last)) {
-				h.last = u.ref
+			if h := s.keys.put(k); earlier(h.last) {
+				h.last = u
 			}
 		}
 	}
@@ -427,7 +421,7 @@ func (s *Scheduler) markCrossDomain(u *Unit) {
 	}
 	for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
 		for _, k := range keys {
-			if h := s.keys.get(k); other(s.unit(h.last)) || other(s.unit(h.excl)) {
+			if h := s.keys.get(k); other(h.last) || other(h.excl) {
 				u.Ordered = true
 				return
 			}
@@ -458,48 +452,9 @@ func (f *freeUnits) add(domain uint32, n int) {
 }
 
 // holders are the last unit that held a row key exclusively and the last
-// that held it at all (0: none in flight). One entry for both: a key
-// costs one probe where two tables cost two. They name units by their
-// unitRef, not by pointer, so the key table holds no pointer: with 4
-// workers its window of order entry's keys (100,000 and more) was 6 MiB
-// that the garbage collector scanned at every cycle, and a third larger.
-type holders struct{ excl, last unitRef }
-
-// unitRef names a unit in flight: its index in Scheduler.units, given when
-// it is added and free again when it commits, after its keys are
-// released. 0 is no unit.
-type unitRef uint32
-
-// ref gives u its unitRef.
-func (s *Scheduler) ref(u *Unit) {
-	if n := len(s.freeRefs); n > 0 {
-		u.ref = s.freeRefs[n-1]
-		s.freeRefs = s.freeRefs[:n-1]
-	} else {
-		if len(s.units) == 0 {
-			s.units = append(s.units, nil) // 0 names no unit
-		}
-		u.ref = unitRef(len(s.units))
-		s.units = append(s.units, nil)
-	}
-	s.units[u.ref] = u
-}
-
-// unref frees u's unitRef: u committed and its keys were released, so no
-// holder names it any more.
-func (s *Scheduler) unref(u *Unit) {
-	if u.ref != 0 {
-		s.units[u.ref] = nil
-		s.freeRefs = append(s.freeRefs, u.ref)
-		u.ref = 0
-	}
-}
-
-// unit returns the unit r names (nil for 0). A stale name cannot come back
-// from the table (keys are released before the name is freed), and would
-// name a unit added earlier than any being added now: a dependency on it
-// waits longer, never for a later unit.
-func (s *Scheduler) unit(r unitRef) *Unit { return s.units[r] }
+// that held it at all (nil: none in flight). One entry for both: a key
+// costs one probe where two tables cost two.
+type holders struct{ excl, last *Unit }
 
 // dependFor makes u wait for d through c (see Config.Conflict).
 func (s *Scheduler) dependFor(u, d *Unit, c Conflict) {
