@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,7 @@ func (s *Stream) run(ctx context.Context, sess *session) error {
 		sess.conn.Close()
 		switch {
 		case ctx.Err() != nil:
+			s.endDump(sess)
 			s.q.close(context.Cause(ctx))
 			return nil
 		case errors.Is(err, io.EOF) && s.cfg.NonBlocking:
@@ -147,6 +149,51 @@ func (s *Stream) run(ctx context.Context, sess *session) error {
 			return nil
 		}
 	}
+}
+
+// endDumpTimeout bounds endDump: a stream that stops must not wait long
+// for a source it no longer needs.
+const endDumpTimeout = 2 * time.Second
+
+// endDump ends the source's dump thread of a session the stream closed.
+// The thread does not read from its connection while it waits for new
+// binlog events, so it outlives the closed connection until a write to it
+// fails; a replica that then registers with the same server_id (binlane
+// started again, with the same stream name) waits about 100 ms for the
+// source to kill it (measured on MariaDB 10.11: the first transaction
+// applied 105 ms later than with another server_id). An account may kill
+// its own connections. Only a dump thread of the same server (its
+// server_id) under the same connection id is killed: behind a proxy the
+// new connection may reach another server, where the id names another
+// connection. Best effort: the source ends the thread anyway.
+func (s *Stream) endDump(sess *session) {
+	if sess.info == nil || sess.info.ConnectionID == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), endDumpTimeout)
+	defer cancel()
+	err := s.killDump(ctx, sess.info)
+	if err != nil && !wire.IsServerError(err, wire.ErrCodeNoSuchThread) {
+		s.log.Debug("could not end the source's dump thread of the closed stream", "connection", sess.info.ConnectionID, "error", err)
+	}
+}
+
+func (s *Stream) killDump(ctx context.Context, info *SourceInfo) error {
+	c, err := dial(ctx, &s.cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	res, err := c.Query(ctx, fmt.Sprintf("SELECT @@server_id, COUNT(*) FROM information_schema.PROCESSLIST "+
+		"WHERE ID = %d AND COMMAND LIKE 'Binlog Dump%%'", info.ConnectionID))
+	if err != nil {
+		return err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 2 || res.Rows[0][0] == nil || res.Rows[0][1] == nil ||
+		*res.Rows[0][0] != strconv.FormatUint(uint64(info.ServerID), 10) || *res.Rows[0][1] != "1" {
+		return nil // another server, or the thread is gone
+	}
+	return c.Exec(ctx, fmt.Sprintf("KILL CONNECTION %d", info.ConnectionID))
 }
 
 // pump reads, decodes and queues events until the session fails.

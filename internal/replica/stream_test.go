@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/binlane/binlane/internal/binlog"
 	"github.com/binlane/binlane/internal/sandbox"
@@ -78,5 +79,44 @@ func TestLargeEventArrivesIntact(t *testing.T) {
 	want := 20<<20 + 3
 	if got := vals[1].B; len(got) != want || string(got[:16]) != "0123456789abcdef" || string(got[len(got)-3:]) != "END" {
 		t.Fatalf("blob of %d bytes, want %d", len(got), want)
+	}
+}
+
+// TestCloseEndsDumpThread: closing a stream ends the source's dump thread
+// at once (endDump), as the stream's own account. Left alone, the thread
+// waits for the next event or heartbeat to find its connection gone (here
+// 30 s), and a replica registering with the same server_id meanwhile
+// waited about 100 ms for the source to kill it.
+func TestCloseEndsDumpThread(t *testing.T) {
+	srv := sandbox.StartT(t, sandbox.Options{})
+	srv.ExecT(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)", "INSERT INTO d.t VALUES (1)")
+	cfg := baseConfig(t, srv)
+	cfg.HeartbeatPeriod = 30 * time.Second
+	dumps := func() int {
+		var n int
+		if err := srv.OpenT(t, "").QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	s := openT(t, cfg)
+	c := newConsumer(t, s)
+	c.until("the insert", func(m binlog.Message) bool {
+		if m.Event == nil {
+			return false
+		}
+		_, ok := m.Event.Data.(*binlog.RowsEvent)
+		return ok
+	})
+	if n := dumps(); n != 1 {
+		t.Fatalf("%d dump threads while streaming, want 1", n)
+	}
+	s.Close()
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for dumps() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the source's dump thread outlived the closed stream by 500 ms")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

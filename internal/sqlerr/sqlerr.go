@@ -37,6 +37,7 @@ const (
 	DupKey                       = 1022 // ER_DUP_KEY
 	KeyColumnDoesNotExist        = 1072 // ER_KEY_COLUMN_DOES_NOT_EXITS
 	CantDropField                = 1091 // ER_CANT_DROP_FIELD_OR_KEY
+	NoSuchThread                 = 1094 // ER_NO_SUCH_THREAD: KILL of a connection that is gone
 	TableAccessDenied            = 1142 // ER_TABLEACCESS_DENIED_ERROR
 	ColumnAccessDenied           = 1143 // ER_COLUMNACCESS_DENIED_ERROR
 	NoSuchTable                  = 1146 // ER_NO_SUCH_TABLE

@@ -40,6 +40,7 @@ const (
 	ErrCodeQueryInterrupted = sqlerr.QueryInterrupted
 	ErrCodeConnKilled       = sqlerr.ConnectionKilled
 	ErrCodeMasterFatal      = sqlerr.MasterFatalReading
+	ErrCodeNoSuchThread     = sqlerr.NoSuchThread
 )
 
 // IsServerError reports whether err wraps a ServerError with one of codes.
