@@ -275,7 +275,7 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	drained, error) {
 	args := []string{"replicate", "--source", b.src.URL(), "--target", dst.URL(), "--stream", "bench",
 		"--start-gtid", b.start, "--stop-at-gtid", b.end, "--threads", strconv.Itoa(workers), "--databases", spec.database(),
-		"--log-level", "warn"}
+		"--log-level", "warn", "--server-id", strconv.Itoa(c.progress.serverID())}
 	if c.maxBatch > 0 {
 		args = append(args, "--max-batch", strconv.Itoa(c.maxBatch))
 	}

@@ -242,6 +242,20 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 type progress struct {
 	start       time.Time
 	total, done int
+	ids         int // binlane runs started (serverID)
+}
+
+// serverID returns the server_id of the next binlane run, from 1001 (the
+// sandboxes are 1 and 2): each run is a replica of its own, because a
+// build that leaves its dump thread on the source (stop 45's and before)
+// made the next run with the same server_id wait about 100 ms for the
+// source to kill it.
+func (p *progress) serverID() int {
+	if p == nil {
+		return 1000
+	}
+	p.ids++
+	return 1000 + p.ids
 }
 
 // next counts a run starting and says where the benchmark stands.
