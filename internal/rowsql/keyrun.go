@@ -23,7 +23,7 @@ import (
 // target leaves the count short and fails the commit, as the IN list's
 // does. The table is collapsible: no trigger, no foreign key either way,
 // so deleting the rows in one statement or in several does the same. One
-// range costs the target a fifth to a quarter less than IN lists of 500
+// range costs the target a quarter to two fifths less than IN lists of 500
 // keys (apply.BenchmarkBulkForms), reads the target's primary key by the
 // range whatever its statistics say (a table whose statistics count no
 // rows gets one key per IN list: Writer.deleteRows), and locks what the IN
