@@ -17,7 +17,6 @@ func (s *Scheduler) Next() []*Unit {
 	if s.held.valid && s.held.version == s.version && s.held.ready == s.ready {
 		return nil // nothing it examined changed (see Scheduler.held)
 	}
-	s.touchedEnd = false
 	budget := 2 * s.cfg.MaxBatch
 	seen := 0 // ready units passed so far
 	i := 0
@@ -45,11 +44,12 @@ func (s *Scheduler) Next() []*Unit {
 		budget -= len(batch)
 		i += len(batch) - 1
 	}
-	if i >= len(s.pending) {
-		s.touchedEnd = true
-	}
+	// A batch the loop grew to the end of pending ends the loop there
+	// (i is past it). The chained batch starts at pending[0]: grown to the
+	// end, it holds every pending unit or MaxBatch of them, and is worth
+	// dispatching either way, so a nil from chain never left one there.
 	b := s.chain(s.worthDispatching)
-	s.held = heldScan{valid: b == nil && !s.touchedEnd, version: s.version, ready: s.ready}
+	s.held = heldScan{valid: b == nil && i < len(s.pending), version: s.version, ready: s.ready}
 	return b
 }
 
@@ -173,9 +173,6 @@ func (s *Scheduler) grow(start int, chained bool) (batch []*Unit, bytes int) {
 		}
 	}
 	s.grown = batch
-	if start+len(batch) >= len(s.pending) {
-		s.touchedEnd = true
-	}
 	return batch, bytes
 }
 

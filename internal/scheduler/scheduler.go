@@ -226,8 +226,7 @@ type Scheduler struct {
 	// returns nil at once: with a backlog and idle workers it ran after
 	// every Add, growing up to 2*MaxBatch units (slots, 4 workers:
 	// 18% of binlane's CPU, which one worker does not spend).
-	held       heldScan
-	touchedEnd bool // a batch grown by this Next reached the end of pending
+	held heldScan
 }
 
 // heldScan is Next's record of a scan that handed out nothing (held).
