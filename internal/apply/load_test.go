@@ -2,14 +2,12 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/sandbox"
 )
 
@@ -69,14 +67,7 @@ func TestBulkUpdateLoadMissingRow(t *testing.T) {
 		"SET sql_log_bin = 0", "INSERT INTO app.bulk (id, i) VALUES (9999, 1)", "SET sql_log_bin = 1",
 		"UPDATE app.bulk SET i = i + 1",
 	)
-	_, err := p.replay(t, runOpts{workers: 1, maxBatch: 8})
-	var rc *rowsql.RowCountError
-	if !errors.As(err, &rc) {
-		t.Fatalf("replay: %v; want a row-count error", err)
-	}
-	if !strings.Contains(err.Error(), "bulk") {
-		t.Errorf("the error does not name the table: %v", err)
-	}
+	wantRowCountError(t, p, "bulk")
 }
 
 // TestLoadWarningGuard: a value LOAD DATA LOCAL cannot store as it is

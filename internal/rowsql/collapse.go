@@ -26,11 +26,11 @@ type collapser struct {
 	byPlan map[*plan.Table]*collapsedTable
 	d      xxhash.Digest
 	buf    [8]byte
-	// loads, joinKeys and joinCols are load.go's, keyrun.go's and join.go's
-	// scratch: the rows of a table that may be loaded, rows by key, and
-	// the columns a join writes.
+	// Scratch of load.go, keyrun.go and join.go: the rows of a table that
+	// may be loaded, rows by key (range deletes, join runs), and the
+	// columns a join writes.
 	loads    []int32
-	joinKeys []joinKey
+	keyed    []keyedRow
 	joinCols []int
 }
 

@@ -77,18 +77,18 @@ func (c *collapser) joinRows(w *Writer, ct *collapsedTable, rows []int32) ([]int
 	if maxRows < loadMinRows {
 		return rows, nil
 	}
-	keys := c.joinKeys[:0]
+	keys := c.keyed[:0]
 	pk := p.RowKey[0]
 	for _, i := range rows {
 		if k, ok := orderKey(&ct.rows[i].final[pk]); ok {
-			keys = append(keys, joinKey{row: i, key: k})
+			keys = append(keys, keyedRow{row: i, key: k})
 		}
 	}
-	c.joinKeys = keys[:0]
+	c.keyed = keys[:0]
 	if len(keys) < loadMinRows {
 		return rows, nil
 	}
-	err := keyRuns(keys, loadMinRows, maxRows, func(run []joinKey) (int, error) { return c.joinChunk(w, ct, run) })
+	err := keyRuns(keys, loadMinRows, maxRows, func(run []keyedRow) (int, error) { return c.joinChunk(w, ct, run) })
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (c *collapser) joinRows(w *Writer, ct *collapsedTable, rows []int32) ([]int
 
 // joinChunk writes one join update of the rows of keys (consecutive), as
 // many as a round trip's file holds, and returns how many of keys it took.
-func (c *collapser) joinChunk(w *Writer, ct *collapsedTable, keys []joinKey) (int, error) {
+func (c *collapser) joinChunk(w *Writer, ct *collapsedTable, keys []keyedRow) (int, error) {
 	p := ct.p
 	tmp := sqlquote.Qualified(p.Target.Schema, joinTable)
 	cols := c.joinColumns(ct, keys)
@@ -151,7 +151,7 @@ func (c *collapser) joinChunk(w *Writer, ct *collapsedTable, keys []joinKey) (in
 // target's clock would set it). The other columns hold on the target what
 // they held before the batch, and the join leaves them: a bulk update of
 // two of five columns loads and assigns two.
-func (c *collapser) joinColumns(ct *collapsedTable, keys []joinKey) []int {
+func (c *collapser) joinColumns(ct *collapsedTable, keys []keyedRow) []int {
 	p := ct.p
 	pk := p.RowKey[0]
 	cols := append(c.joinCols[:0], pk)

@@ -113,11 +113,19 @@ func TestJoinColumns(t *testing.T) {
 			t.Errorf("missing %s\nin\n%s", want, joined)
 		}
 	}
+	loads := 0
 	for _, trip := range s.stmts {
 		for _, st := range trip {
-			if strings.HasPrefix(st.What, "load") && !strings.HasPrefix(string(st.File), "0\t0\t5\t1\n1\t0\t5\t2\n") {
+			if st.File == nil {
+				continue
+			}
+			loads++
+			if !strings.HasPrefix(string(st.File), "0\t0\t5\t1\n1\t0\t5\t2\n") {
 				t.Errorf("file starts %q", st.File[:min(len(st.File), 40)])
 			}
 		}
+	}
+	if loads != 1 {
+		t.Errorf("%d loads, want 1", loads)
 	}
 }

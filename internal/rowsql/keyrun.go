@@ -35,9 +35,9 @@ import (
 // in IN lists.
 const rangeMinRows = 100
 
-// joinKey is a changed row (its index in the collapsed table) and its
+// keyedRow is a row of the collapsed table (its index there) and its
 // key in an order that sorts signed and unsigned integers alike.
-type joinKey struct {
+type keyedRow struct {
 	row int32
 	key uint64
 }
@@ -56,8 +56,8 @@ func orderKey(v *binlog.Value) (uint64, bool) {
 // keyRuns sorts keys and calls write for each run of consecutive keys of
 // minRows at least, maxRows at most at a time; write returns how many of
 // the run it took (the rest start the next run).
-func keyRuns(keys []joinKey, minRows, maxRows int, write func(run []joinKey) (int, error)) error {
-	slices.SortFunc(keys, func(a, b joinKey) int { return cmp.Compare(a.key, b.key) })
+func keyRuns(keys []keyedRow, minRows, maxRows int, write func(run []keyedRow) (int, error)) error {
+	slices.SortFunc(keys, func(a, b keyedRow) int { return cmp.Compare(a.key, b.key) })
 	for from := 0; from < len(keys); {
 		to := from + 1
 		for to < len(keys) && to-from < maxRows && keys[to].key == keys[to-1].key+1 {
@@ -85,19 +85,19 @@ func (c *collapser) rangeDeletes(w *Writer, ct *collapsedTable) error {
 		return nil
 	}
 	pk := p.RowKey[0]
-	keys := c.joinKeys[:0]
+	keys := c.keyed[:0]
 	for i := range ct.rows {
 		if r := &ct.rows[i]; r.final == nil && r.existed {
 			if k, ok := orderKey(&r.key[pk]); ok {
-				keys = append(keys, joinKey{row: int32(i), key: k})
+				keys = append(keys, keyedRow{row: int32(i), key: k})
 			}
 		}
 	}
-	c.joinKeys = keys[:0]
+	c.keyed = keys[:0]
 	if len(keys) < rangeMinRows {
 		return nil
 	}
-	return keyRuns(keys, rangeMinRows, len(keys), func(run []joinKey) (int, error) {
+	return keyRuns(keys, rangeMinRows, len(keys), func(run []keyedRow) (int, error) {
 		first := &ct.rows[run[0].row]
 		w.begin()
 		w.buf = append(w.buf, "DELETE FROM "...)
