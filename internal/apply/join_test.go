@@ -257,3 +257,39 @@ func TestJoinRangeLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeDeleteIgnoresStatistics: what rowsql's range deletes rely on
+// (keyrun.go). On a table whose statistics count no rows (persistent
+// statistics of the empty table, kept over a restart), MariaDB reads a
+// DELETE of a key range by the primary key, where a DELETE ... IN of six
+// keys scans the table (why Writer.deleteRows gives such a table one key
+// per IN list).
+func TestRangeDeleteIgnoresStatistics(t *testing.T) {
+	s := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
+	s.ExecT(t, "CREATE DATABASE d", "CREATE TABLE d.h (id BIGINT PRIMARY KEY, c INT, KEY c (c)) STATS_PERSISTENT=1 STATS_AUTO_RECALC=0",
+		"ANALYZE TABLE d.h", "INSERT INTO d.h SELECT seq, seq % 100 FROM d.seq_1_to_40000")
+	if err := s.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db := s.OpenT(t, "")
+	var rows int64
+	if err := db.QueryRow("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'd' AND TABLE_NAME = 'h'").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("the statistics count %d rows (%v): the test needs 0", rows, err)
+	}
+	plan := func(q string) (access, key string) {
+		var id int
+		var selectType, table, possible, keyLen, ref, extra sql.NullString
+		var n sql.NullInt64
+		var k sql.NullString
+		if err := db.QueryRow("EXPLAIN "+q).Scan(&id, &selectType, &table, &access, &possible, &k, &keyLen, &ref, &n, &extra); err != nil {
+			t.Fatalf("EXPLAIN %s: %v", q, err)
+		}
+		return access, k.String
+	}
+	if access, key := plan("DELETE FROM d.h WHERE id BETWEEN 10001 AND 20000"); access != "range" || key != "PRIMARY" {
+		t.Errorf("range delete: %s on %q, want a range on PRIMARY", access, key)
+	}
+	if access, _ := plan("DELETE FROM d.h WHERE id IN (5, 6, 7, 8, 9, 10)"); access != "ALL" {
+		t.Logf("IN list of 6 keys: %s (a scan when this test was written)", access)
+	}
+}
