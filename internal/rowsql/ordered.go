@@ -32,7 +32,9 @@ func (w *Writer) change(t *txn.Txn, p *plan.Table, c *txn.Change) error {
 	}
 	sameSession := (c.Flags&binlog.RowsFlagNoForeignKeyChecks != 0) == w.fkOff
 	f := formOf(p, c, w.OneByOne)
-	if o := w.open; o != nil && (o.p != p || o.kind != c.Kind || !f.shares() || !sameSession || w.openFull() ||
+	// Diagnosis (OneByOne) shares no statement: a failed statement then
+	// names the row that failed it.
+	if o := w.open; o != nil && (w.OneByOne || o.p != p || o.kind != c.Kind || !f.shares() || !sameSession || w.openFull() ||
 		p.OrderedRows && c.Kind == binlog.RowsDelete) {
 		if err := w.closeOpen(); err != nil {
 			return err
