@@ -54,12 +54,17 @@ func check(stmts []Stmt, counts []int64) error {
 }
 
 // blame names the statement a failed round trip failed in, when that is
-// certain: a round trip holding one row statement (and its row-count check),
-// as diagnosis sends them.
+// certain: a round trip holding one statement of one row (and its
+// row-count check), as diagnosis sends them, or one chunk of copied rows
+// (named by its Subject). A statement of several rows names its first,
+// which need not be the one that failed.
 func blame(stmts []Stmt, err error) error {
 	n := len(stmts)
-	if n > 0 && stmts[0].Txn != nil && !stmts[0].Block && (n == 1 || n == 2 && stmts[1].What == RowCountCheck) {
-		return &StmtError{Stmt: stmts[0], Err: err}
+	if n == 0 || n > 2 || n == 2 && stmts[1].What != RowCountCheck {
+		return err
+	}
+	if st := stmts[0]; st.Txn != nil && !st.Block && (st.Expect == 1 || st.Subject != "") {
+		return &StmtError{Stmt: st, Err: err}
 	}
 	return err
 }
