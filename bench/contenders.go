@@ -308,6 +308,9 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	if c.pin {
 		cores = otherCores
 	}
+	if err := warmPages(dst.Dir, warmMiB); err != nil {
+		return drained{}, err
+	}
 	stmts0 := rowStatements(ctx, db)
 	name, args := pinned(cores, bin, args...)
 	r, err := timedCommandCPU(exec.CommandContext(ctx, name, args...), dst, b.src, "binlane", func(t0 time.Time) func() {
@@ -392,6 +395,9 @@ func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string
 		}
 	}
 	if err := waitRelayFetched(ctx, db, b.src); err != nil {
+		return drained{}, err
+	}
+	if err := warmPages(dst.Dir, warmMiB); err != nil {
 		return drained{}, err
 	}
 	want, _ := gtid.ParseSet(b.end)
