@@ -334,6 +334,8 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	// kind (units commit in order), a shared one for the last exclusive
 	// holder only.
 	s.keys.reserve(len(u.Set.Keys) + len(u.Set.Shared))
+	s.keys.touch(u.Set.Keys)
+	s.keys.touch(u.Set.Shared)
 	for _, k := range u.Set.Keys {
 		h := s.keys.put(k)
 		s.dependFor(u, h.last, Conflict{Hash: k})
