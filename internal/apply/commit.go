@@ -18,6 +18,9 @@ type committer struct {
 	stream, owner string
 	idleSave      time.Duration
 	stats         *Stats
+	// single: one worker applies everything, so no other batch can want
+	// the position lock while this one's rows run (see flushFirstBytes).
+	single bool
 }
 
 // commitOpts says what the commit covers besides rows.
@@ -119,7 +122,13 @@ func (c *committer) lockPosition(ctx context.Context, w *worker, b *batch) error
 
 // flushFirstBytes: a batch this large sends its last rows before it takes
 // the position lock, and the position and COMMIT in a round trip of their
-// own (one more round trip, nothing next to the rows' cost).
+// own (one more round trip, nothing next to the rows' cost), so that the
+// lock does not hold back other workers' commits (of other domains) while
+// its rows apply. A single worker has nobody to hold back, and sends its
+// rows with the COMMIT: the batch it renders ahead is rendered while the
+// rows apply, not only while the COMMIT does. Order entry, pinned, one
+// worker: batches of 1 MiB and more, the target idle 1-3 ms after each
+// COMMIT while the next batch was still being rendered (busy 91-93%).
 const flushFirstBytes = 1 << 20
 
 // bytes is the size of the batch's transactions, as the scheduler counts.
@@ -143,7 +152,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	if err := w.release(ctx, b); err != nil {
 		return err
 	}
-	if !c.seq.atHead(b.first) || b.bytes() >= flushFirstBytes {
+	if !c.seq.atHead(b.first) || b.bytes() >= flushFirstBytes && !c.single {
 		// Not the earliest batch in flight: its rows go before it waits,
 		// and never while it holds the position lock. A large batch sends
 		// its rows before it takes the lock even at the head: the lock

@@ -48,7 +48,8 @@ type workerConfig struct {
 
 func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-chan struct{}) workerConfig {
 	return workerConfig{id: id, pool: pool, meta: a.meta, plans: a.plans,
-		commit:   &committer{seq: seq, stream: a.cfg.Stream, owner: a.cfg.Owner, idleSave: a.cfg.IdleSave, stats: a.stats},
+		commit: &committer{seq: seq, stream: a.cfg.Stream, owner: a.cfg.Owner, idleSave: a.cfg.IdleSave, stats: a.stats,
+			single: a.cfg.Workers == 1},
 		abortAll: abortAll, stats: a.stats, log: a.cfg.Logger,
 		collapse:   a.cfg.MaxBatch > 1,
 		maxRetries: a.cfg.MaxRetries, flavor: a.cfg.Flavor, recoveredDDL: a.cfg.RecoveredDDL, copy: a.cfg.Copy,
