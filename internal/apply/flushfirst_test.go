@@ -39,7 +39,7 @@ func TestLargeBatchCommitsWithItsRows(t *testing.T) {
 		p.compare(t, "app")
 		var n int
 		if err := p.dst.OpenT(t, "").QueryRow(`SELECT COUNT(*) FROM mysql.general_log
-			WHERE argument LIKE 'START TRANSACTION;%INSERT INTO `+"`app`.`w`"+`%COMMIT%'`).Scan(&n); err != nil {
+			WHERE argument LIKE 'START TRANSACTION;%INSERT INTO ` + "`app`.`w`" + `%COMMIT%'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if together := n == 1; together != c.together {
