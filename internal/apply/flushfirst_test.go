@@ -1,10 +1,6 @@
 package apply
 
-import (
-	"testing"
-
-	"github.com/binlane/binlane/internal/gtid"
-)
+import "testing"
 
 // TestLargeBatchCommitsWithItsRows: a batch of 1 MiB or more at the head
 // sends its last rows before it takes the position lock, and its position
@@ -18,17 +14,7 @@ func TestLargeBatchCommitsWithItsRows(t *testing.T) {
 		workers  int
 		together bool // the rows' round trip also holds the COMMIT
 	}{{1, true}, {2, false}} {
-		p := newPair(t)
-		p.src.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.w (id INT PRIMARY KEY, pad VARCHAR(1600))")
-		p.dst.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.w (id INT PRIMARY KEY, pad VARCHAR(1600))")
-		var pos string
-		if err := p.src.OpenT(t, "").QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
-			t.Fatal(err)
-		}
-		start, err := gtid.ParseSet(pos)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, start := driftPair(t, "CREATE DATABASE app", "CREATE TABLE app.w (id INT PRIMARY KEY, pad VARCHAR(1600))")
 		// 900 rows of 1,500 bytes: 1.35 MB of binlog, one transaction, in a
 		// multi-row INSERT (fewer rows than a LOAD DATA takes).
 		p.src.ExecT(t, "INSERT INTO app.w SELECT seq, REPEAT(CHAR(65 + seq % 26), 1500) FROM app.seq_1_to_900")
