@@ -127,8 +127,8 @@ func (c *committer) lockPosition(ctx context.Context, w *worker, b *batch) error
 // its rows apply. A single worker has nobody to hold back, and sends its
 // rows with the COMMIT: the batch it renders ahead is rendered while the
 // rows apply, not only while the COMMIT does. Order entry, pinned, one
-// worker: batches of 1 MiB and more, the target idle 1-3 ms after each
-// COMMIT while the next batch was still being rendered (busy 91-93%).
+// worker (batches of 1 MiB and more): 236 round trips instead of 444, the
+// target's core busy 95% of the drain instead of 92-93%.
 const flushFirstBytes = 1 << 20
 
 // bytes is the size of the batch's transactions, as the scheduler counts.
