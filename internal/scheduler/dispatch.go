@@ -236,10 +236,11 @@ func (s *Scheduler) Committed(batch []*Unit) {
 		}
 		u.dependents, u.deps = nil, nil
 		if u.Set != nil {
-			s.keys.touch(u.Set.Keys)
-			s.keys.touch(u.Set.Shared)
 			for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
-				for _, k := range keys {
+				for i, k := range keys {
+					if i%touchBlock == 0 {
+						s.keys.touch(keys[i:min(i+touchBlock, len(keys))])
+					}
 					s.keys.release(k, u)
 				}
 			}

@@ -58,7 +58,9 @@ func (t *keyTable) find(k uint64) (i int, found bool) {
 // entry: 1.5 MiB), and each key's slot is a cache miss; a find waits for
 // its miss, but these reads do not depend on each other, so the core has
 // several misses in flight at once and the finds that follow hit the
-// cache (BenchmarkKeysColdCache).
+// cache (BenchmarkKeysColdCache). Callers touch touchBlock keys at a
+// time: the slots of a bulk unit's 100,000 keys, all read ahead, left the
+// cache before their puts came (BenchmarkKeysLargeUnit).
 func (t *keyTable) touch(keys []uint64) {
 	if t.n == 0 {
 		return
@@ -69,6 +71,10 @@ func (t *keyTable) touch(keys []uint64) {
 	}
 	t.touched ^= x
 }
+
+// touchBlock is how many keys are touched ahead of their puts or
+// releases: enough misses in flight, few enough slots to stay cached.
+const touchBlock = 32
 
 // get returns k's holders (none: zero).
 func (t *keyTable) get(k uint64) holders {

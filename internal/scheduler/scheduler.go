@@ -334,14 +334,18 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	// kind (units commit in order), a shared one for the last exclusive
 	// holder only.
 	s.keys.reserve(len(u.Set.Keys) + len(u.Set.Shared))
-	s.keys.touch(u.Set.Keys)
-	s.keys.touch(u.Set.Shared)
-	for _, k := range u.Set.Keys {
+	for i, k := range u.Set.Keys {
+		if i%touchBlock == 0 {
+			s.keys.touch(u.Set.Keys[i:min(i+touchBlock, len(u.Set.Keys))])
+		}
 		h := s.keys.put(k)
 		s.dependFor(u, h.last, Conflict{Hash: k})
 		*h = holders{excl: u, last: u}
 	}
-	for _, k := range u.Set.Shared {
+	for i, k := range u.Set.Shared {
+		if i%touchBlock == 0 {
+			s.keys.touch(u.Set.Shared[i:min(i+touchBlock, len(u.Set.Shared))])
+		}
 		h := s.keys.put(k)
 		s.dependFor(u, h.excl, Conflict{Hash: k})
 		h.last = u
