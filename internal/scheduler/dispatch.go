@@ -238,9 +238,7 @@ func (s *Scheduler) Committed(batch []*Unit) {
 		if u.Set != nil {
 			for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
 				for i, k := range keys {
-					if i%touchBlock == 0 {
-						s.keys.touch(keys[i:min(i+touchBlock, len(keys))])
-					}
+					s.keys.touchAhead(keys, i)
 					s.keys.release(k, u)
 				}
 			}

@@ -17,7 +17,7 @@ type keyTable struct {
 	slots []keySlot
 	n     int  // entries
 	shift uint // 64 - log2(len(slots))
-	// touched keeps what touch read, so the compiler keeps the reads.
+	// touched keeps what touchAhead read, so the compiler keeps the reads.
 	touched uint64
 }
 
@@ -53,20 +53,21 @@ func (t *keyTable) find(k uint64) (i int, found bool) {
 	}
 }
 
-// touch reads the home slot of every key before the caller puts or
-// releases them one by one. The table outgrows a core's cache (order
-// entry: 1.5 MiB), and each key's slot is a cache miss; a find waits for
-// its miss, but these reads do not depend on each other, so the core has
+// touchAhead reads, when i starts a block of touchBlock keys, the home
+// slots of that block of keys, before the caller puts or releases them one
+// by one (keys[i] first). The table outgrows a core's cache (order entry:
+// 1.5 MiB), and each key's slot is a cache miss; a find waits for its
+// miss, but these reads do not depend on each other, so the core has
 // several misses in flight at once and the finds that follow hit the
-// cache (BenchmarkKeysColdCache). Callers touch touchBlock keys at a
-// time: the slots of a bulk unit's 100,000 keys, all read ahead, left the
-// cache before their puts came (BenchmarkKeysLargeUnit).
-func (t *keyTable) touch(keys []uint64) {
-	if t.n == 0 {
+// cache (BenchmarkKeysColdCache). A block at a time: the slots of a bulk
+// unit's 100,000 keys, all read ahead, left the cache before their puts
+// came (BenchmarkKeysLargeUnit).
+func (t *keyTable) touchAhead(keys []uint64, i int) {
+	if i%touchBlock != 0 || t.n == 0 {
 		return
 	}
 	var x uint64
-	for _, k := range keys {
+	for _, k := range keys[i:min(i+touchBlock, len(keys))] {
 		x ^= t.slots[t.home(k)].key
 	}
 	t.touched ^= x

@@ -335,17 +335,13 @@ func (s *Scheduler) addWriteset(u *Unit) {
 	// holder only.
 	s.keys.reserve(len(u.Set.Keys) + len(u.Set.Shared))
 	for i, k := range u.Set.Keys {
-		if i%touchBlock == 0 {
-			s.keys.touch(u.Set.Keys[i:min(i+touchBlock, len(u.Set.Keys))])
-		}
+		s.keys.touchAhead(u.Set.Keys, i)
 		h := s.keys.put(k)
 		s.dependFor(u, h.last, Conflict{Hash: k})
 		*h = holders{excl: u, last: u}
 	}
 	for i, k := range u.Set.Shared {
-		if i%touchBlock == 0 {
-			s.keys.touch(u.Set.Shared[i:min(i+touchBlock, len(u.Set.Shared))])
-		}
+		s.keys.touchAhead(u.Set.Shared, i)
 		h := s.keys.put(k)
 		s.dependFor(u, h.excl, Conflict{Hash: k})
 		h.last = u
