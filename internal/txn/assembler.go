@@ -61,27 +61,28 @@ var ErrStreamBroken = errors.New("the source connection broke in the middle of a
 
 // Assembler groups events into transactions.
 type Assembler struct {
-	src  Source
-	cfg  Config
-	log  *slog.Logger
-	seq  uint64
-	pos  gtid.Set // running position, to detect StopAt
-	cur  *Txn
-	body Body // the part being filled
+	src Source
+	cfg Config
+	log *slog.Logger
+	seq uint64
+	pos gtid.Set // running position, to detect StopAt
+	cur *Txn
+	// body is the part being filled: its items and changes are the
+	// unused rest of blocks that earlier parts were carved from (see
+	// handOver).
+	body Body
 	sent bool // the current transaction's first part went out
-	// values is the current block of the decode buffer of the part being
-	// filled: its changes' images (earlier blocks hold those of its first
-	// events, see decodeRows). It is reused from part to part (see
-	// handOver), so that a small transaction costs one exactly sized array
-	// of values instead of a chain of doubling ones.
+	// values is the current block of the decode buffer: the images of
+	// parts handed over, then those of the part being filled (earlier
+	// blocks may hold those of its first events, see decodeRows).
 	values []binlog.Value
-	// partValues counts the values of the part being filled, in every
-	// block of the decode buffer (see decodeRows).
-	partValues int
-	// scratchMax is scratchMaxBytes (a test lowers it).
-	scratchMax int
-	bytes      int // held by the part being filled
-	out        *Pipe
+	// valueBlock is the size of the next value block, in values.
+	valueBlock int
+	// carved and carvedValues count the bytes and values of the parts
+	// carved from the current blocks (see retainMax).
+	carved, carvedValues int
+	bytes                int // held by the part being filled
+	out                  *Pipe
 	// tableSel caches the filter's verdict per table map.
 	tableSel map[*binlog.TableMap]bool
 	single   bool // standalone group: ends after its statement
@@ -117,7 +118,7 @@ func NewAssembler(src Source, cfg Config) *Assembler {
 		cfg.Logger = slog.Default()
 	}
 	return &Assembler{src: src, cfg: cfg, log: cfg.Logger, pos: cfg.Start.Clone(),
-		tableSel: map[*binlog.TableMap]bool{}, temps: tempTables{}, scratchMax: scratchMaxBytes}
+		tableSel: map[*binlog.TableMap]bool{}, temps: tempTables{}}
 }
 
 // Liveness reports when the last binlog event (sampled at the start of each
@@ -305,7 +306,7 @@ func (a *Assembler) begin(ev *binlog.Event, g gtid.GTID) error {
 	a.cur = &Txn{Seq: a.seq, GTID: g, File: ev.File, StartPos: ev.Pos, SessionsEnded: a.restarted}
 	a.restarted = false
 	a.sent, a.bytes = false, 0
-	a.recycle() // what a dropped transaction left
+	a.dropPart() // what a dropped transaction left
 	a.single = false
 	a.vars, a.alter = Vars{}, binlog.AlterNone
 	a.loads = nil

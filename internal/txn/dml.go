@@ -54,7 +54,7 @@ func (a *Assembler) dmlItem(st *Statement, refs dmlRefsResult, load *binlog.Load
 		st.Load = &LoadData{FileID: load.FileID, FileStart: load.FileStart, FileEnd: load.FileEnd, DupHandling: load.DupHandling, Data: data}
 		delete(a.loads, load.FileID)
 	}
-	a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
+	a.addItem(Item{Kind: ItemStatement, Statement: st})
 	a.bytes += len(st.Query)
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"unsafe"
 
@@ -63,32 +62,67 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 		}
 		body.Changes = append(body.Changes, c)
 	}
-	body.Items = append(body.Items, Item{Kind: ItemRows, Rows: r, First: first, Last: len(body.Changes)})
+	a.addItem(Item{Kind: ItemRows, Rows: r, First: first, Last: len(body.Changes)})
 	// The event's bytes back the values' strings; the values and changes
 	// themselves are counted on top.
 	a.bytes += int(ev.Header.EventSize) + len(vals)*valueSize + (len(body.Changes)-first)*changeSize
 	return a.maybeStream(ctx)
 }
 
+// Blocks. A part's items, changes and values are carved out of blocks that
+// consecutive parts share: handing a part over gives away its regions of
+// the blocks (their capacity cut to their length, so an append by the
+// receiver copies), and the next part fills the rest. Nothing handed over
+// is ever written again, and a small transaction costs no allocation of
+// its own (copying each part into exactly sized arrays, as before, was a
+// tenth of binlane's CPU on order entry: the copies, and the allocation of
+// arrays that hold pointers). A full block is left to the parts carved
+// from it, and the next one is fresh.
+const (
+	// changeBlockMin and itemBlockMin are the smallest blocks of changes
+	// (64 bytes each) and items (56 bytes each).
+	changeBlockMin = 512
+	itemBlockMin   = 256
+	// valueBlockMin and valueBlockMax bound the blocks of the decode
+	// buffer, in values (40 bytes each): a block at least as large as a
+	// typical rows event's images, at most 640 KB.
+	valueBlockMin = 256
+	valueBlockMax = 16 << 10
+	// retainMax bounds the bytes of the parts carved from the current
+	// blocks: a block lives as long as any part carved from it, and keeps
+	// alive the events every part's values point into. Past it the next
+	// part starts new blocks, so a part that stays (a large transaction
+	// waiting for its turn) holds the events of at most 256 KB of others.
+	// Shop benchmark, pinned, against copying every part: with 4 MiB and
+	// 1 MiB binlane's peak RSS was 41-45 MiB against 37-38 and its page
+	// faults 7,600-8,600 against 6,200-6,700; with 256 KB 38 MiB and
+	// 6,800-6,900.
+	retainMax = 256 << 10
+)
+
 // roomFor makes room for k more changes, doubling the array when it is
-// short: append grows a large slice by a quarter, and a 100,000-row
-// transaction's changes were copied (and each new array faulted in) some
-// thirty times.
+// short (append grows a large slice by a quarter, and a 100,000-row
+// transaction's changes were copied, and each new array faulted in, some
+// thirty times). Only the part being filled moves to the new block.
 func roomFor(changes []Change, k int) []Change {
 	if cap(changes)-len(changes) >= k {
 		return changes
 	}
-	return slices.Grow(changes, max(k, len(changes)))
+	grown := make([]Change, len(changes), max(len(changes)+k, 2*len(changes), changeBlockMin))
+	copy(grown, changes)
+	return grown
 }
 
-const (
-	// valueBlockMin and valueBlockMax bound the blocks of the decode
-	// buffer, in values (40 bytes each): a block at least as large as a
-	// typical rows event's images, at most 640 KB, so that a small
-	// transaction still fits in one reusable block (scratchMaxBytes).
-	valueBlockMin = 256
-	valueBlockMax = 16 << 10
-)
+// addItem appends an item to the part being filled, in its block.
+func (a *Assembler) addItem(it Item) {
+	items := a.body.Items
+	if len(items) == cap(items) {
+		grown := make([]Item, len(items), max(2*len(items), itemBlockMin))
+		copy(grown, items)
+		items = grown
+	}
+	a.body.Items = append(items, it)
+}
 
 // decodeRows decodes a rows event's images into the decode buffer and
 // returns its values. The buffer grows by blocks, never by copying: when
@@ -99,7 +133,8 @@ const (
 // (bulk benchmark, 2026-11-29: a fifth of binlane's CPU).
 func (a *Assembler) decodeRows(r *binlog.RowsEvent) ([]binlog.Value, error) {
 	if cap(a.values)-len(a.values) < valueBlockMin {
-		a.values = make([]binlog.Value, 0, max(valueBlockMin, min(2*cap(a.values), valueBlockMax)))
+		a.values = make([]binlog.Value, 0, max(valueBlockMin, a.valueBlock))
+		a.valueBlock = min(2*cap(a.values), valueBlockMax) // a large transaction's next block
 	}
 	start := len(a.values)
 	room := cap(a.values) - start
@@ -112,90 +147,34 @@ func (a *Assembler) decodeRows(r *binlog.RowsEvent) ([]binlog.Value, error) {
 	} else {
 		a.values = vals // the event outgrew the block: its own array is the next block
 	}
-	a.partValues += len(vals)
+	a.carvedValues += len(vals)
 	return vals, nil
 }
 
-// scratchMaxBytes bounds the buffers the assembler keeps from part to
-// part (values, changes, items): a larger part is handed over in them,
-// and they are dropped. (Assembler.scratchMax holds it, for tests.)
-const scratchMaxBytes = 1 << 20
-
-// handOver returns the body of the part being filled, for the applier,
-// and empties the assembler's buffers for the next part. A small part is
-// copied into arrays of its exact sizes (one each for items, changes and
-// values), so that the buffers can be reused: nothing handed over points
-// into them. Its changes' images are carved out of one array of values.
+// handOver returns the part being filled, for the applier, and starts the
+// next part in the rest of its blocks (see Blocks), or in new ones once
+// retainMax bytes were carved from them.
 func (a *Assembler) handOver() Body {
 	b := a.body
-	n := a.partValues
-	a.partValues = 0
-	if scratchBytes(&b, n) > a.scratchMax {
-		a.body, a.values = Body{}, nil
-		return b
+	ni, nc := len(b.Items), len(b.Changes)
+	a.body = Body{Items: b.Items[ni:], Changes: b.Changes[nc:]}
+	b.Items, b.Changes = b.Items[:ni:ni], b.Changes[:nc:nc]
+	if a.carved += a.bytes; a.carved >= retainMax {
+		// The next blocks: a value block sized for as many values as the
+		// parts of these blocks had (one block a generation, most often).
+		a.valueBlock = min(a.carvedValues+a.carvedValues/8, valueBlockMax)
+		a.body, a.values, a.carved, a.carvedValues = Body{}, nil, 0, 0
 	}
-	var out Body
-	if len(b.Items) > 0 {
-		out.Items = make([]Item, len(b.Items))
-		copy(out.Items, b.Items)
-	}
-	if len(b.Changes) > 0 {
-		out.Changes = make([]Change, len(b.Changes))
-		copy(out.Changes, b.Changes)
-		repointImages(out.Changes)
-	}
-	a.recycle()
-	return out
+	return b
 }
 
-// repointImages copies the images of changes into one array and points
-// the changes at their copies. Images are copied from wherever they are:
-// the decode buffer, or an array it outgrew.
-func repointImages(changes []Change) {
-	n := 0
-	for i := range changes {
-		n += len(changes[i].Before) + len(changes[i].After)
-	}
-	vals := make([]binlog.Value, n)
-	off := 0
-	for i := range changes {
-		c := &changes[i]
-		c.Before, off = carve(vals, off, c.Before)
-		c.After, off = carve(vals, off, c.After)
-	}
-}
-
-// carve copies src to dst at off and returns the copy (nil for a nil
-// image: an insert's Before, a delete's After) and the offset after it.
-func carve(dst []binlog.Value, off int, src []binlog.Value) ([]binlog.Value, int) {
-	if src == nil {
-		return nil, off
-	}
-	end := off + copy(dst[off:], src)
-	return dst[off:end:end], end
-}
-
-// recycle empties the buffers of the part being filled, keeping their
-// memory unless it outgrew scratchMaxBytes. They are cleared: values point
-// into event bytes, items at events, and kept they would keep those alive.
-func (a *Assembler) recycle() {
-	a.partValues = 0
-	if scratchBytes(&Body{Items: a.body.Items[:cap(a.body.Items)], Changes: a.body.Changes[:cap(a.body.Changes)]},
-		cap(a.values)) > a.scratchMax {
-		a.body, a.values = Body{}, nil
-		return
-	}
+// dropPart forgets the part being filled (a transaction that was not
+// handed over): the next part overwrites its items and changes. Its
+// values stay unused in their block.
+func (a *Assembler) dropPart() {
 	clear(a.body.Items)
 	clear(a.body.Changes)
-	clear(a.values)
 	a.body = Body{Items: a.body.Items[:0], Changes: a.body.Changes[:0]}
-	a.values = a.values[:0]
-}
-
-// scratchBytes is the memory of a body's items and changes and of so many
-// values.
-func scratchBytes(b *Body, values int) int {
-	return len(b.Items)*itemSize + len(b.Changes)*changeSize + values*valueSize
 }
 
 // selectedTable applies the filter once per table map (the decoder reuses a
@@ -302,7 +281,7 @@ func (a *Assembler) savepoint(ev *binlog.Event, q *binlog.QueryEvent) error {
 		return fmt.Errorf("transaction %s at %s:%d: %w", a.cur.GTID, ev.File, ev.Pos, err)
 	}
 	a.cur.Savepoints = true
-	a.body.Items = append(a.body.Items, Item{Kind: kind, Savepoint: name})
+	a.addItem(Item{Kind: kind, Savepoint: name})
 	return nil
 }
 
@@ -439,7 +418,7 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 	case kind == stmtSkip:
 	case kind == stmtTemp:
 		if a.tempStatement(st) {
-			a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
+			a.addItem(Item{Kind: ItemStatement, Statement: st})
 			a.bytes += len(query)
 		}
 	case kind == stmtAccount:
@@ -453,7 +432,7 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 	case kind == stmtTrigger || kind == stmtEvent:
 		st.Deferred = deferReason(kind)
 		a.logStatement(slog.LevelWarn, "not running "+st.Deferred+" on the target while it is a replica; recorded for cut-over", query)
-		a.body.Items = append(a.body.Items, Item{Kind: ItemDeferred, Statement: st})
+		a.addItem(Item{Kind: ItemDeferred, Statement: st})
 		a.bytes += len(query)
 	default:
 		v, why, err := decide(st, a.alter)
@@ -464,7 +443,7 @@ func (a *Assembler) statement(ctx context.Context, ev *binlog.Event, q *binlog.Q
 			a.logStatement(slog.LevelInfo, "not running the "+why, query)
 			break
 		}
-		a.body.Items = append(a.body.Items, Item{Kind: ItemStatement, Statement: st})
+		a.addItem(Item{Kind: ItemStatement, Statement: st})
 		a.bytes += len(query)
 	}
 	if a.single {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/binlane/binlane/internal/binlog"
 )
@@ -64,14 +65,14 @@ func partTexts(parts []Part) []string {
 	return out
 }
 
-// TestHandedOverValuesStay: the assembler reuses its decode buffer from
-// part to part, so a part it handed over must not point into it. The
-// applier reads each part while the assembler decodes the next ones (the
-// race detector sees any write to a value a part holds); every part's
-// images must still be the source's once the whole stream was assembled.
-// Transactions whole, cut into a part per rows event (MaxTxnBytes 1), and
-// with parts handed over in the buffers themselves (scratchMax 0: the
-// path of a part too large to copy).
+// TestHandedOverValuesStay: consecutive parts are carved from shared
+// blocks, so the assembler must never write where a part it handed over
+// lies. The applier reads each part while the assembler decodes the next
+// ones (the race detector sees any write to a value a part holds); every
+// part's images must still be the source's once the whole stream was
+// assembled, and a part's arrays must end at their length (an append by
+// the receiver must copy, not write into the next part). Transactions
+// whole, and cut into a part per rows event (MaxTxnBytes 1).
 func TestHandedOverValuesStay(t *testing.T) {
 	events := FixtureEvents(t)
 	// Thousands of transactions are enough, and quick under -race. The
@@ -83,15 +84,13 @@ func TestHandedOverValuesStay(t *testing.T) {
 	events = events[:n]
 	want := imageTexts(t, events)
 	for _, tc := range []struct {
-		name       string
-		maxBytes   int
-		scratchMax int
-	}{{"whole", 0, scratchMaxBytes}, {"parts", 1, scratchMaxBytes}, {"in place", 0, 0}} {
+		name     string
+		maxBytes int
+	}{{"whole", 0}, {"parts", 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := binlog.NewDecoder()
 			d.SetPosition("sysbench.binlog", 4)
 			a := NewAssembler(NewRawSource(d, events), Config{MaxTxnBytes: tc.maxBytes, Logger: quiet})
-			a.scratchMax = tc.scratchMax
 			pipe := NewPipe(1 << 30)
 			done := make(chan error, 1)
 			go func() {
@@ -105,6 +104,9 @@ func TestHandedOverValuesStay(t *testing.T) {
 				pipe.Taken(&p)
 				seen = append(seen, partTexts([]Part{p})...) // read while the assembler goes on
 				parts = append(parts, p)
+				if cap(p.Body.Changes) != len(p.Body.Changes) || cap(p.Body.Items) != len(p.Body.Items) {
+					t.Fatalf("a part's changes or items have capacity beyond their length: an append would write into the next part")
+				}
 				for _, c := range p.Body.Changes {
 					if cap(c.Before) != len(c.Before) || cap(c.After) != len(c.After) {
 						t.Fatalf("an image's capacity is beyond its length: an append would write into another's")
@@ -180,9 +182,6 @@ func TestLargeTransactionValuesNotCopied(t *testing.T) {
 		t.Fatalf("%.1f MB allocated for %.1f MB of values: the decode buffer was copied as it grew",
 			float64(alloc)/1e6, float64(need)/1e6)
 	}
-	if a.partValues != k*len(want) {
-		t.Fatalf("the part counts %d values, want %d", a.partValues, k*len(want))
-	}
 	for i, vals := range got {
 		if len(vals) != len(want) || rowText(vals) != rowText(want) {
 			t.Fatalf("event %d: values %s, want %s", i, rowText(vals), rowText(want))
@@ -205,5 +204,33 @@ func TestChangesDoubled(t *testing.T) {
 	}
 	if grown > 18 {
 		t.Fatalf("the changes were copied %d times on their way to 100,000", grown)
+	}
+}
+
+// TestPartsShareBlocks: small parts handed over one after another lie side
+// by side in one block of changes and one of items (no allocation of their
+// own), until retainMax bytes were carved from the blocks; the next part
+// then starts new ones.
+func TestPartsShareBlocks(t *testing.T) {
+	a := NewAssembler(&script{}, Config{Logger: quiet})
+	var parts []Body
+	for range 6 {
+		a.body.Changes = append(roomFor(a.body.Changes, 2), Change{Kind: binlog.RowsInsert}, Change{Kind: binlog.RowsDelete})
+		a.addItem(Item{Kind: ItemRows, First: 0, Last: 2})
+		a.bytes = retainMax / 4
+		parts = append(parts, a.handOver())
+	}
+	next := func(x, y Body) bool { // y lies right after x in x's blocks
+		at := func(p unsafe.Pointer) uintptr { return uintptr(p) }
+		return at(unsafe.Pointer(&y.Changes[0]))-at(unsafe.Pointer(&x.Changes[0])) == 2*uintptr(changeSize) &&
+			at(unsafe.Pointer(&y.Items[0]))-at(unsafe.Pointer(&x.Items[0])) == uintptr(itemSize)
+	}
+	for i := 1; i < len(parts); i++ {
+		if want := i != 4; next(parts[i-1], parts[i]) != want {
+			t.Errorf("part %d right after part %d in the same blocks: %v, want %v", i, i-1, !want, want)
+		}
+		if len(parts[i].Changes) != 2 || cap(parts[i].Changes) != 2 || cap(parts[i].Items) != 1 {
+			t.Errorf("part %d: %d changes (capacity %d), items' capacity %d", i, len(parts[i].Changes), cap(parts[i].Changes), cap(parts[i].Items))
+		}
 	}
 }
