@@ -130,7 +130,7 @@ func serverOptions(c config, durable bool) []string {
 	if durable {
 		opts = append(opts, "innodb-doublewrite=1")
 	}
-	return opts
+	return append(opts, c.serverOpts...)
 }
 
 // makeBacklog prepares the sysbench tables on a fresh source, keeps a copy

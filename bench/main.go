@@ -44,6 +44,7 @@ type config struct {
 	out          string
 	skipVerify   bool
 	bufferPool   string
+	serverOpts   []string // --server-options: more options of every server
 	maxBatch     int
 	binlaneFlags string
 	window       int
@@ -98,6 +99,8 @@ func main() {
 	flag.StringVar(&c.out, "out", "bench/results", "folder for the results")
 	flag.BoolVar(&c.skipVerify, "skip-verify", false, "skip the row-by-row comparison after each run")
 	flag.StringVar(&c.bufferPool, "buffer-pool", "1G", "innodb_buffer_pool_size of every server")
+	var serverOpts string
+	flag.StringVar(&serverOpts, "server-options", "", "more options of every server, comma-separated (binlog-cache-size=4M,...)")
 	flag.IntVar(&c.maxBatch, "max-batch", 0, "binlane --max-batch (0: its default)")
 	flag.StringVar(&c.binlaneFlags, "binlane-flags", "", "more flags for binlane replicate, space-separated (e.g. '--max-txn-bytes 8MiB'); the baseline gets them too")
 	flag.IntVar(&c.window, "window", 0, "binlane --window (0: its default)")
@@ -142,8 +145,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: --pin needs two cores")
 		os.Exit(2)
 	}
+	if c.pin {
+		// The bench itself (its polling during a drain, its runtime) stays
+		// off the target's core too: unpinned, a docs drain showed ~850
+		// switches from the target to the bench in 2.5 s (perf sched_switch).
+		if err := pin(os.Getpid(), otherCores); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
 	c.scenarios = expandScenarios(split(scenarios))
 	c.native = split(native)
+	c.serverOpts = split(serverOpts)
 	for _, w := range split(workers) {
 		var n int
 		fmt.Sscan(w, &n)

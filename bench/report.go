@@ -42,8 +42,8 @@ func summarizeStats(stats string) string {
 	if batches > 0 {
 		per = float64(txns) / float64(batches)
 	}
-	return fmt.Sprintf("busy %s%%; commit %s%%; commit wait %s%%; %.1f trx per target commit", strings.Join(busy, "/"),
-		strings.Join(commit, "/"), strings.Join(wait, "/"), per)
+	return fmt.Sprintf("busy %s%%; commit %s%%; commit wait %s%%; %.1f trx per target commit; %d of %d batches rendered ahead",
+		strings.Join(busy, "/"), strings.Join(commit, "/"), strings.Join(wait, "/"), per, s.RenderedAhead, batches)
 }
 
 // writeResults writes results.md and chart.svg for everything run so far.
