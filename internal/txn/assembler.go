@@ -76,13 +76,11 @@ type Assembler struct {
 	// parts handed over, then those of the part being filled (earlier
 	// blocks may hold those of its first events, see decodeRows).
 	values []binlog.Value
-	// valueBlock is the size of the next value block, in values.
-	valueBlock int
-	// carved and carvedValues count the bytes and values of the parts
-	// carved from the current blocks (see retainMax).
-	carved, carvedValues int
-	bytes                int // held by the part being filled
-	out                  *Pipe
+	// gen counts what the parts handed over took of the current blocks,
+	// and sizes the next ones (see Blocks).
+	gen   generation
+	bytes int // held by the part being filled
+	out   *Pipe
 	// tableSel caches the filter's verdict per table map.
 	tableSel map[*binlog.TableMap]bool
 	single   bool // standalone group: ends after its statement
@@ -118,7 +116,7 @@ func NewAssembler(src Source, cfg Config) *Assembler {
 		cfg.Logger = slog.Default()
 	}
 	return &Assembler{src: src, cfg: cfg, log: cfg.Logger, pos: cfg.Start.Clone(),
-		tableSel: map[*binlog.TableMap]bool{}, temps: tempTables{}}
+		tableSel: map[*binlog.TableMap]bool{}, temps: tempTables{}, gen: newGeneration()}
 }
 
 // Liveness reports when the last binlog event (sampled at the start of each

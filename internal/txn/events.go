@@ -42,7 +42,7 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 	if r.Kind == binlog.RowsUpdate {
 		images = 2
 	}
-	body.Changes = roomFor(body.Changes, len(vals)/max(1, n*images))
+	body.Changes = roomFor(body.Changes, len(vals)/max(1, n*images), a.gen.changeBlock)
 	for i := 0; i < len(vals); {
 		c := Change{Table: r.Table, Kind: r.Kind, Flags: r.Flags, Partial: partial}
 		switch r.Kind {
@@ -76,18 +76,21 @@ func (a *Assembler) rows(ctx context.Context, ev *binlog.Event, r *binlog.RowsEv
 // is ever written again, and a small transaction costs no allocation of
 // its own (copying each part into exactly sized arrays, as before, was a
 // tenth of binlane's CPU on order entry: the copies, and the allocation of
-// arrays that hold pointers). A full block is left to the parts carved
-// from it, and the next one is fresh.
+// arrays that hold pointers). A block is shared by the parts of one
+// generation, at most retainMax bytes of them; the next generation's
+// blocks are sized for what the last one held, so that one block of each
+// kind serves a generation and little of it stays unused (fixed blocks of
+// 512 changes and 256 items cost the docs benchmark, a few changes per
+// 10-30 KB transaction, a fifth more memory).
 const (
-	// changeBlockMin and itemBlockMin are the smallest blocks of changes
-	// (64 bytes each) and items (56 bytes each).
-	changeBlockMin = 512
-	itemBlockMin   = 256
-	// valueBlockMin and valueBlockMax bound the blocks of the decode
-	// buffer, in values (40 bytes each): a block at least as large as a
-	// typical rows event's images, at most 640 KB.
-	valueBlockMin = 256
+	// blockMin bounds every block from below, in elements; a first
+	// generation's blocks (nothing known yet) hold firstBlock.
+	blockMin   = 16
+	firstBlock = 256
+	// valueBlockMax bounds the blocks of the decode buffer, in values (40
+	// bytes each): at most 640 KB; a new one holds at least valueRoom.
 	valueBlockMax = 16 << 10
+	valueRoom     = 256
 	// retainMax bounds the bytes of the parts carved from the current
 	// blocks: a block lives as long as any part carved from it, and keeps
 	// alive the events every part's values point into. Past it the next
@@ -100,15 +103,37 @@ const (
 	retainMax = 256 << 10
 )
 
-// roomFor makes room for k more changes, doubling the array when it is
-// short (append grows a large slice by a quarter, and a 100,000-row
-// transaction's changes were copied, and each new array faulted in, some
-// thirty times). Only the part being filled moves to the new block.
-func roomFor(changes []Change, k int) []Change {
+// generation counts what was carved from the current blocks and sizes the
+// next ones.
+type generation struct {
+	bytes, values, changes, items int // carved so far
+	// valueBlock, changeBlock and itemBlock are the sizes of the next
+	// blocks, in elements.
+	valueBlock, changeBlock, itemBlock int
+}
+
+func newGeneration() generation {
+	return generation{valueBlock: firstBlock, changeBlock: firstBlock, itemBlock: firstBlock}
+}
+
+// next starts a generation whose blocks fit what this one held, with an
+// eighth to spare.
+func (g *generation) next() {
+	size := func(n int) int { return max(blockMin, n+n/8) }
+	*g = generation{valueBlock: min(max(valueRoom, size(g.values)), valueBlockMax),
+		changeBlock: size(g.changes), itemBlock: size(g.items)}
+}
+
+// roomFor makes room for k more changes in a new block of at least block
+// changes, doubling the part's array when it is short (append grows a
+// large slice by a quarter, and a 100,000-row transaction's changes were
+// copied, and each new array faulted in, some thirty times). Only the part
+// being filled moves to the new block.
+func roomFor(changes []Change, k, block int) []Change {
 	if cap(changes)-len(changes) >= k {
 		return changes
 	}
-	grown := make([]Change, len(changes), max(len(changes)+k, 2*len(changes), changeBlockMin))
+	grown := make([]Change, len(changes), max(len(changes)+k, 2*len(changes), block))
 	copy(grown, changes)
 	return grown
 }
@@ -117,7 +142,7 @@ func roomFor(changes []Change, k int) []Change {
 func (a *Assembler) addItem(it Item) {
 	items := a.body.Items
 	if len(items) == cap(items) {
-		grown := make([]Item, len(items), max(2*len(items), itemBlockMin))
+		grown := make([]Item, len(items), max(2*len(items), a.gen.itemBlock))
 		copy(grown, items)
 		items = grown
 	}
@@ -130,11 +155,18 @@ func (a *Assembler) addItem(it Item) {
 // changes made so far keep pointing into the old. A buffer doubled by
 // copying moved 40 MB for a transaction of 100,000 updates of five
 // columns, and the page faults of each new array cost more than the copy
-// (bulk benchmark, 2026-11-29: a fifth of binlane's CPU).
+// (bulk benchmark, 2026-11-29: a fifth of binlane's CPU). A new block is
+// started when the current one lacks room for the event's first row (an
+// event of more rows than fit moves to an array of its own, which becomes
+// the next block): asking for more left most of every block unused.
 func (a *Assembler) decodeRows(r *binlog.RowsEvent) ([]binlog.Value, error) {
-	if cap(a.values)-len(a.values) < valueBlockMin {
-		a.values = make([]binlog.Value, 0, max(valueBlockMin, a.valueBlock))
-		a.valueBlock = min(2*cap(a.values), valueBlockMax) // a large transaction's next block
+	row := r.Columns
+	if r.Kind == binlog.RowsUpdate {
+		row *= 2
+	}
+	if cap(a.values)-len(a.values) < max(row, 1) {
+		a.values = make([]binlog.Value, 0, max(valueRoom, a.gen.valueBlock))
+		a.gen.valueBlock = min(2*cap(a.values), valueBlockMax) // a large transaction's next block
 	}
 	start := len(a.values)
 	room := cap(a.values) - start
@@ -147,7 +179,7 @@ func (a *Assembler) decodeRows(r *binlog.RowsEvent) ([]binlog.Value, error) {
 	} else {
 		a.values = vals // the event outgrew the block: its own array is the next block
 	}
-	a.carvedValues += len(vals)
+	a.gen.values += len(vals)
 	return vals, nil
 }
 
@@ -159,11 +191,11 @@ func (a *Assembler) handOver() Body {
 	ni, nc := len(b.Items), len(b.Changes)
 	a.body = Body{Items: b.Items[ni:], Changes: b.Changes[nc:]}
 	b.Items, b.Changes = b.Items[:ni:ni], b.Changes[:nc:nc]
-	if a.carved += a.bytes; a.carved >= retainMax {
-		// The next blocks: a value block sized for as many values as the
-		// parts of these blocks had (one block a generation, most often).
-		a.valueBlock = min(a.carvedValues+a.carvedValues/8, valueBlockMax)
-		a.body, a.values, a.carved, a.carvedValues = Body{}, nil, 0, 0
+	g := &a.gen
+	g.bytes, g.changes, g.items = g.bytes+a.bytes, g.changes+nc, g.items+ni
+	if g.bytes >= retainMax {
+		g.next()
+		a.body, a.values = Body{}, nil
 	}
 	return b
 }

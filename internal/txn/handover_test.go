@@ -197,7 +197,7 @@ func TestChangesDoubled(t *testing.T) {
 	grown := 0
 	for range 100000 {
 		c := cap(changes)
-		changes = append(roomFor(changes, 1), Change{})
+		changes = append(roomFor(changes, 1, firstBlock), Change{})
 		if cap(changes) != c {
 			grown++
 		}
@@ -215,7 +215,7 @@ func TestPartsShareBlocks(t *testing.T) {
 	a := NewAssembler(&script{}, Config{Logger: quiet})
 	var parts []Body
 	for range 6 {
-		a.body.Changes = append(roomFor(a.body.Changes, 2), Change{Kind: binlog.RowsInsert}, Change{Kind: binlog.RowsDelete})
+		a.body.Changes = append(roomFor(a.body.Changes, 2, a.gen.changeBlock), Change{Kind: binlog.RowsInsert}, Change{Kind: binlog.RowsDelete})
 		a.addItem(Item{Kind: ItemRows, First: 0, Last: 2})
 		a.bytes = retainMax / 4
 		parts = append(parts, a.handOver())
@@ -231,6 +231,38 @@ func TestPartsShareBlocks(t *testing.T) {
 		}
 		if len(parts[i].Changes) != 2 || cap(parts[i].Changes) != 2 || cap(parts[i].Items) != 1 {
 			t.Errorf("part %d: %d changes (capacity %d), items' capacity %d", i, len(parts[i].Changes), cap(parts[i].Changes), cap(parts[i].Items))
+		}
+	}
+}
+
+// TestGenerationSizes: the next generation's blocks hold what the last
+// one carved, an eighth more, within their bounds; a large transaction's
+// value blocks double.
+func TestGenerationSizes(t *testing.T) {
+	for _, tc := range []struct {
+		values, changes, items int
+		want                   generation
+	}{
+		{0, 0, 0, generation{valueBlock: valueRoom, changeBlock: blockMin, itemBlock: blockMin}},
+		{1600, 40, 40, generation{valueBlock: 1800, changeBlock: 45, itemBlock: 45}},
+		{1 << 20, 1 << 16, 8, generation{valueBlock: valueBlockMax, changeBlock: 1<<16 + 1<<13, itemBlock: blockMin}},
+	} {
+		g := generation{bytes: retainMax, values: tc.values, changes: tc.changes, items: tc.items}
+		g.next()
+		if g != tc.want {
+			t.Errorf("after %d values, %d changes, %d items: %+v, want %+v", tc.values, tc.changes, tc.items, g, tc.want)
+		}
+	}
+	a := NewAssembler(&script{}, Config{Logger: quiet})
+	a.gen.valueBlock = valueRoom
+	for _, want := range []int{valueRoom, 2 * valueRoom, 4 * valueRoom} {
+		a.values = a.values[:cap(a.values)] // full: the next event needs a block
+		r := &binlog.RowsEvent{}
+		if _, err := a.decodeRows(r); err != nil {
+			t.Fatal(err)
+		}
+		if cap(a.values) != want {
+			t.Fatalf("value block of %d, want %d", cap(a.values), want)
 		}
 	}
 }
