@@ -236,8 +236,9 @@ func TestPartsShareBlocks(t *testing.T) {
 }
 
 // TestGenerationSizes: the next generation's blocks hold what the last
-// one carved, an eighth more, within their bounds; a large transaction's
-// value blocks double.
+// one carved, an eighth more, within their bounds (a 100,000-row
+// transaction must not make the next small ones allocate its size); a
+// large transaction's value blocks double.
 func TestGenerationSizes(t *testing.T) {
 	for _, tc := range []struct {
 		values, changes, items int
@@ -245,7 +246,8 @@ func TestGenerationSizes(t *testing.T) {
 	}{
 		{0, 0, 0, generation{valueBlock: valueRoom, changeBlock: blockMin, itemBlock: blockMin}},
 		{1600, 40, 40, generation{valueBlock: 1800, changeBlock: 45, itemBlock: 45}},
-		{1 << 20, 1 << 16, 8, generation{valueBlock: valueBlockMax, changeBlock: 1<<16 + 1<<13, itemBlock: blockMin}},
+		{1 << 20, 1 << 16, 8, generation{valueBlock: valueBlockMax, changeBlock: blockMax, itemBlock: blockMin}},
+		{1 << 20, 3000, 1 << 16, generation{valueBlock: valueBlockMax, changeBlock: 3375, itemBlock: blockMax}},
 	} {
 		g := generation{bytes: retainMax, values: tc.values, changes: tc.changes, items: tc.items}
 		g.next()
