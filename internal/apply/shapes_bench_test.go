@@ -154,6 +154,12 @@ func BenchmarkStatementShapes(b *testing.B) {
 func benchTarget(b *testing.B, setup ...string) (*sandbox.Server, *sql.Conn) {
 	s := sandbox.StartT(b, sandbox.Options{Role: sandbox.Target, Extra: []string{"innodb-buffer-pool-size=512M"}})
 	s.ExecT(b, setup...)
+	return s, benchConn(b, s)
+}
+
+// benchConn opens a connection of binlane's pool (its session settings)
+// to s, closed when the benchmark ends.
+func benchConn(b *testing.B, s *sandbox.Server) *sql.Conn {
 	target, _ := dsn.Parse(s.URL())
 	pool, err := OpenPool(target, 2, dsn.ApplySession(true, 50))
 	if err != nil {
@@ -165,5 +171,5 @@ func benchTarget(b *testing.B, setup ...string) (*sandbox.Server, *sql.Conn) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { conn.Close() })
-	return s, conn
+	return conn
 }
