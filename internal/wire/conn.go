@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"context"
 	"crypto/rsa"
 	"crypto/tls"
@@ -36,6 +37,7 @@ type Config struct {
 // Conn is one client connection.
 type Conn struct {
 	nc        net.Conn
+	br        *bufio.Reader
 	r         *PacketReader
 	w         packetWriter
 	hs        *handshake
@@ -77,7 +79,8 @@ func (c *Conn) setTransport(nc net.Conn, maxPacket int) {
 		seq = c.r.Seq()
 	}
 	c.nc = nc
-	c.r = NewPacketReader(nc, maxPacket)
+	c.br = newBufferedReader(nc)
+	c.r = NewPacketReader(c.br, maxPacket)
 	c.r.SetSeq(seq)
 	c.w.w = nc
 }
@@ -111,7 +114,7 @@ func (c *Conn) startTLS(ctx context.Context, cfg Config) error {
 	if err := c.writePacket(sslRequest(c.caps)); err != nil {
 		return err
 	}
-	if c.r.Buffered() > 0 {
+	if c.br.Buffered() > 0 {
 		return errors.New("server sent data before the TLS handshake")
 	}
 	tc := cfg.TLS.Clone()
