@@ -182,6 +182,7 @@ func (s *sequencer) next(ws []*work) (gtid.Set, position.Save) {
 	pos := s.pos.Clone()
 	save := position.Save{File: s.file, Pos: s.filePos, LastGTID: s.lastGTID, SourceTS: s.sourceTS, Applied: s.unsaved,
 		TempTables: s.temps}
+	var last *gtid.GTID // formatted once, after the loop
 	for _, w := range ws {
 		if w.chunk != nil {
 			continue // copied rows: no source position of their own
@@ -189,7 +190,7 @@ func (s *sequencer) next(ws []*work) (gtid.Set, position.Save) {
 		t := w.t
 		if t.GTID.Flavor != 0 {
 			pos.Add(t.GTID)
-			save.LastGTID = t.GTID.String()
+			last = &t.GTID
 		}
 		save.File, save.Pos = t.File, t.EndPos
 		if t.Timestamp != 0 {
@@ -199,6 +200,9 @@ func (s *sequencer) next(ws []*work) (gtid.Set, position.Save) {
 			save.TempTables = t.TempTables
 		}
 		save.Applied++
+	}
+	if last != nil {
+		save.LastGTID = last.String()
 	}
 	save.GTID = pos.String()
 	return pos, save
