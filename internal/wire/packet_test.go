@@ -113,3 +113,65 @@ func FuzzReadPacket(f *testing.F) {
 		}
 	})
 }
+
+// chunkReader returns what it holds in reads of the sizes it cycles
+// through, as a socket would.
+type chunkReader struct {
+	b     []byte
+	sizes []int
+	i     int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(c.b), c.sizes[c.i%len(c.sizes)])
+	c.i++
+	copy(p, c.b[:n])
+	c.b = c.b[n:]
+	return n, nil
+}
+
+// TestPacketsKeptWhileReading keeps every payload while the reader goes on
+// through small, buffer-straddling and large packets delivered in odd chunks:
+// no payload may change, and none may have room past its end (an append by
+// the caller must not write into the next packet).
+func TestPacketsKeptWhileReading(t *testing.T) {
+	sizes := []int{0, 1, 100, 3000, 16383, 16384, 40000, 65532, 65536, 70000, 7, 9000}
+	var want [][]byte
+	var buf bytes.Buffer
+	w := packetWriter{w: &buf}
+	for i := 0; i < 300; i++ {
+		p := make([]byte, sizes[i%len(sizes)])
+		for j := range p {
+			p[j] = byte(i + j*3)
+		}
+		want = append(want, p)
+		if err := w.writePacket(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, chunks := range [][]int{{1 << 30}, {1}, {3, 5000, 17, 65536, 100000}} {
+		r := NewPacketReader(&chunkReader{b: buf.Bytes(), sizes: chunks}, 0)
+		var got [][]byte
+		for range want {
+			p, err := r.ReadPacket()
+			if err != nil {
+				t.Fatalf("chunks %v, packet %d: %v", chunks, len(got), err)
+			}
+			if cap(p) != len(p) {
+				t.Fatalf("chunks %v, packet %d: capacity %d past its %d bytes", chunks, len(got), cap(p), len(p))
+			}
+			got = append(got, p)
+		}
+		if _, err := r.ReadPacket(); err != io.EOF {
+			t.Fatalf("chunks %v: after the last packet: %v, want io.EOF", chunks, err)
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("chunks %v: packet %d (%d bytes) changed", chunks, i, len(want[i]))
+			}
+		}
+	}
+}
