@@ -43,6 +43,39 @@ func TestSequencerCarriesTempTables(t *testing.T) {
 	}
 }
 
+// TestSequencerLastGTID: the position saved after a merged commit names
+// the last transaction with a GTID in it (copied chunks and transactions
+// read without GTIDs have none), or keeps the one before when none has.
+func TestSequencerLastGTID(t *testing.T) {
+	g := func(domain uint32, seq uint64) gtid.GTID {
+		return gtid.GTID{Flavor: gtid.MariaDB, Domain: domain, ServerID: 1, Seq: seq}
+	}
+	tx := func(id gtid.GTID) *work { return &work{t: &txn.Txn{GTID: id}} }
+	chunk := &work{t: &txn.Txn{}, chunk: &txn.Chunk{}}
+	cases := []struct {
+		name string
+		ws   []*work
+		want string
+	}{
+		{"one", []*work{tx(g(0, 5))}, "0-1-5"},
+		{"the last of several", []*work{tx(g(0, 5)), tx(g(1, 9)), tx(g(0, 6))}, "0-1-6"},
+		{"a chunk after it", []*work{tx(g(0, 5)), tx(g(0, 6)), chunk}, "0-1-6"},
+		{"one without a GTID after it", []*work{tx(g(0, 5)), tx(gtid.GTID{})}, "0-1-5"},
+		{"none: the one before stays", []*work{chunk, tx(gtid.GTID{})}, "0-1-4"},
+	}
+	for _, c := range cases {
+		start, err := gtid.ParseSet("0-1-4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newSequencer(0, start, "b.1", 4)
+		s.lastGTID = "0-1-4"
+		if _, save := s.next(c.ws); save.LastGTID != c.want {
+			t.Errorf("%s: last GTID %q, want %q", c.name, save.LastGTID, c.want)
+		}
+	}
+}
+
 // TestSequencerDomainTurns: with MariaDB GTID domains, a unit's commit
 // waits only for the earlier units of its domain and the earlier Ordered
 // units; statements (barriers), copied chunks, MySQL transactions and
