@@ -26,9 +26,10 @@ import (
 //
 // MariaDB 10.11, 2026-11-30, two runs: 5,713 and 7,508 µs per merged
 // commit with the default 32 KB cache, 5,571 and 7,504 with 8 MB (2.5% and
-// 0% less, within the rounds' spread of 3.4-10 ms). The temporary file stays in the page cache and is reused
-// from commit to commit (Binlog_cache_disk_use counted it once): binlane
-// does not ask DBAs for a larger cache.
+// 0% less, within the rounds' spread of 3.4-10 ms). The temporary file
+// stays in the page cache and is reused from commit to commit
+// (Binlog_cache_disk_use counted it once): binlane does not ask DBAs for a
+// larger cache.
 func BenchmarkBinlogCache(b *testing.B) {
 	s, conn := benchTarget(b, docTable(4000)...)
 	ctx := context.Background()

@@ -63,12 +63,12 @@ func TestSequencerLastGTID(t *testing.T) {
 		{"one without a GTID after it", []*work{tx(g(0, 5)), tx(gtid.GTID{})}, "0-1-5"},
 		{"none: the one before stays", []*work{chunk, tx(gtid.GTID{})}, "0-1-4"},
 	}
+	start, err := gtid.ParseSet("0-1-4")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range cases {
-		start, err := gtid.ParseSet("0-1-4")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := newSequencer(0, start, "b.1", 4)
+		s := newSequencer(0, start.Clone(), "b.1", 4)
 		s.lastGTID = "0-1-4"
 		if _, save := s.next(c.ws); save.LastGTID != c.want {
 			t.Errorf("%s: last GTID %q, want %q", c.name, save.LastGTID, c.want)
