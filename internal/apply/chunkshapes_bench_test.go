@@ -3,6 +3,7 @@ package apply
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -108,6 +109,27 @@ func insertChunk(id0, rows int, c, pad, introducer, prefix string) string {
 		fmt.Fprintf(&q, "(%d,%d,%s'%s',%s'%s')", id0+i, (id0+i)*7919%250000, introducer, c, introducer, pad)
 	}
 	return q.String()
+}
+
+// txnCPU runs txn between START TRANSACTION and COMMIT on conn as the
+// sub-benchmark name, and reports the CPU of the server s (pid) per row,
+// rows being what one txn writes.
+func txnCPU(b *testing.B, pid int, conn *sql.Conn, name string, rows int, txn func()) {
+	exec := func(q string) {
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run(name, func(b *testing.B) {
+		before := procCPU(b, pid)
+		for b.Loop() {
+			exec("START TRANSACTION")
+			txn()
+			exec("COMMIT")
+		}
+		ticks := procCPU(b, pid) - before // 10 ms each
+		b.ReportMetric(float64(ticks*10000)/float64(b.N*rows), "target-µs/row")
+	})
 }
 
 // procCPU is a process's user+system CPU time in clock ticks (1/100 s).

@@ -64,18 +64,7 @@ func BenchmarkPreparedStatements(b *testing.B) {
 		}
 		return q.String(), args
 	}
-	run := func(name string, txn func()) {
-		b.Run(name, func(b *testing.B) {
-			before := procCPU(b, s.PID())
-			for b.Loop() {
-				exec("START TRANSACTION")
-				txn()
-				exec("COMMIT")
-			}
-			ticks := procCPU(b, s.PID()) - before // 10 ms each
-			b.ReportMetric(float64(ticks*10000)/float64(b.N*rows), "target-µs/row")
-		})
-	}
+	run := func(name string, txn func()) { txnCPU(b, s.PID(), conn, name, rows, txn) }
 	run("UPDATE/text-one-per-round-trip", func() {
 		for range rows {
 			qty, ytd, cnt, id := update()

@@ -50,18 +50,7 @@ func BenchmarkWidePrepared(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	run := func(name string, stmt func()) {
-		b.Run(name, func(b *testing.B) {
-			before := procCPU(b, s.PID())
-			for b.Loop() {
-				exec("START TRANSACTION")
-				stmt()
-				exec("COMMIT")
-			}
-			ticks := procCPU(b, s.PID()) - before // 10 ms each
-			b.ReportMetric(float64(ticks*10000)/float64(b.N*perStmt), "target-µs/row")
-		})
-	}
+	run := func(name string, stmt func()) { txnCPU(b, s.PID(), conn, name, perStmt, stmt) }
 	run("text", func() {
 		version++
 		q := []byte(head)

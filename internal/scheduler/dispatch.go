@@ -234,7 +234,10 @@ func (s *Scheduler) Committed(batch []*Unit) {
 				s.ready++
 			}
 		}
+		// Dropped, inline arrays too: a committed unit that something
+		// still holds must not keep the units it waited for alive.
 		u.dependents, u.deps = nil, nil
+		u.depsIn, u.dependentsIn = [2]*Unit{}, [2]*Unit{}
 		if u.Set != nil {
 			for _, keys := range [][]uint64{u.Set.Keys, u.Set.Shared} {
 				for i, k := range keys {
