@@ -51,10 +51,6 @@ type coordinator struct {
 	// wsSet is where the writesets of whole transactions are built, its
 	// memory reused; each work gets an exactly sized copy (see keepSet).
 	wsSet scheduler.KeySet
-	// plans and spans carve every work's table plans and writeset spans
-	// out of shared blocks (see carver).
-	plans carver[*plan.Table]
-	spans carver[writeset.Span]
 	alone int // statement or streamed transactions in flight: intake waits
 	// streaming is the transaction whose parts are arriving; part is a part
 	// of it received and not yet handed to its worker.
@@ -383,7 +379,7 @@ func (c *coordinator) resolve(ctx context.Context, t *txn.Txn, body txn.Body) ([
 // analyse builds the table plans and the writeset of a transaction.
 func (c *coordinator) analyse(ctx context.Context, w *work) error {
 	t := w.t
-	w.plans = c.plans.take(len(w.body.Items))
+	w.plans = make([]*plan.Table, len(w.body.Items))
 	for i := range w.body.Items {
 		it := &w.body.Items[i]
 		if it.Kind != txn.ItemRows {
@@ -407,7 +403,7 @@ func (c *coordinator) analyse(ctx context.Context, w *work) error {
 	w.unit.Points = points
 	if c.a.cfg.Mode == scheduler.ModeWriteset {
 		// c.wsSet is empty: keepSet leaves it so.
-		w.keys = rowsql.Keys{Set: &w.set, Spans: c.spans.take(len(w.body.Changes))}
+		w.keys = rowsql.Keys{Set: &w.set, Spans: make([]writeset.Span, len(w.body.Changes))}
 	}
 	for i, p := range w.plans {
 		if p == nil {
