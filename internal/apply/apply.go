@@ -238,6 +238,11 @@ type batch struct {
 	// scheduler.Config.Chain). Its worker renders it at once and sends
 	// nothing before every earlier batch committed (released).
 	chained, released bool
+	// oneDomain: when it was handed out, no other GTID domain had
+	// transactions in flight and no copy ran, so no other batch could
+	// commit before it: its position lock holds nobody back (see
+	// flushFirstBytes).
+	oneDomain bool
 	// committing is set once the batch holds the position lock with its
 	// turn come: nothing waits for it to give way any more, and an abort
 	// then (the lock-wait monitor acts on what it read a moment before,

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/binlane/binlane/internal/position"
@@ -55,7 +56,7 @@ func (c *committer) waitTurn(ctx context.Context, w *worker, b *batch) error {
 // await blocks until the batches rule names committed, or b must give way.
 func (c *committer) await(ctx context.Context, w *worker, b *batch, rule turnRule) error {
 	for {
-		ok, changed, err := c.seq.ready(b.first, rule)
+		ok, changed, err := c.seq.wait(b.first, rule)
 		if err != nil || ok {
 			return err
 		}
@@ -124,12 +125,20 @@ func (c *committer) lockPosition(ctx context.Context, w *worker, b *batch) error
 // the position lock, and the position and COMMIT in a round trip of their
 // own (one more round trip, nothing next to the rows' cost), so that the
 // lock does not hold back other workers' commits (of other domains) while
-// its rows apply. A single worker has nobody to hold back, and sends its
-// rows with the COMMIT: the batch it renders ahead is rendered while the
-// rows apply, not only while the COMMIT does. Order entry, pinned, one
-// worker (batches of 1 MiB and more): 236 round trips instead of 444, the
-// target's core busy 95% of the drain instead of 92-93%.
+// its rows apply. A single worker has nobody to hold back, nor has a batch
+// at the head while its GTID domain is the only one in flight (every later
+// batch commits after it anyway): they send their rows with the COMMIT.
+// Order entry, pinned, one worker (batches of 1 MiB and more): 236 round
+// trips instead of 444, the target's core busy 95% of the drain instead of
+// 92-93%.
 const flushFirstBytes = 1 << 20
+
+// flushFirst reports whether a batch sends its rows before it takes the
+// position lock (and waits for its turn): when it is not at the head, or
+// it is large and another batch could commit while its rows apply.
+func flushFirst(atHead bool, bytes int, single, oneDomain bool) bool {
+	return !atHead || bytes >= flushFirstBytes && !single && !oneDomain
+}
 
 // bytes is the size of the batch's transactions, as the scheduler counts.
 func (b *batch) bytes() int {
@@ -152,7 +161,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	if err := w.release(ctx, b); err != nil {
 		return err
 	}
-	if !c.seq.atHead(b.first) || b.bytes() >= flushFirstBytes && !c.single {
+	if flushFirst(c.seq.atHead(b.first), b.bytes(), c.single, b.oneDomain) {
 		// Not the earliest batch in flight: its rows go before it waits,
 		// and never while it holds the position lock. A large batch sends
 		// its rows before it takes the lock even at the head: the lock
@@ -170,7 +179,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 		return err
 	}
 	unlock := func() { <-c.seq.posLock }
-	if _, _, err := c.seq.ready(b.first, b.rule); err != nil {
+	if _, err := c.seq.ready(b.first, b.rule); err != nil {
 		unlock()
 		return err // broken while this batch waited for the lock
 	}
@@ -194,22 +203,29 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	}
 	wr := w.sql
 	last := func() error {
-		defer unlock()
 		start := time.Now()
 		if err := wr.Commit(tail); err != nil {
 			if outcomeUnknown(err) {
 				// No answer from the server: the COMMIT may have happened. A
 				// later batch writing the position without this one's GTIDs
-				// could lose them (see sequencer).
+				// could lose them (see sequencer): broken before the lock
+				// goes.
 				c.seq.breakOff(err)
 				w.log.Warn("the outcome of a commit is unknown: nothing may commit after it", "batch", b.describe(), "error", err)
 			}
+			unlock()
 			return err
 		}
 		w.ws.Commit.Add(int64(time.Since(start)))
 		c.seq.commit(pos, save, true)
 		c.stats.setPosition(save.GTID)
 		c.done(w, b, o.rows)
+		unlock()
+		// done woke the batch whose turn came, if one waits: it sends
+		// now. This goroutine's next steps (waking its worker, the report,
+		// the coordinator) would otherwise run first, and the woken one
+		// after everything runnable, when binlane has one core.
+		runtime.Gosched()
 		return nil
 	}
 	if !o.ahead {

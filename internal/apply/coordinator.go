@@ -107,7 +107,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	c := &coordinator{a: a, seq: seq,
 		sched: scheduler.New(scheduler.Config{Mode: a.cfg.Mode, MaxUnits: a.cfg.Window, MaxBytes: a.cfg.WindowBytes,
 			MaxBatch: a.cfg.MaxBatch, MaxBatchBytes: a.cfg.MaxBatchBytes, MaxSolo: a.cfg.MaxChunkWrites, Domains: true,
-			Chain: chainFor(a.cfg.Workers, renderAhead)}, start.FirstSeq),
+			Chain: chainFor(a.cfg.Workers, renderAhead), ChainInOrder: renderAhead}, start.FirstSeq),
 		jobs: make([]chan *batch, a.cfg.Workers), offered: make([]bool, a.cfg.Workers), aheadOf: make([]*batch, a.cfg.Workers),
 		results:  make(chan result, 2*a.cfg.Workers),
 		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}, sourceOK: map[string]bool{}}
@@ -473,16 +473,22 @@ func ruleOf(works []*work, first uint64) turnRule {
 
 // chainFor is scheduler.Config.Chain for a number of workers: batches
 // prepared ahead while the ones they depend on apply, which a second
-// worker, or one that renders ahead (ahead.go), can do. With several
-// workers, both: keeping a chain on the worker that renders ahead left
-// the others idle, and two workers drained shop, order entry and docs
-// 9-17% slower than with chained batches on a second connection
-// (unpinned, one run). Two, not one: a chained batch counts until it
-// commits, also while it applies, so with one the batch after it could
-// only be prepared once it committed and every other batch of a chain
-// would keep the target idle while it was rendered. No deadlock: a chained batch waits only for batches
-// dispatched before it, and a worker whose batch fails reports it and
-// hands back the one it took ahead, so the retry, first in line, always
+// worker, or one that renders ahead (ahead.go), can do. When workers render
+// ahead, only the one rendering ahead takes a chained batch
+// (Config.ChainInOrder): it sends it on its own connection once its last
+// round trip answered, where a second worker waited for that commit and
+// then to be scheduled, behind the goroutines reading the stream ahead when
+// binlane has one core (an execution trace, 4 workers, the traps backlog:
+// 0.1-0.6 ms a batch, the target idle meanwhile). Pinned, 4 workers,
+// 3 runs against chained batches on other workers: traps 25,275 against
+// 23,488 trx/s, order entry 6,529 against 6,429, shop 13,592 against
+// 11,010, sysbench alike; documents 5,064 against 5,686 (the runs spread
+// by a third). Two, not one: a chained batch counts until it commits, also
+// while it applies, so with one the batch after it could only be prepared
+// once it committed and every other batch of a chain would keep the target
+// idle while it was rendered. No deadlock: a chained batch waits only for
+// batches dispatched before it, and a worker whose batch fails reports it
+// and hands back the one it took ahead, so the retry, first in line, always
 // finds that worker.
 func chainFor(workers int, renderAhead bool) int {
 	if workers < 2 && !renderAhead {
@@ -557,6 +563,7 @@ func (c *coordinator) dispatch() {
 			b.depWait += now.Sub(w.added)
 		}
 		b.rule = ruleOf(b.works, b.first)
+		b.oneDomain = len(c.lastOfDomain) == 1 && c.a.cfg.Copy == nil
 		if b.chained = units[0].Chained(); b.chained {
 			b.rule = turnRule{all: true}
 			c.a.stats.Chained.Add(1)

@@ -3,17 +3,17 @@ package apply
 import "testing"
 
 // TestLargeBatchCommitsWithItsRows: a batch of 1 MiB or more at the head
-// sends its last rows before it takes the position lock, and its position
-// and COMMIT in a round trip of their own, so that the lock does not hold
-// back other workers' commits while the rows apply. With one worker there
-// is nobody to hold back: the rows go with the COMMIT, and the batch
-// rendered ahead is rendered while they apply (order entry, pinned: one
-// round trip per batch instead of two). Both end equal to the source.
+// sends its rows with its position and COMMIT when nobody could commit
+// meanwhile: one worker, or several with one GTID domain in flight (order
+// entry, pinned: one round trip per batch instead of two). Both end equal
+// to the source. (With another domain in flight the rows go first, so
+// that the position lock does not hold back that domain's commits while
+// they apply: TestFlushFirst.)
 func TestLargeBatchCommitsWithItsRows(t *testing.T) {
 	for _, c := range []struct {
 		workers  int
 		together bool // the rows' round trip also holds the COMMIT
-	}{{1, true}, {2, false}} {
+	}{{1, true}, {2, true}} {
 		p, start := driftPair(t, "CREATE DATABASE app", "CREATE TABLE app.w (id INT PRIMARY KEY, pad VARCHAR(1600))")
 		// 900 rows of 1,500 bytes: 1.35 MB of binlog, one transaction, in a
 		// multi-row INSERT (fewer rows than a LOAD DATA takes).
@@ -30,6 +30,28 @@ func TestLargeBatchCommitsWithItsRows(t *testing.T) {
 		}
 		if together := n == 1; together != c.together {
 			t.Errorf("%d workers: the rows' round trip holds the COMMIT: %v, want %v", c.workers, together, c.together)
+		}
+	}
+}
+
+// TestFlushFirst: which batches send their rows before they take the
+// position lock.
+func TestFlushFirst(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		atHead                  bool
+		bytes                   int
+		single, oneDomain, want bool
+	}{
+		{"not at the head: rows before the wait", false, 100, false, true, true},
+		{"not at the head, one worker", false, 100, true, true, true},
+		{"small at the head", true, flushFirstBytes - 1, false, false, false},
+		{"large at the head, another domain in flight", true, flushFirstBytes, false, false, true},
+		{"large at the head, one domain", true, flushFirstBytes, false, true, false},
+		{"large at the head, one worker", true, flushFirstBytes, true, false, false},
+	} {
+		if got := flushFirst(c.atHead, c.bytes, c.single, c.oneDomain); got != c.want {
+			t.Errorf("%s: flushFirst = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -160,7 +160,7 @@ func TestSequencerDomainTurns(t *testing.T) {
 					if done[seq] {
 						continue
 					}
-					ok, _, err := s.ready(seq, ruleOf([]*work{w}, seq))
+					ok, err := s.ready(seq, ruleOf([]*work{w}, seq))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -177,7 +177,7 @@ func TestSequencerDomainTurns(t *testing.T) {
 // comes any more, and waiters are woken to learn it.
 func TestSequencerBreaks(t *testing.T) {
 	s := newSequencer(0, gtid.Set{}, "", 0)
-	ok, changed, err := s.ready(2, turnRule{after: []uint64{1}})
+	ok, changed, err := s.wait(2, turnRule{after: []uint64{1}})
 	if ok || err != nil {
 		t.Fatalf("unit 2 ready before unit 1 committed: %v %v", ok, err)
 	}
@@ -188,7 +188,7 @@ func TestSequencerBreaks(t *testing.T) {
 	default:
 		t.Fatal("a waiter was not woken")
 	}
-	_, _, err = s.ready(1, turnRule{})
+	_, err = s.ready(1, turnRule{})
 	if !errors.Is(err, ErrCommitUnknown) {
 		t.Fatalf("a turn after a break: %v", err)
 	}
@@ -218,5 +218,50 @@ func TestOutcomeUnknown(t *testing.T) {
 		if got := outcomeUnknown(c.err); got != c.want {
 			t.Errorf("%v: outcome unknown %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// TestSequencerWakesOnlyTheTurn: a commit wakes the batches whose turn it
+// brings and leaves the others asleep (woken at every commit, the one
+// whose turn came could run last); a broken sequencer wakes them all.
+func TestSequencerWakesOnlyTheTurn(t *testing.T) {
+	s := newSequencer(0, gtid.Set{}, "", 0)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	wait := func(first uint64, r turnRule) <-chan struct{} {
+		t.Helper()
+		ok, ch, err := s.wait(first, r)
+		if ok || err != nil {
+			t.Fatalf("batch %d: turn %v, error %v; want a wait", first, ok, err)
+		}
+		return ch
+	}
+	second := wait(2, turnRule{all: true})
+	third := wait(3, turnRule{all: true})
+	otherDomain := wait(5, turnRule{after: []uint64{4}})
+	s.advance(1, 1)
+	if !closed(second) || closed(third) || closed(otherDomain) {
+		t.Fatalf("after 1: woken 2 %v, 3 %v, 5 %v; want only 2", closed(second), closed(third), closed(otherDomain))
+	}
+	s.advance(4, 4) // another domain's batch commits out of order
+	if closed(third) || !closed(otherDomain) {
+		t.Fatalf("after 4: woken 3 %v, 5 %v; want only 5", closed(third), closed(otherDomain))
+	}
+	if ok, err := s.ready(3, turnRule{all: true}); ok || err != nil {
+		t.Fatalf("batch 3 ready %v (error %v) before 2 committed", ok, err)
+	}
+	later := wait(9, turnRule{all: true})
+	s.breakOff(io.ErrUnexpectedEOF)
+	if !closed(third) || !closed(later) {
+		t.Fatal("a broken sequencer left waiters asleep")
+	}
+	if _, _, err := s.wait(9, turnRule{all: true}); !errors.Is(err, ErrCommitUnknown) {
+		t.Fatalf("wait after breakOff: %v", err)
 	}
 }

@@ -48,7 +48,10 @@ func (s *Scheduler) Next() []*Unit {
 	// (i is past it). The chained batch starts at pending[0]: grown to the
 	// end, it holds every pending unit or MaxBatch of them, and is worth
 	// dispatching either way, so a nil from chain never left one there.
-	b := s.chain(s.worthDispatching)
+	var b []*Unit
+	if !s.cfg.ChainInOrder {
+		b = s.chain(s.worthDispatching)
+	}
 	s.held = heldScan{valid: b == nil && i < len(s.pending), version: s.version, ready: s.ready}
 	return b
 }

@@ -170,6 +170,10 @@ type Config struct {
 	// (Unit.Chained), so the target does not idle between two dependent
 	// batches while the next one is rendered. 0: never.
 	Chain int
+	// ChainInOrder: only NextInOrder hands out chained batches (to a
+	// worker that renders its next batch while its last round trip runs),
+	// Next never.
+	ChainInOrder bool
 	// Conflict, when set, is told each key and table through which Add
 	// makes a unit wait for an earlier one in writeset mode (analyze
 	// names the hot ones from it); the applier leaves it nil.

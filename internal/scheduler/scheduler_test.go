@@ -654,6 +654,32 @@ func TestNextInOrder(t *testing.T) {
 	}
 }
 
+// TestChainInOrder: with Config.ChainInOrder a chained batch goes only to
+// NextInOrder (the worker that renders ahead); Next hands out ready
+// batches as before, and nothing chained.
+func TestChainInOrder(t *testing.T) {
+	s := New(Config{MaxBatch: 1, MaxUnits: 100, Chain: 2, ChainInOrder: true}, 1)
+	for i, d := range []string{"a", "a", "a", "b"} {
+		s.Add(unit(uint64(i+1), d))
+	}
+	if b := s.Next(); seqs(b) != "[1]" {
+		t.Fatalf("first batch %s", seqs(b))
+	}
+	if b := s.Next(); seqs(b) != "[4]" {
+		t.Fatalf("Next = %s, want the ready [4]", seqs(b))
+	}
+	if b := s.Next(); b != nil {
+		t.Fatalf("Next handed out %s (chained %v), want nothing", seqs(b), b[0].Chained())
+	}
+	b := s.NextInOrder()
+	if seqs(b) != "[2]" || !b[0].Chained() {
+		t.Fatalf("NextInOrder = %s, want [2] chained", seqs(b))
+	}
+	if b := s.Next(); b != nil {
+		t.Fatalf("Next handed out %s after the chained batch, want nothing", seqs(b))
+	}
+}
+
 // TestPendingBefore: a requeued batch is pending again before the batches
 // handed out after it.
 func TestPendingBefore(t *testing.T) {
