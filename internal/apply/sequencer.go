@@ -115,7 +115,9 @@ func (s *sequencer) ready(first uint64, r turnRule) (bool, error) {
 // every waiter woken at every commit, the one whose turn came ran after
 // the others had looked and gone back to sleep, behind everything else
 // runnable when binlane has one core (a trace of 4 workers: 0.1-0.6 ms a
-// commit, the target idle).
+// commit, the target idle). A caller that stops waiting (its batch gave
+// way) leaves its waiter listed until that turn comes: then it is closed,
+// unheard, and dropped; every batch's turn comes, its retry's included.
 func (s *sequencer) wait(first uint64, r turnRule) (bool, <-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
