@@ -239,9 +239,9 @@ type batch struct {
 	// nothing before every earlier batch committed (released).
 	chained, released bool
 	// oneDomain: when it was handed out, no other GTID domain had
-	// transactions in flight and no copy ran, so no other batch could
-	// commit before it: its position lock holds nobody back (see
-	// flushFirstBytes).
+	// transactions in flight and no copy ran: its position lock can hold
+	// back only a transaction of another domain that arrives meanwhile
+	// (see oneDomainFlushBytes).
 	oneDomain bool
 	// committing is set once the batch holds the position lock with its
 	// turn come: nothing waits for it to give way any more, and an abort

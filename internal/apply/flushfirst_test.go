@@ -3,12 +3,13 @@ package apply
 import "testing"
 
 // TestLargeBatchCommitsWithItsRows: a batch of 1 MiB or more at the head
-// sends its rows with its position and COMMIT when nobody could commit
-// meanwhile: one worker, or several with one GTID domain in flight (order
-// entry, pinned: one round trip per batch instead of two). Both end equal
-// to the source. (With another domain in flight the rows go first, so
-// that the position lock does not hold back that domain's commits while
-// they apply: TestFlushFirst.)
+// sends its rows with its position and COMMIT when no other domain's
+// commit could wait for it: one worker, or several with one GTID domain in
+// flight and a batch of at most 4 MiB (order entry, pinned: one round trip
+// per batch instead of two). Both end equal to the source. (With another
+// domain in flight, or a longer transaction, the rows go first, so that
+// the position lock does not hold back another domain's commits while
+// they apply: TestFlushFirst, TestDomainsCommitIndependently.)
 func TestLargeBatchCommitsWithItsRows(t *testing.T) {
 	for _, c := range []struct {
 		workers  int
@@ -48,6 +49,9 @@ func TestFlushFirst(t *testing.T) {
 		{"small at the head", true, flushFirstBytes - 1, false, false, false},
 		{"large at the head, another domain in flight", true, flushFirstBytes, false, false, true},
 		{"large at the head, one domain", true, flushFirstBytes, false, true, false},
+		{"a merged batch's most at the head, one domain", true, oneDomainFlushBytes, false, true, false},
+		{"a long transaction at the head, one domain", true, oneDomainFlushBytes + 1, false, true, true},
+		{"a long transaction at the head, one worker", true, 64 << 20, true, false, false},
 		{"large at the head, one worker", true, flushFirstBytes, true, false, false},
 	} {
 		if got := flushFirst(c.atHead, c.bytes, c.single, c.oneDomain); got != c.want {
