@@ -163,8 +163,8 @@ func (s *sequencer) committedSeq() uint64 {
 }
 
 // advance records the commit of the Seqs first..last and wakes the
-// waiters.
-func (s *sequencer) advance(first, last uint64) {
+// waiters whose turn came; it reports whether there were any.
+func (s *sequencer) advance(first, last uint64) (woke bool) {
 	s.mu.Lock()
 	if first <= s.committed+1 && len(s.above) == 0 {
 		// In order (one domain, or the head): no bookkeeping per Seq.
@@ -195,6 +195,7 @@ func (s *sequencer) advance(first, last uint64) {
 	for _, c := range wake {
 		close(c)
 	}
+	return len(wake) > 0
 }
 
 // breakOff stops every later commit (see ErrCommitUnknown) and wakes the

@@ -245,9 +245,14 @@ func TestSequencerWakesOnlyTheTurn(t *testing.T) {
 	second := wait(2, turnRule{all: true})
 	third := wait(3, turnRule{all: true})
 	otherDomain := wait(5, turnRule{after: []uint64{4}})
-	s.advance(1, 1)
+	if !s.advance(1, 1) {
+		t.Fatal("advance(1) woke nobody")
+	}
 	if !closed(second) || closed(third) || closed(otherDomain) {
 		t.Fatalf("after 1: woken 2 %v, 3 %v, 5 %v; want only 2", closed(second), closed(third), closed(otherDomain))
+	}
+	if s.advance(6, 6) {
+		t.Fatal("advance(6) reported a wake with no waiter for it")
 	}
 	s.advance(4, 4) // another domain's batch commits out of order
 	if closed(third) || !closed(otherDomain) {
