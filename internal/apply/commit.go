@@ -178,9 +178,10 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	}
 	if flushFirst(c.seq.atHead(b.first), b.bytes(), c.single, b.oneDomain) {
 		// Not the earliest batch in flight: its rows go before it waits,
-		// and never while it holds the position lock. A large batch sends
-		// its rows before it takes the lock even at the head: the lock
-		// would hold back every other domain's commits while they apply.
+		// and never while it holds the position lock. A large batch may
+		// send its rows before it takes the lock even at the head, when
+		// the lock would hold back another domain's commits while they
+		// apply (see flushFirst).
 		if !onlyBegin {
 			if err := w.sql.Flush(); err != nil {
 				return err
@@ -263,7 +264,8 @@ func outcomeUnknown(err error) bool {
 		!errors.Is(err, errStopping) && !errors.Is(err, errAborted)
 }
 
-// done passes the turn on and counts the batch.
+// done passes the turn on and counts the batch; it reports whether a
+// batch waiting for its turn was woken.
 func (c *committer) done(w *worker, b *batch, rows int) (woke bool) {
 	woke = c.seq.advance(b.first, b.last)
 	txns := 0

@@ -480,7 +480,9 @@ func ruleOf(works []*work, first uint64) turnRule {
 // then to be scheduled, behind the goroutines reading the stream ahead when
 // binlane has one core (an execution trace, 4 workers, the traps backlog:
 // 0.1-0.6 ms a batch, the target idle meanwhile). Pinned, 4 workers,
-// 3 runs against chained batches on other workers: traps 25,275 against
+// 3 runs against chained batches on other workers (the builds also
+// differed by flushFirst's one-domain case, which changes only batches of
+// 1 MiB or more: order entry, docs): traps 25,275 against
 // 23,488 trx/s, order entry 6,529 against 6,429, shop 13,592 against
 // 11,010, sysbench alike; documents 5,064 against 5,686 (the runs spread
 // by a third). Two, not one: a chained batch counts until it commits, also
