@@ -152,7 +152,7 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	sizeVar(fl, &f.maxBatchBytes, "max-batch-bytes", 4<<20, "bound on the size of a merged target transaction")
 	fl.BoolVar(&f.renderAhead, "render-ahead", true, "render a thread's next merged transaction while the target commits the one before")
 	_ = fl.MarkHidden("render-ahead")
-	fl.IntVar(&f.window, "window", 0, "transactions in flight at most (0: derived from threads and batch)")
+	fl.IntVar(&f.window, "window", 0, "transactions in flight at most (0: derived from threads and batch, sized by the threads kept busy)")
 	fl.BoolVar(&f.binlogApplied, "binlog-applied", true, "let the target binlog what binlane applies (false needs SUPER/BINLOG ADMIN)")
 	fl.Uint32Var(&f.serverID, "server-id", 0, "server_id binlane uses as a replica of the source (0: derived from the stream name)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", 5*time.Second, "heartbeat period asked of the source; three missed ones mean a dead connection")

@@ -63,9 +63,14 @@ type Config struct {
 	// MaxRoundTrip bounds the SQL text of one round trip (0:
 	// rowsql.DefaultMaxRoundTrip).
 	MaxRoundTrip int
-	// Window bounds the transactions in flight (count and bytes).
+	// Window bounds the transactions in flight (count and bytes). When
+	// Window is not set, the applier derives the bound from the workers
+	// and the batch size and, outside a copy, sizes it as it goes by the
+	// workers kept busy (window.go).
 	Window      int
 	WindowBytes int
+	// adaptWindow: Window was derived, and is sized as the applier goes.
+	adaptWindow bool
 	// SkipBinlog keeps applied changes out of the target's binlog
 	// (sql_log_bin=0, which needs SUPER or BINLOG ADMIN); by default the
 	// target binlogs them, so it can have replicas of its own.
@@ -132,6 +137,7 @@ func (c *Config) defaults() {
 		c.MaxRoundTrip = rowsql.DefaultMaxRoundTrip
 	}
 	if c.Window <= 0 {
+		c.adaptWindow = c.Copy == nil && c.Workers > 1
 		c.Window = scheduler.DefaultWindow(c.Workers, c.MaxBatch)
 	}
 	if c.WindowBytes <= 0 {

@@ -80,6 +80,8 @@ type coordinator struct {
 	// sourceOK caches the source's answers that let statement-logged DML
 	// run (statementdml.go).
 	sourceOK map[string]bool
+	// window sizes the scheduler's window (nil: fixed; see window.go).
+	window *windowSizer
 }
 
 type inflightTxn struct {
@@ -111,6 +113,12 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 		jobs: make([]chan *batch, a.cfg.Workers), offered: make([]bool, a.cfg.Workers), aheadOf: make([]*batch, a.cfg.Workers),
 		results:  make(chan result, 2*a.cfg.Workers),
 		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}, sourceOK: map[string]bool{}}
+	a.stats.Window.Store(int64(a.cfg.Window))
+	if a.cfg.adaptWindow {
+		c.window = newWindowSizer(scheduler.DefaultWindow(1, a.cfg.MaxBatch), a.cfg.Window)
+		c.sched.SetMaxUnits(c.window.size())
+		a.stats.Window.Store(int64(c.window.size()))
+	}
 	for i := a.cfg.Workers - 1; i >= 0; i-- {
 		c.jobs[i] = make(chan *batch, 1)
 		c.idle = append(c.idle, i)
@@ -156,6 +164,9 @@ func (c *coordinator) loop(ctx context.Context, in *txn.Pipe) error {
 		c.dispatch()
 		units, pending := c.sched.InFlight()
 		c.a.stats.InFlight.Store(int64(units))
+		if int64(units) > c.a.stats.PeakInFlight.Load() {
+			c.a.stats.PeakInFlight.Store(int64(units))
+		}
 		c.a.stats.Pending.Store(int64(pending))
 		if c.busy() == 0 && (c.firstErr != nil || (inClosed || c.addErr != nil) && units == 0) {
 			if c.firstErr != nil {
@@ -513,6 +524,7 @@ func (c *coordinator) report(r result) {
 		c.idle = slices.Insert(c.idle, 0, r.worker)
 		return
 	}
+	c.resizeWindow()
 	c.outstanding--
 	if c.offered[r.worker] && c.aheadOf[r.worker] != nil {
 		c.offered[r.worker] = false // busy with the batch it took ahead
@@ -536,6 +548,23 @@ func (c *coordinator) report(r result) {
 		}
 	}
 	c.handle(r)
+}
+
+// resizeWindow samples the workers holding a batch (a batch taken ahead
+// is its worker's second) as one reports its batch.
+func (c *coordinator) resizeWindow() {
+	if c.window == nil {
+		return
+	}
+	busy := c.outstanding
+	for _, x := range c.aheadOf {
+		if x != nil {
+			busy--
+		}
+	}
+	n := c.window.observe(busy)
+	c.sched.SetMaxUnits(n)
+	c.a.stats.Window.Store(int64(n))
 }
 
 // dispatch hands ready batches to idle workers.

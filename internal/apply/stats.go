@@ -50,6 +50,8 @@ type Stats struct {
 	// committed applied one statement at a time (diagnose).
 	RedoneOneByOne atomic.Uint64
 	InFlight       atomic.Int64  // transactions in the scheduler
+	Window         atomic.Int64  // the bound on InFlight (see window.go)
+	PeakInFlight   atomic.Int64  // the most InFlight has been
 	Pending        atomic.Int64  // of those, not yet dispatched
 	LockWaitKills  atomic.Uint64 // later transactions rolled back to let an earlier one through
 	// BlindLockWaitKills are those rolled back without seeing the target's

@@ -252,7 +252,9 @@ type heldScan struct {
 // 2-core benchmark machine with 16 workers, order entry (non-durable):
 // window 8,192, peak RSS 492 MiB, binlane 5.4 CPU-s, 0.80x of one worker's
 // rate; window 2,048: 411 MiB, 3.9 CPU-s, 0.96x. Durable oltp_write_only
-// merged the same 47.8 transactions per commit with either.
+// merged the same 47.8 transactions per commit with either. The applier
+// starts from one worker's window and grows it with the workers kept busy
+// (apply's windowSizer); DefaultWindow(workers) is its ceiling.
 func DefaultWindow(workers, maxBatch int) int { return max(64, min(workers, 4)*maxBatch*4) }
 
 // New returns a scheduler whose first unit will have Seq first.
@@ -272,6 +274,11 @@ func New(cfg Config, first uint64) *Scheduler {
 	return &Scheduler{cfg: cfg, committed: first - 1, above: map[uint64]struct{}{}, tableExcl: map[uint64]*Unit{}, tableLast: map[uint64]*Unit{},
 		spans: spanState{}, order: commitOrder{domains: map[uint32]*domainState{}}}
 }
+
+// SetMaxUnits changes Config.MaxUnits (a window the caller sizes as it
+// goes). Units in flight beyond a smaller bound stay: Full is true until
+// enough of them committed.
+func (s *Scheduler) SetMaxUnits(n int) { s.cfg.MaxUnits = max(1, n) }
 
 // Full reports whether the window has no room for another unit. A window
 // with nothing in flight is never full (a single unit may exceed MaxBytes).
