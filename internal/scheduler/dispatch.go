@@ -14,12 +14,15 @@ import "slices"
 // (see worthDispatching) and the scan goes on to later ready units, within
 // a budget of examined units.
 func (s *Scheduler) Next() []*Unit {
-	if s.held.valid && s.held.version == s.version && s.held.ready == s.ready {
-		return nil // nothing it examined changed (see Scheduler.held)
+	i, budget, seen := 0, 2*s.cfg.MaxBatch, 0 // seen: ready units passed so far
+	if h := s.held; h.valid && h.version == s.version {
+		if h.stuck && h.ready == s.ready {
+			return nil // nothing it examined changed (see Scheduler.held)
+		}
+		i, budget, seen = h.from, h.budget, h.seen
 	}
-	budget := 2 * s.cfg.MaxBatch
-	seen := 0 // ready units passed so far
-	i := 0
+	from := -1 // the start of a batch grown to the end of pending
+	var fromBudget, fromSeen int
 	for ; i < len(s.pending) && budget > 0 && seen < s.ready; i++ {
 		u := s.pending[i]
 		if u.waiting != 0 {
@@ -33,7 +36,11 @@ func (s *Scheduler) Next() []*Unit {
 		batch, bytes := s.grow(i, false)
 		if s.worthDispatching(batch, bytes) {
 			s.hand(i, batch)
+			s.held.valid = false
 			return slices.Clone(batch)
+		}
+		if i+len(batch) == len(s.pending) {
+			from, fromBudget, fromSeen = i, budget, seen
 		}
 		for _, v := range batch {
 			v.batch = 0
@@ -52,7 +59,11 @@ func (s *Scheduler) Next() []*Unit {
 	if !s.cfg.ChainInOrder {
 		b = s.chain(s.worthDispatching)
 	}
-	s.held = heldScan{valid: b == nil && i < len(s.pending), version: s.version, ready: s.ready}
+	s.held = heldScan{valid: b == nil, version: s.version, ready: s.ready, stuck: from < 0 && i < len(s.pending),
+		from: i, budget: budget, seen: seen}
+	if from >= 0 {
+		s.held.from, s.held.budget, s.held.seen = from, fromBudget, fromSeen
+	}
 	return b
 }
 
