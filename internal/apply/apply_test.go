@@ -96,16 +96,7 @@ func TestReplayCountsCommits(t *testing.T) {
 // a second worker waited for the commit before it and then to be
 // scheduled).
 func TestChainStaysOnFewWorkers(t *testing.T) {
-	p := newPair(t)
-	p.src.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.hot (id INT PRIMARY KEY, n INT)", "INSERT INTO app.hot VALUES (1, 0)")
-	for range 40 {
-		p.src.ExecT(t, "UPDATE app.hot SET n = n + 1 WHERE id = 1")
-	}
-	st, err := p.replay(t, runOpts{workers: 4, maxBatch: 1, mode: scheduler.ModeWriteset})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.compare(t, "app")
+	st := replayHotRow(t, 40, 1)
 	var total, used uint64
 	for i := range st.Workers {
 		n := st.Workers[i].Batches.Load()
@@ -120,4 +111,21 @@ func TestChainStaysOnFewWorkers(t *testing.T) {
 	if st.Chained.Load() == 0 {
 		t.Fatal("no batch was prepared while the one before it applied")
 	}
+}
+
+// replayHotRow replays n updates of one row, each waiting for the one
+// before, with 4 workers and batches of at most maxBatch, and compares.
+func replayHotRow(t *testing.T, n, maxBatch int) *Stats {
+	t.Helper()
+	p := newPair(t)
+	p.src.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.hot (id INT PRIMARY KEY, n INT)", "INSERT INTO app.hot VALUES (1, 0)")
+	for range n {
+		p.src.ExecT(t, "UPDATE app.hot SET n = n + 1 WHERE id = 1")
+	}
+	st, err := p.replay(t, runOpts{workers: 4, maxBatch: maxBatch, mode: scheduler.ModeWriteset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.compare(t, "app")
+	return st
 }

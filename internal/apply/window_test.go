@@ -52,16 +52,7 @@ func TestWindowSizer(t *testing.T) {
 // nothing); a backlog of independent transactions still gets the window
 // of every worker.
 func TestWindowFollowsTheWork(t *testing.T) {
-	p := newPair(t)
-	p.src.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.hot (id INT PRIMARY KEY, n INT)", "INSERT INTO app.hot VALUES (1, 0)")
-	for range 300 {
-		p.src.ExecT(t, "UPDATE app.hot SET n = n + 1 WHERE id = 1")
-	}
-	st, err := p.replay(t, runOpts{workers: 4, maxBatch: 8, mode: scheduler.ModeWriteset})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.compare(t, "app")
+	st := replayHotRow(t, 300, 8)
 	one, four := int64(scheduler.DefaultWindow(1, 8)), int64(scheduler.DefaultWindow(4, 8))
 	if one >= four {
 		t.Fatalf("the test needs a window that grows: %d and %d", one, four)
