@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -60,5 +61,19 @@ func TestWindowFollowsTheWork(t *testing.T) {
 	if peak := st.PeakInFlight.Load(); peak > one || st.Window.Load() != one {
 		t.Fatalf("a serial backlog: %d transactions in flight at most, window %d at the end; want at most one worker's %d",
 			peak, st.Window.Load(), one)
+	}
+
+	p := newPair(t)
+	p.src.ExecT(t, "CREATE DATABASE app", "CREATE TABLE app.cold (id INT PRIMARY KEY, n INT)")
+	for i := range 600 {
+		p.src.ExecT(t, fmt.Sprintf("INSERT INTO app.cold VALUES (%d, %d)", i, i))
+	}
+	st, err := p.replay(t, runOpts{workers: 4, maxBatch: 8, mode: scheduler.ModeWriteset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.compare(t, "app")
+	if peak := st.PeakInFlight.Load(); peak <= one {
+		t.Fatalf("independent transactions: %d in flight at most, want more than one worker's window %d", peak, one)
 	}
 }
