@@ -8,7 +8,9 @@
 // statements: statementdml.go) and transactions too large to hold run
 // alone, the latter in parts relayed by the coordinator as they arrive. A
 // source session's temporary tables live on a target connection of that
-// session's own while the run lasts (tempsessions.go).
+// session's own while the run lasts (tempsessions.go). How many
+// transactions the scheduler holds follows the workers kept busy
+// (window.go).
 //
 // Goroutines and teardown: Run starts the workers and the lock-wait
 // monitor, then loops in the coordinator, the only goroutine that touches
