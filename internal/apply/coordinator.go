@@ -113,12 +113,13 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 		jobs: make([]chan *batch, a.cfg.Workers), offered: make([]bool, a.cfg.Workers), aheadOf: make([]*batch, a.cfg.Workers),
 		results:  make(chan result, 2*a.cfg.Workers),
 		abortAll: make(chan struct{}), writing: map[uint64]int{}, lastOfDomain: map[uint32]uint64{}, sourceOK: map[string]bool{}}
-	a.stats.Window.Store(int64(a.cfg.Window))
+	window := a.cfg.Window
 	if a.cfg.adaptWindow {
 		c.window = newWindowSizer(scheduler.DefaultWindow(1, a.cfg.MaxBatch), a.cfg.Window)
-		c.sched.SetMaxUnits(c.window.size())
-		a.stats.Window.Store(int64(c.window.size()))
+		window = c.window.size()
+		c.sched.SetMaxUnits(window)
 	}
+	a.stats.Window.Store(int64(window))
 	for i := a.cfg.Workers - 1; i >= 0; i-- {
 		c.jobs[i] = make(chan *batch, 1)
 		c.idle = append(c.idle, i)

@@ -35,8 +35,7 @@ func (s *Scheduler) Next() []*Unit {
 		s.batchID++
 		batch, bytes := s.grow(i, false)
 		if s.worthDispatching(batch, bytes) {
-			s.hand(i, batch)
-			s.held.valid = false
+			s.hand(i, batch) // a new version: held is stale
 			return slices.Clone(batch)
 		}
 		if i+len(batch) == len(s.pending) {
