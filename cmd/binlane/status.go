@@ -332,6 +332,17 @@ var aloneReasons = map[string]string{
 	plan.SerializeUniqueNotInSource: "transactions on tables with a target unique key over a column the source lacks",
 }
 
+// windowOf describes the bound on the transactions in flight and the most
+// there have been, when the applier reported them: a window that stays at
+// one thread's size while the queue is full says the stream has little
+// parallel work (README, "How many threads?").
+func windowOf(r *streamstatus.Run) string {
+	if r.Window <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (window %d, at most %d so far)", r.Window, r.PeakInFlight)
+}
+
 // printWorkers shows each thread's share of time busy, waiting for its
 // commit turn and committing, since the process started.
 func printWorkers(w io.Writer, r *streamstatus.Run) {
@@ -339,8 +350,8 @@ func printWorkers(w io.Writer, r *streamstatus.Run) {
 		return
 	}
 	pct := func(share float64) string { return fmt.Sprintf("%.0f%%", 100*share) }
-	fmt.Fprintf(w, "  queue      %d in flight, %d waiting; %d later transactions rolled back for an earlier one\n",
-		r.InFlight, r.Pending, r.LockWaitRollbacks)
+	fmt.Fprintf(w, "  queue      %d in flight%s, %d waiting; %d later transactions rolled back for an earlier one\n",
+		r.InFlight, windowOf(r), r.Pending, r.LockWaitRollbacks)
 	if r.RedoneOneByOne > 0 {
 		fmt.Fprintf(w, "  redone     %d merged batches the target refused committed one statement at a time (see the log)\n", r.RedoneOneByOne)
 	}

@@ -42,7 +42,7 @@ func runStatusCmd(t *testing.T, args ...string) (string, error) {
 func TestPrintStream(t *testing.T) {
 	now := time.Date(2026, 5, 4, 12, 0, 30, 0, time.UTC)
 	snap := streamstatus.Snapshot{At: now.Add(-10 * time.Second), Started: now.Add(-110 * time.Second), InFlight: 12, Pending: 5,
-		LockWaitKills: 3, Workers: []streamstatus.WorkerSnapshot{
+		Window: 2048, PeakInFlight: 1900, LockWaitKills: 3, Workers: []streamstatus.WorkerSnapshot{
 			{Txns: 900, Batches: 100, Rows: 2000, Busy: 80 * time.Second, CommitWait: 10 * time.Second, Commit: 5 * time.Second, Retries: 2},
 			{Txns: 100, Batches: 10, Rows: 150, Busy: 25 * time.Second},
 		}, Serialized: map[string]uint64{"statement (DDL)": 4}}
@@ -62,7 +62,7 @@ func TestPrintStream(t *testing.T) {
   applied    1000 transactions; the last one committed on the source at 2026-05-04T12:00:00Z
   lag        1.5s (reported 2s ago)
   held back  replica r1 is 12s behind (> 10s)
-  queue      12 in flight, 5 waiting; 3 later transactions rolled back for an earlier one
+  queue      12 in flight (window 2048, at most 1900 so far), 5 waiting; 3 later transactions rolled back for an earlier one
   thread  txns  batches  rows  busy  commit wait  committing  retries
        0   900      100  2000   80%          10%          5%        2
        1   100       10   150   25%           0%          0%        0
@@ -232,7 +232,8 @@ func TestReplicateStatusMetrics(t *testing.T) {
 	}
 	for _, key := range []string{`binlane_lag_seconds{stream="m"}`, `binlane_queue_transactions{state="pending",stream="m"}`,
 		`binlane_queue_transactions{state="dispatched",stream="m"}`, `binlane_lock_wait_rollbacks_total{stream="m"}`,
-		`binlane_dependency_wait_seconds_total{stream="m"}`} {
+		`binlane_dependency_wait_seconds_total{stream="m"}`, `binlane_window_transactions{stream="m"}`,
+		`binlane_peak_queue_transactions{stream="m"}`} {
 		if _, ok := m[key]; !ok {
 			t.Errorf("metric %s missing", key)
 		}

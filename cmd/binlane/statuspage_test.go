@@ -127,6 +127,9 @@ func TestStatusPage(t *testing.T) {
 			t.Errorf("the page lacks %s", s)
 		}
 	}
+	if !regexp.MustCompile(`<dd id="queue">[\d,]+ in flight \(window [\d,]+, at most [\d,]+ so far\), [\d,]+ waiting`).MatchString(dom) {
+		t.Errorf("the page shows no window with the queue")
+	}
 	// The recommendation as rendered (the script's own text holds " — ").
 	if !regexp.MustCompile(`<dd id="recommendation">\d+ threads? — [^<]+</dd>`).MatchString(dom) {
 		t.Errorf("the page shows no recommendation with its reason")

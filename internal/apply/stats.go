@@ -128,6 +128,7 @@ func (s *Stats) Serialized() map[string]uint64 {
 // Snapshot copies the counters, for display and the stream's report.
 func (s *Stats) Snapshot() streamstatus.Snapshot {
 	snap := streamstatus.Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
+		Window: s.Window.Load(), PeakInFlight: s.PeakInFlight.Load(),
 		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), Chained: s.Chained.Load(), RenderedAhead: s.RenderedAhead.Load(), AheadGaveWay: s.AheadGaveWay.Load(), RedoneOneByOne: s.RedoneOneByOne.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
 		LastCommitTS: s.LastCommitTS.Load(), Position: s.Position(), NextTS: s.NextTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
 	if m := s.domainNext.Load(); m != nil && len(*m) > 0 {

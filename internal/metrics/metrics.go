@@ -77,6 +77,8 @@ func NewCollector(stream string, read func() (Reading, bool)) *Collector {
 	add("domain_lag_seconds", "lag_seconds of one MariaDB GTID domain (each commits in its own order); only when the position has several domains.", "domain")
 	add("domain_position", "Sequence number of the last GTID applied in one MariaDB GTID domain; only when the position has several domains.", "domain")
 	add("queue_transactions", "Transactions in the scheduler, by state.", "state")
+	add("window_transactions", "The bound on transactions in the scheduler (it follows the threads kept busy unless --window is set).")
+	add("peak_queue_transactions", "The most transactions the scheduler has held in this attempt.")
 	add("lock_wait_rollbacks_total", "Later transactions rolled back to let an earlier one through (ordered-commit lock waits).")
 	add("chained_batches_total", "Batches prepared while the batches they depend on applied.")
 	add("rendered_ahead_batches_total", "Batches rendered while the batch before them on the same target connection committed.")
@@ -139,6 +141,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	emit("queue_transactions", prometheus.GaugeValue, float64(s.InFlight-s.Pending), "dispatched")
 	emit("queue_transactions", prometheus.GaugeValue, float64(s.Pending), "pending")
+	if s.Window > 0 {
+		emit("window_transactions", prometheus.GaugeValue, float64(s.Window))
+		emit("peak_queue_transactions", prometheus.GaugeValue, float64(s.PeakInFlight))
+	}
 	emit("lock_wait_rollbacks_total", prometheus.CounterValue, float64(s.LockWaitKills))
 	emit("chained_batches_total", prometheus.CounterValue, float64(s.Chained))
 	emit("rendered_ahead_batches_total", prometheus.CounterValue, float64(s.RenderedAhead))

@@ -53,7 +53,7 @@ func snap(at time.Duration) streamstatus.Snapshot {
 	s := at.Seconds()
 	d := func(share float64) time.Duration { return time.Duration(share * float64(at)) }
 	return streamstatus.Snapshot{At: t0.Add(at), Started: t0, Committed: uint64(200 * s), InFlight: 3, Pending: 1,
-		DependencyWait: d(0.4), Position: "0-1-" + time.Duration(at).String(),
+		Window: 512, PeakInFlight: 600, DependencyWait: d(0.4), Position: "0-1-" + time.Duration(at).String(),
 		Workers: []streamstatus.WorkerSnapshot{
 			{Txns: uint64(100 * s), Rows: uint64(1000 * s), Busy: d(0.5), CommitWait: d(0.25), Commit: d(0.1), DependencyWait: d(0.3)},
 			{Txns: uint64(100 * s), Rows: uint64(1000 * s), Busy: d(0.2), DependencyWait: d(0.1), Retries: 2},
@@ -121,7 +121,7 @@ func TestStatusJSON(t *testing.T) {
 	// The first reading covers the attempt so far.
 	r := st.Run
 	if st.Stream != "m" || st.State != "running" || !st.Alive || st.Position != "0-1-100" || *st.LagSeconds != 1.5 || r == nil ||
-		r.Committed != 4000 || r.InFlight != 3 || r.Pending != 1 || r.IntervalSeconds != 20 || *st.Restarts != 1 ||
+		r.Committed != 4000 || r.InFlight != 3 || r.Pending != 1 || r.Window != 512 || r.PeakInFlight != 600 || r.IntervalSeconds != 20 || *st.Restarts != 1 ||
 		st.Held != "source Threads_running 9 > 8" {
 		t.Fatalf("stream fields: %+v %+v", st, r)
 	}

@@ -140,7 +140,7 @@ func withError(d Stream, st Status) Stream {
 // runOf is the document's view of an applier's counters over iv.
 func runOf(s Snapshot, iv Interval) *Run {
 	r := &Run{Started: s.Started.UTC(), IntervalSeconds: iv.Elapsed.Seconds(), Committed: s.Committed, InFlight: s.InFlight,
-		Pending: s.Pending, LockWaitRollbacks: s.LockWaitKills, RedoneOneByOne: s.RedoneOneByOne, TransactionsPerSecond: iv.rate(iv.Transactions),
+		Pending: s.Pending, Window: s.Window, PeakInFlight: s.PeakInFlight, LockWaitRollbacks: s.LockWaitKills, RedoneOneByOne: s.RedoneOneByOne, TransactionsPerSecond: iv.rate(iv.Transactions),
 		RowsPerSecond: iv.rate(iv.Rows), RanAlone: s.Serialized}
 	if r.RanAlone == nil {
 		r.RanAlone = map[string]uint64{}

@@ -112,12 +112,17 @@ type LastTransaction struct {
 // started, and rates and shares over IntervalSeconds (the last seconds on
 // the status page, the whole attempt for status).
 type Run struct {
-	Started           time.Time `json:"started"`
-	IntervalSeconds   float64   `json:"interval_seconds"`
-	Committed         uint64    `json:"committed"`
-	InFlight          int64     `json:"in_flight"`
-	Pending           int64     `json:"pending"`
-	LockWaitRollbacks uint64    `json:"lock_wait_rollbacks"`
+	Started         time.Time `json:"started"`
+	IntervalSeconds float64   `json:"interval_seconds"`
+	Committed       uint64    `json:"committed"`
+	InFlight        int64     `json:"in_flight"`
+	Pending         int64     `json:"pending"`
+	// Window bounds InFlight (the applier sizes it by the threads it keeps
+	// busy unless --window is set); PeakInFlight is the most InFlight has
+	// been in this attempt. 0: not reported (an older binlane).
+	Window            int64  `json:"window"`
+	PeakInFlight      int64  `json:"peak_in_flight"`
+	LockWaitRollbacks uint64 `json:"lock_wait_rollbacks"`
 	// RedoneOneByOne counts merged batches the target refused that then
 	// committed one statement at a time (each is logged with the error).
 	RedoneOneByOne        uint64            `json:"batches_redone_one_by_one"`

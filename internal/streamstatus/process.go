@@ -13,13 +13,17 @@ import "time"
 // display (apply.Stats.Snapshot). It is stored as JSON in the stream's row
 // (Report), so its tags are a stored format.
 type Snapshot struct {
-	At            time.Time `json:"at"`
-	Started       time.Time `json:"started"`
-	Committed     uint64    `json:"committed"`
-	InFlight      int64     `json:"in_flight"`
-	Pending       int64     `json:"pending"`
-	LockWaitKills uint64    `json:"lock_wait_kills"`
-	BlindKills    uint64    `json:"blind_lock_wait_kills"`
+	At        time.Time `json:"at"`
+	Started   time.Time `json:"started"`
+	Committed uint64    `json:"committed"`
+	InFlight  int64     `json:"in_flight"`
+	Pending   int64     `json:"pending"`
+	// Window is the bound on InFlight now (it follows the busy threads
+	// unless --window set it); PeakInFlight the most InFlight has been.
+	Window        int64  `json:"window,omitempty"`
+	PeakInFlight  int64  `json:"peak_in_flight,omitempty"`
+	LockWaitKills uint64 `json:"lock_wait_kills"`
+	BlindKills    uint64 `json:"blind_lock_wait_kills"`
 	// Chained: batches prepared while those they depend on applied.
 	Chained uint64 `json:"chained_batches,omitempty"`
 	// RenderedAhead: batches rendered while the batch before them on the
