@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +63,7 @@ binlog-applied: false
 		{"file only", newReplicateCmd, nil, nil, map[string]string{
 			"source": "mysql://repl@src:3306/", "target": "mysql://binlane@dst:3306/", "workers": "6",
 			"parallel-mode": "commit-order", "databases": "[app,shop,crm]", "exclude": "[app.audit]",
-			"heartbeat": "2s", "binlog-applied": "false", "max-batch": strconv.Itoa(defaultMaxBatch), // untouched default
+			"heartbeat": "2s", "binlog-applied": "false", "max-batch": "0", // untouched default (maxBatchFor derives it)
 		}},
 		{"flags win", newReplicateCmd, []string{"--workers", "2", "--databases", "only", "--target", "mysql://other@x:1/", "--binlog-applied=true"},
 			nil, map[string]string{
@@ -167,15 +166,15 @@ func TestReplicateFlagValidation(t *testing.T) {
 		{"no target", []string{"--source", src}, "--target is required"},
 		{"bad source address", []string{"--source", "mysql://root@host:notaport/", "--target", dst}, "--source: "},
 		{"bad parallel mode", []string{"--source", src, "--target", dst, "--parallel-mode", "fast"}, `--parallel-mode "fast": want writeset, commit-order or serial`},
-		{"zero threads", []string{"--source", src, "--target", dst, "--threads", "0"}, "--threads and --max-batch must be at least 1"},
-		{"zero batch", []string{"--source", src, "--target", dst, "--max-batch", "0"}, "--threads and --max-batch must be at least 1"},
+		{"zero threads", []string{"--source", src, "--target", dst, "--threads", "0"}, "--threads must be at least 1"},
+		{"negative batch", []string{"--source", src, "--target", dst, "--max-batch", "-1"}, "--max-batch at least 0"},
 		{"bad log level", []string{"--source", src, "--target", dst, "--log-level", "loud"}, "--log-level: "},
 		{"bad log format", []string{"--source", src, "--target", dst, "--log-format", "xml"}, `--log-format "xml": want text or json`},
 		{"password file missing", []string{"--source", src, "--target", dst, "--source-password-file", "/nonexistent/pw"}, "--source: "},
 		{"unknown flag", []string{"--source", src, "--target", dst, "--wokers", "2"}, "unknown flag: --wokers"},
 		{"positional argument", []string{"--source", src, "--target", dst, "extra"}, "unknown command"},
 		{"config file value", []string{"--config", file}, `--parallel-mode "fastest"`},
-		{"config file overridden", []string{"--config", file, "--parallel-mode", "serial", "--workers", "-1"}, "--threads and --max-batch"},
+		{"config file overridden", []string{"--config", file, "--parallel-mode", "serial", "--workers", "-1"}, "--threads must be at least 1"},
 		{"start position not one", []string{"--source", src, "--target", dst, "--start-gtid", "garbage"},
 			`--start-gtid: gtid "garbage": want domain-server-sequence; a position is MariaDB's domain-server-sequence`},
 		{"stop position tagged", []string{"--source", src, "--target", dst, "--stop-at-gtid", "3E11FA47-71CA-11E1-9E33-C80AA9429562:tag1:1-5"},
@@ -312,6 +311,19 @@ func TestTuneMemoryGOGC(t *testing.T) {
 		tuneMemory(&f, false, log)
 		if got := debug.SetGCPercent(100); got != tc.want {
 			t.Errorf("GOGC=%q: binlane set GC percent %d, want %d", tc.env, got, tc.want)
+		}
+	}
+}
+
+// TestMaxBatchFor: --max-batch as set wins; unset, one thread merges 256
+// source transactions per target commit and more threads 128.
+func TestMaxBatchFor(t *testing.T) {
+	for _, tc := range []struct{ set, threads, want int }{
+		{0, 1, serialMaxBatch}, {0, 2, defaultMaxBatch}, {0, 16, defaultMaxBatch},
+		{1, 1, 1}, {64, 4, 64}, {512, 1, 512},
+	} {
+		if got := maxBatchFor(tc.set, tc.threads); got != tc.want {
+			t.Errorf("maxBatchFor(%d, %d) = %d, want %d", tc.set, tc.threads, got, tc.want)
 		}
 	}
 }

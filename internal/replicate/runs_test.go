@@ -167,12 +167,12 @@ func (d diagnosed) WithGroup(g string) slog.Handler { return diagnosed{d.Handler
 // TestRunsRandom: random interleaved transactions (cascades of every
 // action, self-references, unique-value swaps within and across
 // transactions, keyless rows, stock updates with their lines) replicated
-// with 1 and 8 workers and batches of 1 to 128 source transactions, the
+// with 1 and 8 workers and batches of 1 to 256 source transactions, the
 // run planner reordering inside each; every target ends equal, and with
 // one worker no batch needed its source-order retry.
 func TestRunsRandom(t *testing.T) {
 	src, from, to := runsSource(t, 29)
-	for _, c := range []struct{ workers, batch int }{{1, 1}, {1, 128}, {1, 37}, {8, 16}, {8, 128}} {
+	for _, c := range []struct{ workers, batch int }{{1, 1}, {1, 128}, {1, 256}, {1, 37}, {8, 16}, {8, 128}} {
 		t.Run(fmt.Sprintf("workers=%d,batch=%d", c.workers, c.batch), func(t *testing.T) {
 			runsReplicate(t, src, from, to, c.workers, c.batch)
 		})
@@ -180,10 +180,11 @@ func TestRunsRandom(t *testing.T) {
 }
 
 // TestSoakRuns: TestRunsRandom's workload over the soak's seeds, each with
-// its own worker count (1 or 8) and batch size (1-128).
+// its own worker count (1 or 8) and batch size (1-256: one thread's
+// default is 256).
 func TestSoakRuns(t *testing.T) {
 	for _, seed := range soakSeeds(t, 4) {
-		workers, batch := pick(seed, 1, 8), 1+int(seed*37%128)
+		workers, batch := pick(seed, 1, 8), 1+int(seed*37%256)
 		t.Run(fmt.Sprintf("%d/workers=%d,batch=%d", seed, workers, batch), func(t *testing.T) {
 			src, from, to := runsSource(t, uint64(seed))
 			runsReplicate(t, src, from, to, workers, batch)

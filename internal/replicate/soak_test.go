@@ -48,7 +48,7 @@ func TestSoakReplicate(t *testing.T) {
 			wl := workload.Config{Seed: seed, Sessions: 2 + int(seed%9), Transactions: 1200, DDL: seed%4 != 1,
 				BigTxnRows: pick(seed, 0, 3000, 8000), Savepoints: seed%2 == 0, Ledger: seed%3 == 0}
 			cfg := e.config(t, 1+int(seed*7%16))
-			cfg.Apply.MaxBatch = pick(seed, 1, 4, 16, 128)
+			cfg.Apply.MaxBatch = pick(seed, 1, 4, 16, 128, 256)
 			cfg.MaxTxnBytes = 256 << 10
 			if seed%2 == 1 {
 				stop := runInBackground(ctx, cfg)
@@ -126,7 +126,7 @@ func TestSoakApplications(t *testing.T) {
 			db := e.src.OpenT(t, "")
 			db.SetMaxOpenConns(wl.Sessions + 2)
 			cfg := e.config(t, 1+int(seed*7%16))
-			cfg.Apply.MaxBatch = pick(seed*3, 1, 4, 16, 128)
+			cfg.Apply.MaxBatch = pick(seed*3, 1, 4, 16, 128, 256)
 			if m != workload.Bulk || seed%2 == 1 {
 				// Otherwise the bulk changes stay whole: merged, their
 				// 3,000 rows are loaded (rowsql's LOAD DATA forms).
