@@ -96,7 +96,7 @@ stream's server id would clash with the running stream).`,
 	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables to leave out")
 	fl.IntSliceVar(&f.workers, "simulate-threads", analyze.DefaultWorkers, "thread counts (replicate's --threads) to simulate")
 	deprecatedAlias(fl, "workers", "simulate-threads")
-	fl.IntVar(&f.maxBatch, "max-batch", defaultMaxBatch, "source transactions merged into one target transaction, as replicate's --max-batch")
+	fl.IntVar(&f.maxBatch, "max-batch", defaultMaxBatch, "source transactions merged into one target transaction, as replicate's --max-batch with more than one thread")
 	fl.IntVar(&f.cores, "cores", 0, "cores the target (and binlane) can use; 0: one per worker")
 	fl.BoolVar(&f.durable, "target-durable", true, "model a durable target (innodb_flush_log_at_trx_commit=1, sync_binlog=1)")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
