@@ -28,9 +28,9 @@ const (
 	// serialMaxBatch is --max-batch's default with one thread: larger
 	// merged commits cost the target less per transaction (pinned, one
 	// thread: sysbench 49.8 against 55.5 target-µs, 9-11% more
-	// transactions per second), but with several threads a chain of hot
-	// rows handed between connections stalled on them (traps, 4 threads:
-	// 23,700 against 31,500 per second), so more threads keep 128.
+	// transactions per second); with 4 threads it helped sysbench and the
+	// shop (+7-10%) but not the documents (-3 to -8%) nor a chain of hot
+	// rows, and doubled the window's memory, so more threads keep 128.
 	serialMaxBatch = 256
 )
 
