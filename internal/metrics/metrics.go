@@ -77,7 +77,7 @@ func NewCollector(stream string, read func() (Reading, bool)) *Collector {
 	add("domain_lag_seconds", "lag_seconds of one MariaDB GTID domain (each commits in its own order); only when the position has several domains.", "domain")
 	add("domain_position", "Sequence number of the last GTID applied in one MariaDB GTID domain; only when the position has several domains.", "domain")
 	add("queue_transactions", "Transactions in the scheduler, by state.", "state")
-	add("window_transactions", "The bound on transactions in the scheduler (it follows the threads kept busy unless --window is set).")
+	add("window_transactions", "The bound on transactions in the scheduler (with several threads it follows those kept busy, unless --window is set).")
 	add("peak_queue_transactions", "The most transactions the scheduler has held in this attempt.")
 	add("lock_wait_rollbacks_total", "Later transactions rolled back to let an earlier one through (ordered-commit lock waits).")
 	add("chained_batches_total", "Batches prepared while the batches they depend on applied.")

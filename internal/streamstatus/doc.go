@@ -117,8 +117,9 @@ type Run struct {
 	Committed       uint64    `json:"committed"`
 	InFlight        int64     `json:"in_flight"`
 	Pending         int64     `json:"pending"`
-	// Window bounds InFlight (the applier sizes it by the threads it keeps
-	// busy unless --window is set); PeakInFlight is the most InFlight has
+	// Window bounds InFlight (with several threads and no copy the applier
+	// sizes it by the threads it keeps busy, unless --window is set;
+	// otherwise it is fixed); PeakInFlight is the most InFlight has
 	// been in this attempt. 0: not reported (an older binlane).
 	Window            int64  `json:"window"`
 	PeakInFlight      int64  `json:"peak_in_flight"`

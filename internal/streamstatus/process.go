@@ -18,8 +18,7 @@ type Snapshot struct {
 	Committed uint64    `json:"committed"`
 	InFlight  int64     `json:"in_flight"`
 	Pending   int64     `json:"pending"`
-	// Window is the bound on InFlight now (it follows the busy threads
-	// unless --window set it); PeakInFlight the most InFlight has been.
+	// Window is the bound on InFlight now (see Run.Window); PeakInFlight the most InFlight has been.
 	Window        int64  `json:"window,omitempty"`
 	PeakInFlight  int64  `json:"peak_in_flight,omitempty"`
 	LockWaitKills uint64 `json:"lock_wait_kills"`
