@@ -42,8 +42,14 @@ func summarizeStats(stats string) string {
 	if batches > 0 {
 		per = float64(txns) / float64(batches)
 	}
-	return fmt.Sprintf("busy %s%%; commit %s%%; commit wait %s%%; %.1f trx per target commit; %d of %d batches rendered ahead",
+	out := fmt.Sprintf("busy %s%%; commit %s%%; commit wait %s%%; %.1f trx per target commit; %d of %d batches rendered ahead",
 		strings.Join(busy, "/"), strings.Join(commit, "/"), strings.Join(wait, "/"), per, s.RenderedAhead, batches)
+	// A rollback to break a lock wait between binlane's own batches stalls
+	// the drain until the monitor sees it: a slow run shows why here.
+	if s.LockWaitKills+s.BlindKills > 0 {
+		out += fmt.Sprintf("; %d lock-wait rollbacks (%d blind)", s.LockWaitKills+s.BlindKills, s.BlindKills)
+	}
+	return out
 }
 
 // writeResults writes results.md and chart.svg for everything run so far.
