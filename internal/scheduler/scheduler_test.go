@@ -111,6 +111,12 @@ func TestSchedulerScenarios(t *testing.T) {
 				{"commit", ""}, {"commit", ""}, {"next", "[4]"}}},
 		{"head unit never joins a batch", []string{"a", "H,b", "c"}, 8,
 			[]step{{"next", "[1]"}, {"commit", ""}, {"next", "[2]"}, {"next", "[3]"}}},
+		// A backlog in flight: a small batch behind it waits to grow or to
+		// be at the head, although little is pending.
+		{"small batch waits behind a backlog in flight", []string{"a", "b", "c", "d"}, 4,
+			[]step{{"next", "[1 2 3 4]"}, {"add", "e"}, {"next", "[]"}, {"commit", ""}, {"next", "[5]"}}},
+		{"small batch goes out when little is in flight", []string{"a", "b"}, 4,
+			[]step{{"next", "[1 2]"}, {"add", "c"}, {"next", "[3]"}}},
 		{"requeued batch runs only at the head", []string{"a", "b", "c"}, 1,
 			[]step{{"next", "[1]"}, {"next", "[2]"}, {"requeue", ""}, {"next", "[3]"}, {"next", "[]"}, {"commit", ""}, {"next", "[2]"}}},
 	}
