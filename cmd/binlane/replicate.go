@@ -28,9 +28,12 @@ const (
 	// serialMaxBatch is --max-batch's default with one thread: larger
 	// merged commits cost the target less per transaction (pinned, one
 	// thread: sysbench 49.8 against 55.5 target-µs, 9-11% more
-	// transactions per second); with 4 threads it helped sysbench and the
-	// shop (+7-10%) but not the documents (-3 to -8%) nor a chain of hot
-	// rows, and doubled the window's memory, so more threads keep 128.
+	// transactions per second). With 4 threads 256 costs 5-20% less CPU
+	// per transaction on small rows (hot rows included) and drains faster
+	// pinned and durable, but the documents drain 4-8% slower unpinned
+	// and durable and shop and sysbench lose up to 10% on two shared
+	// cores (fewer batches at once), and the window's memory doubles, so
+	// more threads keep 128 (bench/results, 2026-11-30 18:14-20:02).
 	serialMaxBatch = 256
 )
 
