@@ -22,6 +22,7 @@ import (
 	"github.com/binlane/binlane/internal/gtid"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/replica"
+	"github.com/binlane/binlane/internal/scheduler"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/txn"
 )
@@ -96,7 +97,7 @@ stream's server id would clash with the running stream).`,
 	fl.StringSliceVar(&f.exclude, "exclude", nil, "databases or db.tables to leave out")
 	fl.IntSliceVar(&f.workers, "simulate-threads", analyze.DefaultWorkers, "thread counts (replicate's --threads) to simulate")
 	deprecatedAlias(fl, "workers", "simulate-threads")
-	fl.IntVar(&f.maxBatch, "max-batch", defaultMaxBatch, "source transactions merged into one target transaction, as replicate's --max-batch with more than one thread")
+	fl.IntVar(&f.maxBatch, "max-batch", 0, "source transactions merged into one target transaction, as replicate's --max-batch (0: replicate's default for each simulated thread count)")
 	fl.IntVar(&f.cores, "cores", 0, "cores the target (and binlane) can use; 0: one per worker")
 	fl.BoolVar(&f.durable, "target-durable", true, "model a durable target (innodb_flush_log_at_trx_commit=1, sync_binlog=1)")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
@@ -381,6 +382,15 @@ func printAnalysis(w io.Writer, r analyze.Report) error {
 	return nil
 }
 
+// batchBound says what bounded the simulated batches: --max-batch, or
+// replicate's default per thread count.
+func batchBound(set int) string {
+	if set > 0 {
+		return strconv.Itoa(set)
+	}
+	return fmt.Sprintf("%d with one thread, %d with more", scheduler.DefaultMaxBatch(1), scheduler.DefaultMaxBatch(2))
+}
+
 // printSimulations prints the model and the simulated drains, a row per
 // number of workers.
 func printSimulations(w io.Writer, r analyze.Report) error {
@@ -393,8 +403,8 @@ func printSimulations(w io.Writer, r analyze.Report) error {
 	if m.Durable {
 		target = "durable"
 	}
-	fmt.Fprintf(w, "\nsimulated backlog drain (%s target; per transaction %s, per row %s, commit %s + %s/row + sync %s; intake %s + %s/row; cores: %s; batches up to %d)\n",
-		target, dur(m.PerTxn), dur(m.PerRow), dur(m.Commit), dur(m.CommitPerRow), dur(m.Sync), dur(m.Intake), dur(m.IntakePerRow), cores, m.MaxBatch)
+	fmt.Fprintf(w, "\nsimulated backlog drain (%s target; per transaction %s, per row %s, commit %s + %s/row + sync %s; intake %s + %s/row; cores: %s; batches up to %s)\n",
+		target, dur(m.PerTxn), dur(m.PerRow), dur(m.Commit), dur(m.CommitPerRow), dur(m.Sync), dur(m.Intake), dur(m.IntakePerRow), cores, batchBound(m.MaxBatch))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workers\twriteset trx/s\tspeedup\ttrx/commit\tbusy\tcommit wait\tlimit\tcommit-order trx/s\tspeedup\tlimit\t")
 	for _, s := range r.Simulations {

@@ -319,7 +319,7 @@ func TestTuneMemoryGOGC(t *testing.T) {
 // source transactions per target commit and more threads 128.
 func TestMaxBatchFor(t *testing.T) {
 	for _, tc := range []struct{ set, threads, want int }{
-		{0, 1, serialMaxBatch}, {0, 2, defaultMaxBatch}, {0, 16, defaultMaxBatch},
+		{0, 1, 256}, {0, 2, 128}, {0, 16, 128},
 		{1, 1, 1}, {64, 4, 64}, {512, 1, 512},
 	} {
 		if got := maxBatchFor(tc.set, tc.threads); got != tc.want {

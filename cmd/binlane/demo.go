@@ -124,7 +124,7 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	end := d.pos(ctx)
 	d.say("\nbinlane analyze --start-gtid %s --stop-at-gtid %s (the workload's binlog):", start, end)
 	if err := runAnalyze(ctx, out, io.Discard, analyzeFlags{source: d.src.URL(), fromGTID: start, toGTID: end,
-		databases: []string{demoSchema}, workers: []int{1, 2, 4, 8, 16}, maxBatch: defaultMaxBatch}); err != nil {
+		databases: []string{demoSchema}, workers: []int{1, 2, 4, 8, 16}}); err != nil {
 		return fmt.Errorf("analyze: %w", err)
 	}
 

@@ -22,30 +22,15 @@ import (
 )
 
 // Defaults chosen from the benchmark (see bench/README.md).
-const (
-	defaultWorkers  = 4
-	defaultMaxBatch = 128
-	// serialMaxBatch is --max-batch's default with one thread: larger
-	// merged commits cost the target less per transaction (pinned, one
-	// thread: sysbench 49.8 against 55.5 target-µs, 9-11% more
-	// transactions per second). With 4 threads 256 costs 5-20% less CPU
-	// per transaction on sysbench, the shop and hot rows (order entry and
-	// traps within 5%) and drains faster pinned and durable, but the documents drain 4-8% slower unpinned
-	// and durable and shop and sysbench lose up to 10% on two shared
-	// cores (fewer batches at once), and the window's memory doubles, so
-	// more threads keep 128 (bench/results, 2026-11-30 18:14-20:02).
-	serialMaxBatch = 256
-)
+const defaultWorkers = 4
 
-// maxBatchFor is --max-batch as set, or its default for the threads.
+// maxBatchFor is --max-batch as set, or its default for the threads
+// (scheduler.DefaultMaxBatch: the one place that chooses it).
 func maxBatchFor(set, threads int) int {
-	switch {
-	case set > 0:
+	if set > 0 {
 		return set
-	case threads == 1:
-		return serialMaxBatch
 	}
-	return defaultMaxBatch
+	return scheduler.DefaultMaxBatch(threads)
 }
 
 type replicateFlags struct {

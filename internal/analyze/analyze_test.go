@@ -279,3 +279,34 @@ func TestRecommendLive(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultBatchPerWorkers: a model without a --max-batch simulates each
+// worker count with replicate's own default (one worker merges 256, more
+// merge 128), and a set one bounds every count alike.
+func TestDefaultBatchPerWorkers(t *testing.T) {
+	descs := make([]string, 1200)
+	for i := range descs {
+		descs[i] = fmt.Sprintf("k%d", i)
+	}
+	indep := txns(descs...)
+	perWorker := DefaultModel(false)
+	set := DefaultModel(false)
+	set.MaxBatch = 64
+	for _, c := range []struct {
+		model          Model
+		workers, want  int
+		minPer, maxPer float64
+	}{
+		{perWorker, 1, 256, 129, 256}, {perWorker, 4, 128, 1, 128},
+		{set, 1, 64, 1, 64}, {set, 4, 64, 1, 64},
+	} {
+		r := Simulate(indep, ModeWriteset, c.workers, c.model)
+		if r.MaxBatch != c.want {
+			t.Errorf("max batch %d, %d workers: simulated with %d, want %d", c.model.MaxBatch, c.workers, r.MaxBatch, c.want)
+		}
+		if r.TxnPerCommit < c.minPer || r.TxnPerCommit > c.maxPer {
+			t.Errorf("max batch %d, %d workers: %.1f transactions per commit, want %.0f-%.0f",
+				c.model.MaxBatch, c.workers, r.TxnPerCommit, c.minPer, c.maxPer)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package analyze
 
-import "time"
+import (
+	"time"
+
+	"github.com/binlane/binlane/internal/scheduler"
+)
 
 // Model is the cost model of the simulation: what one source transaction,
 // one row and one target commit cost, where that time is spent (CPU or
@@ -60,7 +64,9 @@ type Model struct {
 	// Cores shared by workers, commits and intake; 0 for unlimited.
 	Cores int `json:"cores"`
 	// MaxBatch and MaxBatchBytes bound merged batches (replicate's
-	// --max-batch, --max-batch-bytes).
+	// --max-batch, --max-batch-bytes). MaxBatch 0 simulates each worker
+	// count with replicate's own default for it
+	// (scheduler.DefaultMaxBatch); SimResult.MaxBatch says which.
 	MaxBatch      int `json:"max_batch"`
 	MaxBatchBytes int `json:"max_batch_bytes"`
 }
@@ -74,7 +80,7 @@ func DefaultModel(durable bool) Model {
 		Commit: 150 * time.Microsecond,
 		Intake: 4 * time.Microsecond, IntakePerRow: 2 * time.Microsecond,
 		Background: 2 * time.Microsecond, BackgroundPerRow: 1500 * time.Nanosecond,
-		MaxBatch: 128, MaxBatchBytes: 4 << 20}
+		MaxBatchBytes: 4 << 20}
 	if durable {
 		m.Commit, m.CommitPerRow, m.Sync = 1200*time.Microsecond, 5*time.Microsecond, 350*time.Microsecond
 	}
@@ -82,13 +88,21 @@ func DefaultModel(durable bool) Model {
 }
 
 func (m Model) withDefaults() Model {
-	if m.MaxBatch <= 0 {
-		m.MaxBatch = 128
+	if m.MaxBatch < 0 {
+		m.MaxBatch = 0
 	}
 	if m.MaxBatchBytes <= 0 {
 		m.MaxBatchBytes = 4 << 20
 	}
 	return m
+}
+
+// maxBatch is the merged batch bound simulated with workers.
+func (m Model) maxBatch(workers int) int {
+	if m.MaxBatch > 0 {
+		return m.MaxBatch
+	}
+	return scheduler.DefaultMaxBatch(workers)
 }
 
 func micro(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

@@ -39,6 +39,8 @@ type SimResult struct {
 	Bottleneck string `json:"bottleneck"`
 	// RowsWritten is the rows the batches wrote after merging.
 	RowsWritten float64 `json:"rows_written"`
+	// MaxBatch is the merged batch bound this drain was simulated with.
+	MaxBatch int `json:"max_batch"`
 }
 
 type phase uint8
@@ -104,6 +106,7 @@ type sim struct {
 	intakeBusy float64 // time intake was taking transactions in
 	cpuSat     float64 // time the cores were oversubscribed
 	keys       map[uint64]struct{}
+	batch      int // merged batch bound
 	written    float64
 	background float64 // µs of background CPU owed
 }
@@ -117,9 +120,10 @@ func newSim(txns []Txn, mode scheduler.Mode, workers int, m Model) *sim {
 			File: t.File, Payload: i}
 	}
 	// The applier's window (apply.Config defaults).
-	s := scheduler.New(scheduler.Config{Mode: mode, MaxUnits: scheduler.DefaultWindow(workers, m.MaxBatch), MaxBytes: 128 << 20,
-		MaxBatch: m.MaxBatch, MaxBatchBytes: m.MaxBatchBytes}, 1)
-	x := &sim{txns: txns, m: m, units: units, s: s, ws: make([]simWorker, workers), keys: map[uint64]struct{}{}}
+	batch := m.maxBatch(workers)
+	s := scheduler.New(scheduler.Config{Mode: mode, MaxUnits: scheduler.DefaultWindow(workers, batch), MaxBytes: 128 << 20,
+		MaxBatch: batch, MaxBatchBytes: m.MaxBatchBytes}, 1)
+	x := &sim{txns: txns, m: m, units: units, s: s, ws: make([]simWorker, workers), keys: map[uint64]struct{}{}, batch: batch}
 	x.intakeLeft = x.intakeCost(0)
 	return x
 }
@@ -274,7 +278,7 @@ func (x *sim) advance(dt, rate float64, intakeOn, backOn bool) {
 // result sums up the drain.
 func (x *sim) result() SimResult {
 	n, now, workers := len(x.txns), x.now, len(x.ws)
-	r := SimResult{Elapsed: us(now), Commits: x.commits, RowsWritten: x.written, TxnPerCommit: float64(n) / float64(max(x.commits, 1))}
+	r := SimResult{Elapsed: us(now), Commits: x.commits, RowsWritten: x.written, MaxBatch: x.batch, TxnPerCommit: float64(n) / float64(max(x.commits, 1))}
 	if now > 0 {
 		r.TxnPerSec = float64(n) / (now / 1e6)
 		for i := range x.ws {
