@@ -3,6 +3,8 @@ package sqlquote
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -111,31 +113,97 @@ func TestAppendEscaped(t *testing.T) {
 // word, among plain neighbours of both halves of the byte range (a lane
 // whose neighbour borrows must not hide or invent an escape).
 func TestAppendEscapedEveryByte(t *testing.T) {
-	slow := func(b []byte) string {
-		out := []byte{'\''}
-		for _, c := range b {
-			if e := escapes[c]; e != 0 {
-				out = append(out, '\\', e)
-			} else {
-				out = append(out, c)
-			}
-		}
-		return string(append(out, '\''))
-	}
 	for _, fill := range []byte{'a', 0x1b, 0x80, 0xff, 0x01} {
 		for c := range 256 {
 			for at := range 19 {
 				b := bytes.Repeat([]byte{fill}, 19)
 				b[at] = byte(c)
-				if got, want := string(AppendEscaped(nil, "", b)), slow(b); got != want {
+				if got, want := string(AppendEscaped(nil, "", b)), escapedSlow(b); got != want {
 					t.Fatalf("byte %#x at %d among %#x: %q, want %q", c, at, fill, got, want)
 				}
-				if got, want := string(AppendEscaped(nil, "", string(b[:at+1]))), slow(b[:at+1]); got != want {
+				if got, want := string(AppendEscaped(nil, "", string(b[:at+1]))), escapedSlow(b[:at+1]); got != want {
 					t.Fatalf("string of %d ending in %#x: %q, want %q", at+1, c, got, want)
 				}
 			}
 		}
 	}
+}
+
+// escapedSlow is AppendEscaped's definition, a byte at a time.
+func escapedSlow(b []byte) string {
+	out := []byte{'\''}
+	for _, c := range b {
+		if e := escapes[c]; e != 0 {
+			out = append(out, '\\', e)
+		} else {
+			out = append(out, c)
+		}
+	}
+	return string(append(out, '\''))
+}
+
+// TestAppendEscapedLong checks the path of long values (sparseMin and
+// more) against the definition: every byte value at the start, the middle
+// and the end of a plain value, escapes spread out, escapes close together
+// (the switch to the word loop) and then spread out again, and random
+// bytes of every density.
+func TestAppendEscapedLong(t *testing.T) {
+	check := func(name string, b []byte) {
+		t.Helper()
+		if got, want := string(AppendEscaped(nil, "", b)), escapedSlow(b); got != want {
+			t.Fatalf("%s (%d bytes): %q, want %q", name, len(b), got, want)
+		}
+	}
+	for c := range 256 {
+		for _, at := range []int{0, 1, sparseMin / 2, sparseMin - 1, sparseMin, 2*sparseMin - 1} {
+			b := bytes.Repeat([]byte{'a'}, max(sparseMin, at+1))
+			b[at] = byte(c)
+			check(fmt.Sprintf("byte %#x at %d", c, at), b)
+		}
+	}
+	var mixed []byte
+	for i := range 4096 {
+		switch {
+		case i%97 == 0:
+			mixed = append(mixed, escapedBytes[i%len(escapedBytes)])
+		case i > 1000 && i < 1200 && i%3 == 0: // close together
+			mixed = append(mixed, '\'')
+		default:
+			mixed = append(mixed, 'x')
+		}
+	}
+	check("mixed", mixed)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, density := range []int{2, 8, 40, 300, 5000} {
+		for range 50 {
+			b := make([]byte, sparseMin+rng.IntN(3000))
+			for i := range b {
+				if rng.IntN(density) == 0 {
+					b[i] = escapedBytes[rng.IntN(len(escapedBytes))]
+				} else {
+					b[i] = byte(0x20 + rng.IntN(0x60))
+				}
+			}
+			check(fmt.Sprintf("random, one escape in %d", density), b)
+		}
+	}
+}
+
+// FuzzAppendEscaped: any bytes, as a byte slice and as a string, come out
+// as the definition says.
+func FuzzAppendEscaped(f *testing.F) {
+	f.Add([]byte("plain"))
+	f.Add(bytes.Repeat([]byte("a'b\\c\x00d\ne\rf\x1ag"), 60))
+	f.Add(append(bytes.Repeat([]byte{'q'}, 300), '\''))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := escapedSlow(b)
+		if got := string(AppendEscaped(nil, "", b)); got != want {
+			t.Fatalf("bytes: %q, want %q", got, want)
+		}
+		if got := string(AppendEscaped(nil, "", string(b))); got != want {
+			t.Fatalf("string: %q, want %q", got, want)
+		}
+	})
 }
 
 func TestSetting(t *testing.T) {

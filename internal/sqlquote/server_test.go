@@ -1,6 +1,7 @@
 package sqlquote_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -56,6 +57,14 @@ func roundTrips(t *testing.T, conn *sql.Conn, mode string) {
 		if !strings.Contains(mode, "NO_BACKSLASH_ESCAPES") { // its documented limit
 			checkBytes(t, conn, "AppendEscaped", string(sqlquote.AppendEscaped(nil, "binary", s)), s)
 		}
+	}
+	if !strings.Contains(mode, "NO_BACKSLASH_ESCAPES") {
+		// A long value takes the path that jumps between escapes.
+		long := bytes.Repeat([]byte("plain text of a long value "), 40)
+		for c := range 256 {
+			long[c*4] = byte(c)
+		}
+		checkBytes(t, conn, "AppendEscaped", string(sqlquote.AppendEscaped(nil, "binary", long)), string(long))
 	}
 	for _, v := range multiByte {
 		checkBytes(t, conn, "AppendHex", string(sqlquote.AppendHex(nil, v.charset, v.value)), v.value)
