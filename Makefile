@@ -17,7 +17,7 @@ VERSION   ?= $(shell git describe --tags --exact-match 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: all build install uninstall deps bench-deps demo test test-short soak bench bench-apps bench-copy man fuzz vet fmt clean
+.PHONY: all build install uninstall deps bench-deps demo test test-short soak bench bench-apps bench-copy pgo man fuzz vet fmt clean
 
 all: build
 
@@ -93,6 +93,18 @@ bench-apps: bench-deps build
 COPYSCALES ?= 500k,2M,8M,8Mx1
 bench-copy: bench-deps build
 	$(GO) run ./bench --mode copy --repeat 3 --copy-scales $(COPYSCALES) $(BENCHFLAGS)
+
+# pgo refreshes cmd/binlane/default.pgo, the CPU profile go build uses to
+# optimise binlane (profile-guided optimisation): binlane's own CPU profiles
+# of the benchmark's drains, one and four threads, every kind of scenario,
+# merged. Refresh it after a change that moves where binlane's time goes.
+PGODIR ?= /tmp/binlane-pgo
+pgo: bench-deps build
+	rm -rf $(PGODIR) && mkdir -p $(PGODIR)/profiles
+	$(GO) run ./bench --binlane bin/binlane --scenarios nondurable,durable,shop-nondurable,orderentry-nondurable,slots-nondurable,docs-nondurable \
+		--transactions 30000 --app-transactions 30000 --table-size 20000 --workers 1,4 --native none \
+		--analyze=false --skip-verify --profile-dir $(PGODIR)/profiles --out $(PGODIR)
+	$(GO) tool pprof -proto $(PGODIR)/profiles/*.pprof > cmd/binlane/default.pgo
 
 # fuzz runs every fuzz target for FUZZTIME each. Minimizing a new input may
 # take 60 s by default, during which no new inputs are tried: keep it short.
