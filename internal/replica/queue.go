@@ -27,9 +27,22 @@ type queue struct {
 	bytes    int           // guarded by mu; sum of sizes
 	err      error         // guarded by mu; set once by close
 	notEmpty chan struct{} // capacity 1: "an item was pushed"
-	notFull  chan struct{} // capacity 1: "an item was popped"
+	notFull  chan struct{} // capacity 1: "room was made"
 	done     chan struct{} // closed by close
+
+	// The consumer's side, touched only by pop: the events it took from
+	// the ring at once (out, served from next), whose outBytes stay counted
+	// in bytes until it takes the next ones.
+	out      []entry
+	next     int
+	outBytes int
 }
+
+// popBatch is the most events pop takes from the ring under one lock.
+// Taking one at a time cost a lock and a signal per event, and with the
+// queue at its bound under a backlog, a wake-up of the reader for each
+// event it could add.
+const popBatch = 64
 
 func newQueue(max int) *queue {
 	return &queue{max: max, notEmpty: make(chan struct{}, 1), notFull: make(chan struct{}, 1), done: make(chan struct{})}
@@ -76,24 +89,37 @@ func (q *queue) push(ctx context.Context, m binlog.Message, size int) error {
 // pop returns the oldest event; once the queue is closed and drained, the
 // error it was closed with.
 func (q *queue) pop(ctx context.Context) (binlog.Message, error) {
+	if q.next < len(q.out) {
+		m := q.out[q.next].m
+		q.out[q.next] = entry{} // not kept reachable
+		q.next++
+		return m, nil
+	}
 	for {
 		q.mu.Lock()
+		// Room made at three quarters of the bound or less wakes the
+		// producer: waiting at the bound, it then adds a quarter of it in
+		// one go, not one event per wake-up. An event fits by then or
+		// waits for more room: each take below the mark signals again,
+		// down to the empty queue that lets any event in.
+		wake := q.outBytes > 0 && q.bytes-q.outBytes <= q.max-q.max/4
+		q.bytes -= q.outBytes
+		q.outBytes = 0
 		if q.n > 0 {
-			e := q.ring[q.head]
-			q.bytes -= e.size
-			q.ring[q.head] = entry{}
-			q.head = (q.head + 1) & (len(q.ring) - 1)
-			q.n--
-			if q.n == 0 && len(q.ring) > keptRing {
-				// A burst of tiny events grew the ring: let it go.
-				q.ring, q.head = nil, 0
-			}
+			q.take()
 			q.mu.Unlock()
-			signal(q.notFull)
-			return e.m, nil
+			if wake {
+				signal(q.notFull)
+			}
+			m := q.out[0].m
+			q.out[0], q.next = entry{}, 1
+			return m, nil
 		}
 		err := q.err
 		q.mu.Unlock()
+		if wake {
+			signal(q.notFull)
+		}
 		if err != nil {
 			return binlog.Message{}, err
 		}
@@ -103,6 +129,25 @@ func (q *queue) pop(ctx context.Context) (binlog.Message, error) {
 		case <-ctx.Done():
 			return binlog.Message{}, ctx.Err()
 		}
+	}
+}
+
+// take moves up to popBatch of the oldest events from the ring to out
+// (q.mu held).
+func (q *queue) take() {
+	k := min(q.n, popBatch)
+	q.out = q.out[:0]
+	for range k {
+		e := q.ring[q.head]
+		q.out = append(q.out, e)
+		q.outBytes += e.size
+		q.ring[q.head] = entry{}
+		q.head = (q.head + 1) & (len(q.ring) - 1)
+	}
+	q.n -= k
+	if q.n == 0 && len(q.ring) > keptRing {
+		// A burst of tiny events grew the ring: let it go.
+		q.ring, q.head = nil, 0
 	}
 }
 

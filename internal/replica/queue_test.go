@@ -36,12 +36,15 @@ func TestQueueBoundsBytes(t *testing.T) {
 	if err := <-pushed; err != nil {
 		t.Fatal(err)
 	}
-	// An event larger than the bound passes when the queue is empty.
-	if err := q.push(ctx, binlog.Message{Event: &binlog.Event{Pos: 9}}, 1<<20); err != nil {
-		t.Fatal(err)
-	}
+	// An event larger than the bound passes when the queue is empty (and
+	// the events the consumer took are no longer counted: it takes the
+	// next ones).
+	go func() { pushed <- q.push(ctx, binlog.Message{Event: &binlog.Event{Pos: 9}}, 1<<20) }()
 	if m, _ := q.pop(ctx); m.Event.Pos != 9 {
 		t.Fatal("big event lost")
+	}
+	if err := <-pushed; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -100,7 +103,84 @@ func TestQueueRingOrder(t *testing.T) {
 		}
 		want++
 	}
-	if q.bytes != 0 || q.n != 0 {
-		t.Errorf("drained queue holds %d bytes, %d events", q.bytes, q.n)
+	// The events the last pop took stay counted until the next one.
+	if q.bytes != q.outBytes || q.n != 0 || q.next != len(q.out) {
+		t.Errorf("drained queue holds %d bytes (%d handed out), %d events", q.bytes, q.outBytes, q.n)
 	}
+}
+
+// TestQueueWakesProducerBelowThreeQuarters: a producer waiting at the
+// bound is woken once the consumer made room down to three quarters of
+// it, not at every event, and events handed out stay counted until the
+// consumer takes the next ones.
+func TestQueueWakesProducerBelowThreeQuarters(t *testing.T) {
+	const size, events = 100, 400
+	q := newQueue(events * (size + eventOverhead))
+	ctx := context.Background()
+	for i := range events {
+		if err := q.push(ctx, binlog.Message{Event: &binlog.Event{Pos: uint64(i)}}, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pushed := make(chan error, 1)
+	go func() { pushed <- q.push(ctx, binlog.Message{Event: &binlog.Event{Pos: events}}, size) }()
+	waiting := func(popped int) {
+		t.Helper()
+		select {
+		case err := <-pushed:
+			t.Fatalf("the producer pushed after %d of %d events were popped (%v)", popped, events, err)
+		case <-time.After(30 * time.Millisecond):
+		}
+	}
+	waiting(0)
+	popped := 0
+	for ; popped < events/4; popped++ {
+		if m, err := q.pop(ctx); err != nil || m.Event.Pos != uint64(popped) {
+			t.Fatalf("pop %d: %v %v", popped, m.Event, err)
+		}
+	}
+	// A quarter handed out, but the last of them still counted.
+	waiting(popped)
+	for ; popped <= events/4+popBatch; popped++ {
+		if _, err := q.pop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-pushed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the producer still waits with %d of %d events popped", popped, events)
+	}
+}
+
+// BenchmarkQueue hands small events from a producer goroutine to the
+// consumer through a full queue, as a backlog does: the consumer works on
+// each event (as the assembler does), the producer outruns it, and the
+// queue stays at its bound.
+func BenchmarkQueue(b *testing.B) {
+	q := newQueue(DefaultQueueBytes)
+	ctx := context.Background()
+	ev := &binlog.Event{}
+	go func() {
+		for i := 0; i < b.N; i++ {
+			if err := q.push(ctx, binlog.Message{Event: ev}, 200); err != nil {
+				return
+			}
+		}
+		q.close(io.EOF)
+	}()
+	b.ResetTimer()
+	sum := 0
+	for {
+		if _, err := q.pop(ctx); err != nil {
+			break
+		}
+		for i := range 100 { // the consumer's work on an event
+			sum += i * sum
+		}
+	}
+	b.ReportMetric(float64(sum&1), "x") // keeps the work
 }
