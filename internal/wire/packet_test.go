@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -152,8 +153,17 @@ func TestPacketsKeptWhileReading(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, chunks := range [][]int{{1 << 30}, {1}, {3, 5000, 17, 65536, 100000}} {
-		r := NewPacketReader(&chunkReader{b: buf.Bytes(), sizes: chunks}, 0)
+	for _, tc := range []struct {
+		chunks   []int
+		buffered bool // through the read-ahead buffer a connection reads with
+	}{{[]int{1 << 30}, false}, {[]int{1}, false}, {[]int{3, 5000, 17, 65536, 100000}, false},
+		{[]int{1 << 30}, true}, {[]int{1}, true}, {[]int{3, 5000, 17, 65536, 100000}, true}} {
+		chunks := tc.chunks
+		var src io.Reader = &chunkReader{b: buf.Bytes(), sizes: chunks}
+		if tc.buffered {
+			src = newBufferedReader(src)
+		}
+		r := NewPacketReader(src, 0)
 		var got [][]byte
 		for range want {
 			p, err := r.ReadPacket()
@@ -173,5 +183,33 @@ func TestPacketsKeptWhileReading(t *testing.T) {
 				t.Fatalf("chunks %v: packet %d (%d bytes) changed", chunks, i, len(want[i]))
 			}
 		}
+	}
+}
+
+// BenchmarkReadPacket reads packets of the documents benchmark's sizes
+// (2-20 KB row events) and small ones through the connection's read-ahead
+// buffer, as a binlog stream does.
+func BenchmarkReadPacket(b *testing.B) {
+	for _, size := range []int{120, 11000} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			var buf bytes.Buffer
+			w := packetWriter{w: &buf}
+			for buf.Len() < 4<<20 {
+				if err := w.writePacket(make([]byte, size)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			stream, n := buf.Bytes(), buf.Len()/(size+4)
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			for i := 0; i < b.N; i += n {
+				r := NewPacketReader(newBufferedReader(bytes.NewReader(stream)), 0)
+				for j := 0; j < n && i+j < b.N; j++ {
+					if _, err := r.ReadPacket(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }
