@@ -141,3 +141,40 @@ func seq(n int) []int32 {
 	}
 	return out
 }
+
+// TestHolderTable: a reset forgets every key (also when the generation
+// wraps, and across a shrink after a large plan), and keys that collide
+// keep entries of their own.
+func TestHolderTable(t *testing.T) {
+	var h holderTable
+	fill := func(n int, base uint64) {
+		h.reset(n)
+		for i := range n {
+			// Multiples of a power of two share their home slot under a
+			// plain mask; Fibonacci hashing must still find each its own.
+			e := h.get(base + uint64(i)<<20)
+			if *e != (holders{-1, -1, -1}) {
+				t.Fatalf("key %d of %d: held before this plan: %+v", i, n, *e)
+			}
+			*e = holders{int32(i), int32(i), int32(i)}
+		}
+		for i := range n {
+			if e := h.get(base + uint64(i)<<20); e.entry != int32(i) {
+				t.Fatalf("key %d of %d: %+v", i, n, *e)
+			}
+		}
+	}
+	fill(100, 1)
+	fill(100, 1) // the same keys again: the reset emptied them
+	h.gen = ^uint32(0)
+	fill(100, 1) // the generation wraps
+	if h.gen != 1 {
+		t.Fatalf("generation %d after the wrap, want 1", h.gen)
+	}
+	fill(200000, 7)
+	large := len(h.slots)
+	fill(10, 7)
+	if len(h.slots) >= large {
+		t.Fatalf("table of %d slots kept after a plan of 10 keys", len(h.slots))
+	}
+}
