@@ -178,3 +178,121 @@ func TestHolderTable(t *testing.T) {
 		t.Fatalf("table of %d slots kept after a plan of 10 keys", len(h.slots))
 	}
 }
+
+// TestRunPlannerMatchesMapPlanner: the planner's tables (holderTable, the
+// open groups' slice) decide exactly as the maps they replaced did, merges
+// included: the same order and the same merged entries on random plans
+// run one after another through one planner (so each starts from the last
+// one's tables).
+func TestRunPlannerMatchesMapPlanner(t *testing.T) {
+	var p runPlanner
+	for seed := uint64(0); seed < 3000; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		entries := make([]runEntry, rng.IntN(80))
+		for i := range entries {
+			en := runEntry{group: rng.IntN(6) - 1, fence: rng.IntN(30) == 0, merge: rng.IntN(2) == 0}
+			key := func() uint64 {
+				if rng.IntN(3) == 0 {
+					return rng.Uint64() // a hash, as the writeset's keys are
+				}
+				return 1 + uint64(rng.IntN(10))
+			}
+			for range rng.IntN(4) {
+				en.keys = append(en.keys, key())
+			}
+			for range rng.IntN(3) {
+				en.shared = append(en.shared, key())
+			}
+			entries[i] = en
+		}
+		wantOrder, wantFinal := mapPlan(entries)
+		order := p.plan(entries)
+		if !slices.Equal(order, wantOrder) || !slices.Equal(p.final, wantFinal) {
+			t.Fatalf("seed %d: order %v final %v, the map planner's %v %v", seed, order, p.final, wantOrder, wantFinal)
+		}
+	}
+}
+
+// mapPlan is the run planner as it was with Go maps for the key holders and
+// the open groups: the reference TestRunPlannerMatchesMapPlanner holds the
+// planner to.
+func mapPlan(entries []runEntry) (order, final []int32) {
+	last, open := map[uint64]holders{}, map[int]int{}
+	get := func(k uint64) holders {
+		if h, ok := last[k]; ok {
+			return h
+		}
+		return holders{-1, -1, -1}
+	}
+	var runs [][]int32
+	final, runOf := make([]int32, len(entries)), make([]int32, len(entries))
+	for i := range final {
+		final[i] = -1
+	}
+	hold := func(e *runEntry, at int, entry int32) {
+		for _, k := range e.keys {
+			h := get(k)
+			last[k] = holders{excl: max(h.excl, int32(at)), any: max(h.any, int32(at)), entry: pick(entry, h.entry)}
+		}
+		for _, k := range e.shared {
+			h := get(k)
+			last[k] = holders{excl: h.excl, any: max(h.any, int32(at)), entry: pick(entry, h.entry)}
+		}
+	}
+	floor, lastFence := -1, -1
+	for i := range entries {
+		e := &entries[i]
+		if target := mapMergeTarget(entries, i, get, lastFence); target >= 0 {
+			final[target] = int32(i)
+			hold(e, int(runOf[target]), -1)
+			continue
+		}
+		bar := floor
+		for _, k := range e.keys {
+			bar = max(bar, int(get(k).any))
+		}
+		for _, k := range e.shared {
+			bar = max(bar, int(get(k).excl))
+		}
+		at := -1
+		if ri, ok := open[e.group]; ok && e.group >= 0 && !e.fence && ri >= bar {
+			at = ri
+		}
+		if at < 0 {
+			runs = append(runs, nil)
+			at = len(runs) - 1
+			if e.group >= 0 && !e.fence {
+				open[e.group] = at
+			}
+		}
+		if e.fence {
+			floor, lastFence = at, i
+		}
+		runs[at] = append(runs[at], int32(i))
+		runOf[i] = int32(at)
+		hold(e, at, int32(i))
+	}
+	for _, run := range runs {
+		order = append(order, run...)
+	}
+	return order, final
+}
+
+func mapMergeTarget(entries []runEntry, i int, get func(uint64) holders, lastFence int) int32 {
+	e := &entries[i]
+	if !e.merge || len(e.keys) == 0 {
+		return -1
+	}
+	p := get(e.keys[0]).entry
+	if p < 0 || int(p) < lastFence || !entries[p].merge || entries[p].group != e.group {
+		return -1
+	}
+	for _, keys := range [][]uint64{e.keys, e.shared} {
+		for _, k := range keys {
+			if get(k).entry != p {
+				return -1
+			}
+		}
+	}
+	return p
+}
