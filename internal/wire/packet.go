@@ -18,10 +18,7 @@ const DefaultMaxPacket = 1<<30 + 1<<16
 // PacketReader reads logical packets: it checks sequence ids and joins the
 // fragments of payloads of 16 MiB and more.
 type PacketReader struct {
-	r io.Reader
-	// br is r when it is a bufio.Reader: a packet already in its buffer
-	// is cloned from there, one copy into memory that is not zeroed first.
-	br  *bufio.Reader
+	r   io.Reader
 	seq uint8 // sequence id expected next
 	max int
 	// hdr is read into here: a local array passed to io.ReadFull would
@@ -35,8 +32,7 @@ func NewPacketReader(r io.Reader, max int) *PacketReader {
 	if max <= 0 {
 		max = DefaultMaxPacket
 	}
-	br, _ := r.(*bufio.Reader)
-	return &PacketReader{r: r, br: br, max: max}
+	return &PacketReader{r: r, max: max}
 }
 
 // SetSeq sets the sequence id expected on the next packet.
@@ -59,9 +55,6 @@ func (p *PacketReader) ReadPacket() ([]byte, error) {
 		}
 		if first && n < maxFragment {
 			// The common case: one fragment, one exact allocation.
-			if n > 0 && p.br != nil && p.br.Buffered() >= n {
-				return p.cloneBuffered(n), nil
-			}
 			buf = make([]byte, n)
 			if _, err := io.ReadFull(p.r, buf); err != nil {
 				return nil, fmt.Errorf("read packet of %d bytes: %w", n, unexpected(err))
@@ -79,18 +72,6 @@ func (p *PacketReader) ReadPacket() ([]byte, error) {
 			return buf, nil
 		}
 	}
-}
-
-// cloneBuffered returns the next n bytes, all in br's buffer, in a buffer
-// of their own. A clone by append is not zeroed before the copy, as
-// make's buffer that io.ReadFull then fills is (docs benchmark: the
-// zeroing was a third of binlane's memclr, 2% of its CPU). Its capacity
-// is cut to n: what the caller appends goes elsewhere, as with make.
-func (p *PacketReader) cloneBuffered(n int) []byte {
-	b, _ := p.br.Peek(n) // cannot fail: n bytes are buffered
-	buf := append([]byte(nil), b...)[:n:n]
-	_, _ = p.br.Discard(n)
-	return buf
 }
 
 func (p *PacketReader) readHeader(first bool) (int, error) {
