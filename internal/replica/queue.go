@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/binlane/binlane/internal/binlog"
 )
@@ -29,6 +30,9 @@ type queue struct {
 	notEmpty chan struct{} // capacity 1: "an item was pushed"
 	notFull  chan struct{} // capacity 1: "room was made"
 	done     chan struct{} // closed by close
+	// blocked is set while push waits at the bound: the stream's watchdog
+	// does not count that time as the source's silence.
+	blocked atomic.Bool
 
 	// The consumer's side, touched only by pop: the events it took from
 	// the ring at once (out, served from next), whose outBytes stay counted
@@ -77,12 +81,15 @@ func (q *queue) push(ctx context.Context, m binlog.Message, size int) error {
 			return nil
 		}
 		q.mu.Unlock()
+		q.blocked.Store(true)
 		select {
 		case <-q.notFull:
 		case <-q.done:
 		case <-ctx.Done():
+			q.blocked.Store(false)
 			return context.Cause(ctx)
 		}
+		q.blocked.Store(false)
 	}
 }
 

@@ -109,6 +109,30 @@ func TestReconnectAfterKillAndRestart(t *testing.T) {
 	}
 }
 
+// A consumer that stops taking events for longer than the read timeout (an
+// applier behind: a transaction sent in parts, a slow target) holds the
+// reader at the queue's bound while the source still has bytes to send: the
+// source is not silent, and the stream must keep its connection. The
+// watchdog counted the time blocked at the bound as silence and dropped the
+// connection, and a transaction sent in parts then started over from the
+// saved position (CI, TestHugeTransactionStreams).
+func TestSlowConsumerIsNotADeadPeer(t *testing.T) {
+	srv := sandbox.StartT(t, sandbox.Options{})
+	srv.ExecT(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY, v MEDIUMTEXT)")
+	srv.ExecT(t, bigTransaction(200, 0)) // 12.5 MiB: more than the socket buffers park
+	cfg := baseConfig(t, srv)
+	cfg.HeartbeatPeriod = 100 * time.Millisecond // a read timeout of 300 ms
+	cfg.QueueBytes = 8 << 10
+	c := newConsumer(t, openT(t, cfg))
+	c.inside(5)
+	time.Sleep(2 * time.Second) // the reader waits at the queue's bound meanwhile
+	c.untilGTID(lastSeq(t, srv))
+	if len(c.restarts) != 0 {
+		t.Fatalf("%d restarts while the consumer paused, the first: %s", len(c.restarts), c.restarts[0].Reason)
+	}
+	c.checkSequence(1, lastSeq(t, srv))
+}
+
 // Heartbeats arrive while the source is idle, carry its position, and a
 // peer that goes silent is detected within a few heartbeat periods.
 func TestHeartbeatsAndDeadPeer(t *testing.T) {

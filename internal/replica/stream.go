@@ -206,12 +206,15 @@ func (s *Stream) pump(ctx context.Context, sess *session, dec *binlog.Decoder, t
 	timeout := s.cfg.readTimeout()
 	// A watchdog, not a read deadline per event (which costs a clock read
 	// and a timer update per event): it closes the connection when no
-	// event arrived for the timeout.
+	// event arrived for the timeout while the pump waited for one. Time
+	// the pump spends handing an event to a full queue (an applier behind,
+	// a transaction sent in parts) is not the source's silence: it sent
+	// what it had, and its next bytes wait in the socket.
 	var progress atomic.Uint64
 	var timedOut atomic.Bool
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go watchdog(watchCtx, timeout, &progress, func() {
+	go watchdog(watchCtx, timeout, &progress, &s.q.blocked, func() {
 		timedOut.Store(true)
 		sess.conn.Close()
 	})
@@ -243,8 +246,9 @@ func (s *Stream) pump(ctx context.Context, sess *session, dec *binlog.Decoder, t
 	}
 }
 
-// watchdog calls dead when progress has not moved for timeout.
-func watchdog(ctx context.Context, timeout time.Duration, progress *atomic.Uint64, dead func()) {
+// watchdog calls dead when progress has not moved for timeout, counting
+// only the time the pump was not blocked at the queue's bound (blocked).
+func watchdog(ctx context.Context, timeout time.Duration, progress *atomic.Uint64, blocked *atomic.Bool, dead func()) {
 	tick := time.NewTicker(max(timeout/4, 10*time.Millisecond))
 	defer tick.Stop()
 	last, since := progress.Load(), time.Now()
@@ -253,7 +257,7 @@ func watchdog(ctx context.Context, timeout time.Duration, progress *atomic.Uint6
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			if p := progress.Load(); p != last {
+			if p := progress.Load(); p != last || blocked.Load() {
 				last, since = p, now
 			} else if now.Sub(since) >= timeout {
 				dead()
