@@ -171,7 +171,7 @@ func growInt32(s []int32, n int) []int32 {
 
 // holderTable maps keys to their holders for one plan. A Go map took three
 // operations per key (two lookups and an assignment) and its clear per
-// plan (order entry: 6% of binlane's CPU); here one probe finds an entry,
+// plan (order entry: 5% of binlane's CPU); here one probe finds an entry,
 // which the caller updates in place, and a plan starts by moving to the
 // next generation: a slot of an older one is empty. Open addressing with
 // linear probing, sized at reset to at most half full for the plan's
