@@ -388,7 +388,11 @@ func batchBound(set int) string {
 	if set > 0 {
 		return strconv.Itoa(set)
 	}
-	return fmt.Sprintf("%d with one thread, %d with more", scheduler.DefaultMaxBatch(1), scheduler.DefaultMaxBatch(2))
+	one, more := scheduler.DefaultMaxBatch(1), scheduler.DefaultMaxBatch(2)
+	if one == more {
+		return fmt.Sprintf("%d (replicate's default)", one)
+	}
+	return fmt.Sprintf("%d with one thread, %d with more", one, more)
 }
 
 // printSimulations prints the model and the simulated drains, a row per

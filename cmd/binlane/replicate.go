@@ -154,7 +154,7 @@ func addStreamFlags(cmd *cobra.Command, f *replicateFlags) {
 	fl.IntVar(&f.threads, "threads", defaultWorkers, "target connections applying transactions at once (1: serial)")
 	deprecatedAlias(fl, "workers", "threads")
 	fl.StringVar(&f.mode, "parallel-mode", "writeset", "how independent transactions are found: writeset, commit-order or serial")
-	fl.IntVar(&f.maxBatch, "max-batch", 0, "source transactions merged into one target transaction (0: 256 with one thread, 128 with more; 1: no merging)")
+	fl.IntVar(&f.maxBatch, "max-batch", 0, "source transactions merged into one target transaction (0: 256; 1: no merging)")
 	sizeVar(fl, &f.maxBatchBytes, "max-batch-bytes", 4<<20, "bound on the size of a merged target transaction")
 	fl.BoolVar(&f.renderAhead, "render-ahead", true, "render a thread's next merged transaction while the target commits the one before")
 	_ = fl.MarkHidden("render-ahead")

@@ -281,8 +281,8 @@ func TestRecommendLive(t *testing.T) {
 }
 
 // TestDefaultBatchPerWorkers: a model without a --max-batch simulates each
-// worker count with replicate's own default (one worker merges 256, more
-// merge 128), and a set one bounds every count alike.
+// worker count with replicate's own default (256 for every count), and a
+// set one bounds every count alike.
 func TestDefaultBatchPerWorkers(t *testing.T) {
 	descs := make([]string, 1200)
 	for i := range descs {
@@ -297,7 +297,7 @@ func TestDefaultBatchPerWorkers(t *testing.T) {
 		workers, want  int
 		minPer, maxPer float64
 	}{
-		{perWorker, 1, 256, 129, 256}, {perWorker, 4, 128, 1, 128},
+		{perWorker, 1, 256, 129, 256}, {perWorker, 4, 256, 1, 256},
 		{set, 1, 64, 1, 64}, {set, 4, 64, 1, 64},
 	} {
 		r := Simulate(indep, ModeWriteset, c.workers, c.model)

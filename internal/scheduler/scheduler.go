@@ -258,21 +258,22 @@ type heldScan struct {
 }
 
 // DefaultMaxBatch is Config.MaxBatch as the applier defaults it
-// (replicate's --max-batch unset) for a number of workers. One worker
-// merges 256: larger merged commits cost the target less per transaction
-// (pinned, one thread: sysbench 49.8 against 55.5 target-µs, 9-11% more
-// transactions per second). With 4 workers 256 costs 5-20% less CPU per
-// transaction on sysbench, the shop and hot rows (order entry and traps
-// within 5%) and drains faster pinned and durable, but the documents drain
-// 4-8% slower unpinned and durable and shop and sysbench lose up to 10% on
-// two shared cores (fewer batches at once), and the window's memory
-// doubles, so more workers keep 128 (bench/results, 2026-11-30
-// 18:14-20:02).
+// (replicate's --max-batch unset) for a number of workers: 256 for every
+// count. Larger merged commits cost the target less per transaction
+// (pinned, one thread: sysbench 49.8 against 55.5 target-µs at 128, 9-11%
+// more transactions per second). More workers merged 128 until
+// 2026-12-01, when a faster machine measured 256 against 128
+// (bench/results 20261201-063314 to -064929, 2-3 runs each): pinned and
+// non-durable, 4 workers drained 4-14% faster on every scenario (merged
+// commits of 194-244 source transactions against 76-125, the target's
+// CPU per transaction 5-16% lower) and 16 workers 0-13%; pinned and
+// durable, 4 workers 17-28% faster but the documents 2% slower; unpinned
+// (two shared cores) alike within the runs' spread, with 3-12% less CPU
+// per transaction. With 2 workers, pinned: -3% to +20%. The price is
+// memory: the window (DefaultWindow) doubles, peak RSS up to 1.5x (order
+// entry with 16 workers 215 against 122 MiB), within --window-bytes.
 func DefaultMaxBatch(workers int) int {
-	if workers <= 1 {
-		return 256
-	}
-	return 128
+	return 256
 }
 
 // DefaultWindow is the units in flight (Config.MaxUnits) the applier
