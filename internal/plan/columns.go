@@ -189,9 +189,9 @@ func signWord(unsigned bool) string {
 	return "signed"
 }
 
-// loadable reports whether LOAD DATA can write p's whole rows exactly
-// (Table.Loadable).
-func loadable(p *Table) bool {
+// wholeRows reports whether a REPLACE writes p's whole rows
+// (Table.WholeRows).
+func wholeRows(p *Table) bool {
 	if p.Target.Type != "BASE TABLE" {
 		return false // a system-versioned table's REPLACE writes history rows of its own
 	}
@@ -201,7 +201,13 @@ func loadable(p *Table) bool {
 			stored++
 		}
 	}
-	if stored != len(p.Write) {
+	return stored == len(p.Write)
+}
+
+// loadable reports whether LOAD DATA can write p's whole rows exactly
+// (Table.Loadable).
+func loadable(p *Table) bool {
+	if !p.WholeRows {
 		return false
 	}
 	for _, i := range p.Write {

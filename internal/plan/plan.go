@@ -64,11 +64,15 @@ type Table struct {
 	// column may be written as one multi-row INSERT ... ON DUPLICATE KEY
 	// UPDATE (see rowsql).
 	Upsert bool
-	// Loadable: LOAD DATA can write the table's whole rows exactly. Every
-	// column the target stores is written from a source column (an extra
-	// target column would be reset to its default by a REPLACE), and each
-	// one's values read as text into its target column as they do as SQL
-	// literals (see loadableColumn).
+	// WholeRows: a REPLACE can write the table's whole rows: it is a base
+	// table (a system-versioned table's REPLACE writes history rows of its
+	// own) and every column the target stores is written from a source
+	// column (an extra target column would be reset to its default by a
+	// REPLACE).
+	WholeRows bool
+	// Loadable: LOAD DATA can write the table's whole rows exactly: they
+	// are WholeRows, and each column's values read as text into its target
+	// column as they do as SQL literals (see loadableColumn).
 	Loadable bool
 	// IntKey: the target table's primary key is one integer column, the
 	// row key (RowKey). Rows whose key values (integers: the source's
@@ -297,6 +301,7 @@ func (b *Builder) build(ctx context.Context, tm *binlog.TableMap) (*Table, error
 		p.Upsert = p.Upsert && strings.EqualFold(ix.Type, "BTREE") && !ix.Functional
 	}
 	markKeyColumns(p)
+	p.WholeRows = wholeRows(p)
 	p.Loadable = loadable(p)
 	p.IntKey = intKey(p)
 	p.JoinBytes = joinBytes(p)

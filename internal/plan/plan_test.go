@@ -235,6 +235,18 @@ func TestPlan(t *testing.T) {
 		}
 	})
 
+	t.Run("wholerows", func(t *testing.T) {
+		// A REPLACE writes whole rows when every stored target column is
+		// written, whatever the columns' kinds or charsets (its values are
+		// literals); not into a target with a column the source lacks.
+		for table, want := range map[string]bool{"loadok": true, "gen": true, "loadbit": true, "loadenum": true, "conv": true,
+			"loadextra": false} {
+			if got := get(table).WholeRows; got != want {
+				t.Errorf("%s: whole rows %v, want %v", table, got, want)
+			}
+		}
+	})
+
 	t.Run("joinable", func(t *testing.T) {
 		// A MEMORY table of the written columns can hold a collapsible,
 		// loadable table's rows when its key is one integer and no column

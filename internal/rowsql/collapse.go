@@ -18,9 +18,10 @@ import (
 // foreign key either way, no trigger) the last image of each row is all
 // that needs writing. Rows that disappear are deleted in one statement,
 // rows that are new are inserted in one, and rows that existed and changed
-// are written with one INSERT ... ON DUPLICATE KEY UPDATE that counts the
-// rows it found (so a row missing on the target is an error, as it is for
-// the UPDATE the unmerged path sends).
+// are written with one REPLACE that must count 2 per row (replace.go;
+// where the table's rows are written whole) or with one INSERT ... ON
+// DUPLICATE KEY UPDATE that counts the rows it found (so a row missing on
+// the target is an error, as it is for the UPDATE the unmerged path sends).
 type collapser struct {
 	tables []*collapsedTable
 	byPlan map[*plan.Table]*collapsedTable
@@ -185,6 +186,11 @@ func (c *collapser) writeCollapsed(w *Writer, ct *collapsedTable) error {
 	for _, existed := range []bool{false, true} {
 		if err := c.loadRows(w, ct, existed); err != nil {
 			return err
+		}
+		if existed {
+			if err := c.replaceRows(w, ct); err != nil {
+				return err
+			}
 		}
 		if err := c.writeRows(w, ct, existed); err != nil {
 			return err
