@@ -1,8 +1,9 @@
 // Package rowsql renders source row changes as the SQL binlane sends to the
 // target: multi-row INSERT and DELETE statements, UPDATEs that find rows
-// by key, collapsed last images when transactions are merged (many changed
-// rows of a table as LOAD DATA ... REPLACE files: load.go, or as a
-// temporary table joined into it: join.go), the session
+// by key, collapsed last images when transactions are merged (the rows of a
+// table that existed and changed as one REPLACE: replace.go; many changed
+// rows as LOAD DATA ... REPLACE files: load.go, or as a temporary table
+// joined into it: join.go), the session
 // switches rows events record, and the guard that turns a statement which
 // did not affect the rows it should have into a failed commit.
 //
