@@ -39,24 +39,10 @@ import (
 // the 10 KB value dominates either way (4-8% less for the CASE, within
 // the rounds' spread). So runs of updates stay upserts.
 func BenchmarkCaseUpdate(b *testing.B) {
-	s, conn := benchTarget(b, append(docTable(4000),
-		`CREATE TABLE d.stock (w_id INT NOT NULL, i_id INT NOT NULL, quantity SMALLINT NOT NULL, ytd INT NOT NULL,
-			order_cnt INT NOT NULL, remote_cnt INT NOT NULL, dist_info CHAR(24) NOT NULL, PRIMARY KEY (w_id, i_id))`,
-		"INSERT INTO d.stock SELECT 1 + seq % 10, seq, 50, 0, 0, 0, REPEAT('s', 24) FROM d.seq_1_to_100000")...)
+	s, conn := benchTarget(b, append(docTable(4000), stockTable()...)...)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(5, 6))
-	// keys draws n distinct row numbers below max.
-	keys := func(n, limit int) []int {
-		seen := map[int]bool{}
-		var out []int
-		for len(out) < n {
-			if k := 1 + rng.IntN(limit); !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-		return out
-	}
+	keys := func(n, limit int) []int { return distinctKeys(rng, n, limit) }
 	type row struct {
 		key  int
 		vals []string
@@ -198,4 +184,25 @@ func BenchmarkCaseUpdate(b *testing.B) {
 			}
 		}
 	}
+}
+
+// stockTable is the setup of order entry's stock table, d.stock: 100,000
+// rows of a composite key.
+func stockTable() []string {
+	return []string{`CREATE TABLE d.stock (w_id INT NOT NULL, i_id INT NOT NULL, quantity SMALLINT NOT NULL, ytd INT NOT NULL,
+			order_cnt INT NOT NULL, remote_cnt INT NOT NULL, dist_info CHAR(24) NOT NULL, PRIMARY KEY (w_id, i_id))`,
+		"INSERT INTO d.stock SELECT 1 + seq % 10, seq, 50, 0, 0, 0, REPEAT('s', 24) FROM d.seq_1_to_100000"}
+}
+
+// distinctKeys draws n distinct row numbers from 1 to limit.
+func distinctKeys(rng *rand.Rand, n, limit int) []int {
+	seen := map[int]bool{}
+	var out []int
+	for len(out) < n {
+		if k := 1 + rng.IntN(limit); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -43,24 +43,10 @@ import (
 func BenchmarkReplaceRuns(b *testing.B) {
 	setup := append(docTable(4000),
 		"CREATE TABLE d.profile (id INT PRIMARY KEY, "+strings.Join(profileDefs(), ", ")+")",
-		"INSERT INTO d.profile SELECT seq, "+strings.Join(profileSeed(), ", ")+" FROM d.seq_1_to_5000",
-		`CREATE TABLE d.stock (w_id INT NOT NULL, i_id INT NOT NULL, quantity SMALLINT NOT NULL, ytd INT NOT NULL,
-			order_cnt INT NOT NULL, remote_cnt INT NOT NULL, dist_info CHAR(24) NOT NULL, PRIMARY KEY (w_id, i_id))`,
-		"INSERT INTO d.stock SELECT 1 + seq % 10, seq, 50, 0, 0, 0, REPEAT('s', 24) FROM d.seq_1_to_100000")
-	s, conn := benchTarget(b, setup...)
+		"INSERT INTO d.profile SELECT seq, "+strings.Join(profileSeed(), ", ")+" FROM d.seq_1_to_5000")
+	s, conn := benchTarget(b, append(setup, stockTable()...)...)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 8))
-	keys := func(n, limit int) []int {
-		seen := map[int]bool{}
-		var out []int
-		for len(out) < n {
-			if k := 1 + rng.IntN(limit); !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-		return out
-	}
 	var profileCols []string
 	for _, d := range profileDefs() {
 		profileCols = append(profileCols, strings.Fields(d)[0])
@@ -142,7 +128,7 @@ func BenchmarkReplaceRuns(b *testing.B) {
 					// writes them (a row written twice with one image would
 					// count 1 in the second REPLACE).
 					q := "START TRANSACTION;SET @binlane_bad=0,@binlane_n=0;"
-					all := keys(run*stmts, sh.limit)
+					all := distinctKeys(rng, run*stmts, sh.limit)
 					for i := range stmts {
 						var rows []string
 						for _, k := range all[i*run : (i+1)*run] {
