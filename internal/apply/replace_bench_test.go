@@ -19,9 +19,9 @@ import (
 // exists updates it in place (write_record), as the upsert does, without
 // evaluating an assignment per column. Three tables: the docs workload's
 // documents (a 10 KB JSON body), its 60-column profiles, and order entry's
-// narrow stock rows; runs of 40 rows, the forms taking turns transaction by
-// transaction (each going first every other time) through 5 rounds; the target's CPU from schedstat, per row,
-// median round.
+// narrow stock rows; runs of 40 rows, the forms taking turns transaction
+// by transaction (each going first every other time) through 5 rounds;
+// the target's CPU from schedstat, per row, median round.
 //
 //	go test -run '^$' -bench ReplaceRuns -benchtime 1x ./internal/apply
 //

@@ -82,8 +82,8 @@ func (c *collapser) replaceRows(w *Writer, ct *collapsedTable) error {
 	return w.endReplace(info, n)
 }
 
-// endReplace ends a REPLACE of rows changed rows and writes its guard:
-// each must count 2.
+// endReplace ends a REPLACE of the given number of changed rows and writes
+// its guard: each row must count 2.
 func (w *Writer) endReplace(info Stmt, rows int) error {
 	if err := w.end(info); err != nil {
 		return err
