@@ -21,7 +21,8 @@ import (
 // are written with one REPLACE that must count 2 per row (replace.go;
 // where the table's rows are written whole) or with one INSERT ... ON
 // DUPLICATE KEY UPDATE that counts the rows it found (so a row missing on
-// the target is an error, as it is for the UPDATE the unmerged path sends).
+// the target is an error, as it is for the UPDATE the unmerged path sends):
+// see rowForm.
 type collapser struct {
 	tables []*collapsedTable
 	byPlan map[*plan.Table]*collapsedTable
@@ -183,20 +184,21 @@ func (c *collapser) writeCollapsed(w *Writer, ct *collapsedTable) error {
 	if err := c.writeDeletes(w, ct); err != nil {
 		return err
 	}
-	for _, existed := range []bool{false, true} {
-		if err := c.loadRows(w, ct, existed); err != nil {
-			return err
-		}
-		if existed {
-			if err := c.replaceRows(w, ct); err != nil {
-				return err
-			}
-		}
-		if err := c.writeRows(w, ct, existed); err != nil {
+	if err := c.loadRows(w, ct, false); err != nil {
+		return err
+	}
+	if err := c.writeRows(w, ct, insertNew); err != nil {
+		return err
+	}
+	if err := c.loadRows(w, ct, true); err != nil {
+		return err
+	}
+	if ct.p.WholeRows {
+		if err := c.writeRows(w, ct, replaceChanged); err != nil {
 			return err
 		}
 	}
-	return nil
+	return c.writeRows(w, ct, upsertFound)
 }
 
 // holds reports whether rows of p's table wait in the collapser.
@@ -242,52 +244,86 @@ func (c *collapser) writeDeletes(w *Writer, ct *collapsedTable) error {
 	return w.closeOpen()
 }
 
-// writeRows writes new rows (upsert false) with a plain INSERT, whose row
-// count is checked, or changed rows (upsert true) with INSERT ... ON
-// DUPLICATE KEY UPDATE.
-func (c *collapser) writeRows(w *Writer, ct *collapsedTable, upsert bool) error {
+// rowForm is a statement the collapser writes the rows of a table with
+// that are still there at the end of the batch, in this order, each taking
+// the rows that remain unwritten.
+type rowForm int
+
+const (
+	// insertNew: a plain INSERT of the rows new in the batch, which counts
+	// one per row or fails.
+	insertNew rowForm = iota
+	// replaceChanged: a REPLACE of the rows that existed and changed, which
+	// must count 2 per row (replace.go; only where the table's rows are
+	// written whole).
+	replaceChanged
+	// upsertFound: INSERT ... ON DUPLICATE KEY UPDATE of the rows that
+	// existed, which counts the rows it found.
+	upsertFound
+)
+
+// takes reports whether the form writes collapsed row r of p.
+func (f rowForm) takes(p *plan.Table, r *collapsedRow) bool {
+	if r.final == nil || r.written || r.existed != (f != insertNew) {
+		return false
+	}
+	return f != replaceChanged || !sameImage(p, r.key, r.final)
+}
+
+// writeRows writes the rows of ct the form takes, in statements of at
+// most MaxStatement bytes, and marks them written.
+func (c *collapser) writeRows(w *Writer, ct *collapsedTable, f rowForm) error {
 	p := ct.p
-	n := 0
+	verb := "INSERT INTO "
+	if f == replaceChanged {
+		verb = "REPLACE INTO "
+	}
 	var info Stmt
 	for i := range ct.rows {
 		r := &ct.rows[i]
-		if r.final == nil || r.existed != upsert || r.written {
+		if !f.takes(p, r) {
 			continue
 		}
-		if n == 0 {
+		if info.Expect == 0 {
 			w.begin()
-			w.buf = appendInsertHead(w.buf, p, "INSERT INTO ")
-			info = Stmt{Expect: 0, Txn: r.txn, Table: p, What: "insert", Row: r.final, Key: p.RowKey, Exact: !upsert}
+			w.buf = appendInsertHead(w.buf, p, verb)
+			info = Stmt{Txn: r.txn, Table: p, Row: r.final, Key: p.RowKey}
 		} else {
 			w.buf = append(w.buf, ',')
 		}
-		n++
-		info.Expect++
 		if err := w.appendRow(p, r.final, p.Write); err != nil {
 			return err
 		}
+		r.written = true
+		info.Expect++
 		if len(w.buf)-w.start > w.MaxStatement {
-			if err := c.endRows(w, p, upsert, info); err != nil {
+			if err := c.endRows(w, p, f, info); err != nil {
 				return err
 			}
-			n = 0
+			info.Expect = 0
 		}
 	}
-	if n == 0 {
+	if info.Expect == 0 {
 		return nil
 	}
-	return c.endRows(w, p, upsert, info)
+	return c.endRows(w, p, f, info)
 }
 
-// endRows ends an INSERT of new rows, whose row count is checked, or an
-// upsert of changed rows.
-func (c *collapser) endRows(w *Writer, p *plan.Table, upsert bool, info Stmt) error {
-	if !upsert {
+// endRows ends a statement of the form whose info counts its rows in
+// Expect, with the check of its row count the form has.
+func (c *collapser) endRows(w *Writer, p *plan.Table, f rowForm, info Stmt) error {
+	switch f {
+	case insertNew:
+		info.What, info.Exact = "insert", true
 		w.grew(p, info.Expect)
 		return w.end(info)
+	case replaceChanged:
+		info.What = "replace of changed rows (2 per row)"
+		return w.endReplace(info)
+	default:
+		info.What = "upsert"
+		return w.endUpsert(p, info)
 	}
-	info.What = "upsert"
-	return w.endUpsert(p, info)
 }
 
 func isKeyColumn(p *plan.Table, col int) bool {

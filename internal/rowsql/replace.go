@@ -1,9 +1,5 @@
 package rowsql
 
-import (
-	"strconv"
-)
-
 // Replaced rows. The collapser writes the last image of each row of a
 // collapsible table that existed before the batch and changed (its last
 // image differs from its image before the batch) with one multi-row
@@ -42,55 +38,17 @@ import (
 //   - Rows that end as they began (updated and updated back) stay upserts:
 //     a REPLACE would count 1 for them, as for a missing row.
 
-// replaceRows writes the collapsed rows of ct that existed before the
-// batch and changed as REPLACE statements, when its rows are written whole,
-// and marks them written: the rest stay upserts (writeRows).
-func (c *collapser) replaceRows(w *Writer, ct *collapsedTable) error {
-	p := ct.p
-	if !p.WholeRows {
-		return nil
-	}
-	n := 0
-	var info Stmt
-	for i := range ct.rows {
-		r := &ct.rows[i]
-		if r.final == nil || !r.existed || r.written || sameImage(p, r.key, r.final) {
-			continue
-		}
-		if n == 0 {
-			w.begin()
-			w.buf = appendInsertHead(w.buf, p, "REPLACE INTO ")
-			info = Stmt{Expect: -1, Txn: r.txn, Table: p, What: "replace of changed rows (2 per row)", Row: r.final, Key: p.RowKey}
-		} else {
-			w.buf = append(w.buf, ',')
-		}
-		if err := w.appendRow(p, r.final, p.Write); err != nil {
-			return err
-		}
-		r.written = true
-		n++
-		if len(w.buf)-w.start > w.MaxStatement {
-			if err := w.endReplace(info, n); err != nil {
-				return err
-			}
-			n = 0
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	return w.endReplace(info, n)
-}
-
-// endReplace ends a REPLACE of the given number of changed rows and writes
-// its guard: each row must count 2.
-func (w *Writer) endReplace(info Stmt, rows int) error {
+// endReplace ends a REPLACE of info.Expect changed rows and writes its
+// guard: each row must count 2. The guard is written whatever the
+// statement's place in the transaction (end leaves the counts of later row
+// statements to the client, which costs Commit a round trip of its own).
+func (w *Writer) endReplace(info Stmt) error {
+	rows := info.Expect
+	info.Expect = -1
 	if err := w.end(info); err != nil {
 		return err
 	}
 	w.begin()
-	w.buf = append(w.buf, "SET "+guardVar+"="+guardVar+"+(ROW_COUNT()<>"...)
-	w.buf = strconv.AppendInt(w.buf, 2*int64(rows), 10)
-	w.buf = append(w.buf, ')')
+	w.buf = appendGuardSet(w.buf, 2*rows)
 	return w.end(Stmt{Expect: -1, What: RowCountCheck})
 }

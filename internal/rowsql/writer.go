@@ -487,9 +487,15 @@ func (w *Writer) endInBlock(st Stmt) error {
 // expect rows: it counts a mismatch in guardVar, which the position
 // update's own guard turns into an error before COMMIT.
 func (w *Writer) appendGuard(expect int64) {
-	w.buf = append(w.buf, "SET "+guardVar+"="+guardVar+"+(ROW_COUNT()<>"...)
-	w.buf = strconv.AppendInt(w.buf, expect, 10)
-	w.buf = append(w.buf, ");\n"...)
+	w.buf = append(appendGuardSet(w.buf, expect), ";\n"...)
+}
+
+// appendGuardSet appends the guard's SET for a statement that must have
+// affected expect rows, without the statement's end.
+func appendGuardSet(dst []byte, expect int64) []byte {
+	dst = append(dst, "SET "+guardVar+"="+guardVar+"+(ROW_COUNT()<>"...)
+	dst = strconv.AppendInt(dst, expect, 10)
+	return append(dst, ')')
 }
 
 // closeBlock ends the open compound statement, if any.
