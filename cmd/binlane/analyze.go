@@ -383,16 +383,12 @@ func printAnalysis(w io.Writer, r analyze.Report) error {
 }
 
 // batchBound says what bounded the simulated batches: --max-batch, or
-// replicate's default per thread count.
+// replicate's default.
 func batchBound(set int) string {
 	if set > 0 {
 		return strconv.Itoa(set)
 	}
-	one, more := scheduler.DefaultMaxBatch(1), scheduler.DefaultMaxBatch(2)
-	if one == more {
-		return fmt.Sprintf("%d (replicate's default)", one)
-	}
-	return fmt.Sprintf("%d with one thread, %d with more", one, more)
+	return fmt.Sprintf("%d (replicate's default)", scheduler.DefaultMaxBatch)
 }
 
 // printSimulations prints the model and the simulated drains, a row per

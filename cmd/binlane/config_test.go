@@ -318,12 +318,9 @@ func TestTuneMemoryGOGC(t *testing.T) {
 // TestMaxBatchFor: --max-batch as set wins; unset, every thread count
 // merges 256 source transactions per target commit.
 func TestMaxBatchFor(t *testing.T) {
-	for _, tc := range []struct{ set, threads, want int }{
-		{0, 1, 256}, {0, 2, 256}, {0, 16, 256},
-		{1, 1, 1}, {64, 4, 64}, {512, 1, 512},
-	} {
-		if got := maxBatchFor(tc.set, tc.threads); got != tc.want {
-			t.Errorf("maxBatchFor(%d, %d) = %d, want %d", tc.set, tc.threads, got, tc.want)
+	for _, tc := range []struct{ set, want int }{{0, 256}, {1, 1}, {64, 64}, {512, 512}} {
+		if got := maxBatchFor(tc.set); got != tc.want {
+			t.Errorf("maxBatchFor(%d) = %d, want %d", tc.set, got, tc.want)
 		}
 	}
 }

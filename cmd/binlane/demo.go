@@ -316,7 +316,7 @@ func (d *demo) replicate(ctx context.Context) error {
 		HeartbeatPeriod: time.Second, Observer: d.obs, ReportPeriod: time.Second,
 		Logger: slog.New(slog.DiscardHandler),
 		Copy:   replicate.CopyConfig{Mode: "auto", Workers: d.f.copyWorkers},
-		Apply:  apply.Config{Workers: d.f.workers, Mode: scheduler.ModeWriteset, MaxBatch: maxBatchFor(0, d.f.workers)}})
+		Apply:  apply.Config{Workers: d.f.workers, Mode: scheduler.ModeWriteset, MaxBatch: maxBatchFor(0)}})
 }
 
 // pos is the source's binlog position.

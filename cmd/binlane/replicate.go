@@ -24,13 +24,13 @@ import (
 // Defaults chosen from the benchmark (see bench/README.md).
 const defaultWorkers = 4
 
-// maxBatchFor is --max-batch as set, or its default for the threads
+// maxBatchFor is --max-batch as set, or its default
 // (scheduler.DefaultMaxBatch: the one place that chooses it).
-func maxBatchFor(set, threads int) int {
+func maxBatchFor(set int) int {
 	if set > 0 {
 		return set
 	}
-	return scheduler.DefaultMaxBatch(threads)
+	return scheduler.DefaultMaxBatch
 }
 
 type replicateFlags struct {
@@ -277,7 +277,7 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, f replicateFlags) err
 		Copy: replicate.CopyConfig{Mode: f.copyMode, Workers: f.copyThreads, ChunkTime: f.chunkTime, InlineIndexes: f.copyIndexes == "inline",
 			ExitWhenDone: f.exitWhenCopied,
 			Objects:      provision.ObjectOptions{CurrentDefiner: f.definer == "current", EventsAsSource: f.copyEvents == "source"}},
-		Apply: apply.Config{Workers: f.threads, Mode: mode, MaxBatch: maxBatchFor(f.maxBatch, f.threads), MaxBatchBytes: f.maxBatchBytes, NoRenderAhead: !f.renderAhead,
+		Apply: apply.Config{Workers: f.threads, Mode: mode, MaxBatch: maxBatchFor(f.maxBatch), MaxBatchBytes: f.maxBatchBytes, NoRenderAhead: !f.renderAhead,
 			Window: f.window, WindowBytes: f.windowBytes, SkipBinlog: !f.binlogApplied, LockWaitTimeout: int(f.lockWaitTimeout / time.Second)},
 	})
 }

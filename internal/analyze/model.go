@@ -64,9 +64,9 @@ type Model struct {
 	// Cores shared by workers, commits and intake; 0 for unlimited.
 	Cores int `json:"cores"`
 	// MaxBatch and MaxBatchBytes bound merged batches (replicate's
-	// --max-batch, --max-batch-bytes). MaxBatch 0 simulates each worker
-	// count with replicate's own default for it
-	// (scheduler.DefaultMaxBatch); SimResult.MaxBatch says which.
+	// --max-batch, --max-batch-bytes). MaxBatch 0 simulates replicate's
+	// own default (scheduler.DefaultMaxBatch); SimResult.MaxBatch says
+	// which.
 	MaxBatch      int `json:"max_batch"`
 	MaxBatchBytes int `json:"max_batch_bytes"`
 }
@@ -97,12 +97,12 @@ func (m Model) withDefaults() Model {
 	return m
 }
 
-// maxBatch is the merged batch bound simulated with workers.
-func (m Model) maxBatch(workers int) int {
+// maxBatch is the merged batch bound simulated.
+func (m Model) maxBatch() int {
 	if m.MaxBatch > 0 {
 		return m.MaxBatch
 	}
-	return scheduler.DefaultMaxBatch(workers)
+	return scheduler.DefaultMaxBatch
 }
 
 func micro(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

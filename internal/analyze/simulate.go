@@ -120,7 +120,7 @@ func newSim(txns []Txn, mode scheduler.Mode, workers int, m Model) *sim {
 			File: t.File, Payload: i}
 	}
 	// The applier's window (apply.Config defaults).
-	batch := m.maxBatch(workers)
+	batch := m.maxBatch()
 	s := scheduler.New(scheduler.Config{Mode: mode, MaxUnits: scheduler.DefaultWindow(workers, batch), MaxBytes: 128 << 20,
 		MaxBatch: batch, MaxBatchBytes: m.MaxBatchBytes}, 1)
 	x := &sim{txns: txns, m: m, units: units, s: s, ws: make([]simWorker, workers), keys: map[uint64]struct{}{}, batch: batch}

@@ -258,8 +258,7 @@ type heldScan struct {
 }
 
 // DefaultMaxBatch is Config.MaxBatch as the applier defaults it
-// (replicate's --max-batch unset) for a number of workers: 256 for every
-// count. Larger merged commits cost the target less per transaction
+// (replicate's --max-batch unset), for any number of workers. Larger merged commits cost the target less per transaction
 // (pinned, one thread: sysbench 49.8 against 55.5 target-µs at 128, 9-11%
 // more transactions per second). More workers merged 128 until
 // 2026-12-01, when a faster machine measured 256 against 128
@@ -272,9 +271,7 @@ type heldScan struct {
 // per transaction. With 2 workers, pinned: -3% to +20%. The price is
 // memory: the window (DefaultWindow) doubles, peak RSS up to 1.5x (order
 // entry with 16 workers 215 against 122 MiB), within --window-bytes.
-func DefaultMaxBatch(workers int) int {
-	return 256
-}
+const DefaultMaxBatch = 256
 
 // DefaultWindow is the units in flight (Config.MaxUnits) the applier
 // derives when none is set: four batches of lookahead per worker, counted
