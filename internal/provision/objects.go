@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/sqlquote"
@@ -336,10 +334,4 @@ func DisabledOnReplica(create string) string {
 
 // serverMessage is the server's own words in err (the whole error when it
 // has none).
-func serverMessage(err error) string {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Message
-	}
-	return err.Error()
-}
+func serverMessage(err error) string { return sqlerr.Message(err) }

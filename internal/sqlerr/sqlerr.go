@@ -115,6 +115,20 @@ func Code(err error) uint16 {
 	return 0
 }
 
+// Message is the server's own words in err (the whole error when it
+// carries none).
+func Message(err error) string {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Message
+	}
+	var m interface{ ServerMessage() string }
+	if errors.As(err, &m) {
+		return m.ServerMessage()
+	}
+	return err.Error()
+}
+
 // Is reports whether err carries one of the codes.
 func Is(err error, codes ...uint16) bool {
 	c := Code(err)

@@ -33,6 +33,9 @@ type Config struct {
 	ServerPublicKey *rsa.PublicKey
 	// MaxPacket bounds one reassembled packet (DefaultMaxPacket when 0).
 	MaxPacket int
+	// Statements asks for what a statement connection needs (command.go):
+	// multi-statements, matched rows as affected rows, LOCAL INFILE.
+	Statements bool
 }
 
 // Conn is one client connection.
@@ -51,6 +54,10 @@ type Conn struct {
 	// of binlane's CPU on the shop benchmark, 2026-11-30).
 	broken    atomic.Pointer[error]
 	closeOnce sync.Once
+	// pending holds, for each command sent and not answered, the sequence
+	// id its answer starts with (command.go).
+	pendingMu sync.Mutex
+	pending   []uint8
 }
 
 // Dial connects, negotiates TLS when configured, and authenticates.
@@ -104,7 +111,7 @@ func (c *Conn) handshake(ctx context.Context, cfg Config) error {
 	if cfg.TLS != nil && !useTLS && !cfg.TLSOptional {
 		return fmt.Errorf("%w (server %s)", ErrNoTLS, hs.version)
 	}
-	c.caps = clientCaps(hs.caps, useTLS, cfg.DB)
+	c.caps = clientCaps(hs.caps, useTLS, cfg.DB, cfg.Statements)
 	if useTLS {
 		if err := c.startTLS(ctx, cfg); err != nil {
 			return err

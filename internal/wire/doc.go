@@ -4,7 +4,10 @@
 // plugins binlane supports (mysql_native_password, caching_sha2_password,
 // client_ed25519, and mysql_clear_password over TLS), COM_QUERY with text
 // result sets, and the replication commands COM_REGISTER_SLAVE,
-// COM_BINLOG_DUMP and COM_BINLOG_DUMP_GTID.
+// COM_BINLOG_DUMP and COM_BINLOG_DUMP_GTID; and, for the applier's target
+// sessions (package wiresql), multi-statement COM_QUERY sent and answered
+// as two steps, with every statement's row count and LOCAL INFILE files
+// the caller serves (command.go).
 //
 // The package owns bytes on the socket only. It must never panic on bytes
 // from the network (every length is checked before use), never send a
@@ -13,5 +16,6 @@
 // the caller in a freshly allocated buffer per event.
 //
 // A Conn is not safe for concurrent use, except that Close may be called
-// from any goroutine to interrupt a blocked read.
+// from any goroutine to interrupt a blocked read, and that SendQuery may
+// run beside a ReadAnswer.
 package wire

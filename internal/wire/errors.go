@@ -30,6 +30,9 @@ func (e *ServerError) Error() string {
 // one vocabulary of server error codes.
 func (e *ServerError) ServerCode() uint16 { return e.Code }
 
+// ServerMessage is the server's own words (sqlerr.Message).
+func (e *ServerError) ServerMessage() string { return e.Message }
+
 // Server error codes callers test for (names from sqlerr).
 const (
 	ErrCodeAccessDenied     = sqlerr.AccessDeniedError

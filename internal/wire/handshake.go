@@ -89,9 +89,12 @@ func parseHandshake(pkt []byte) (*handshake, error) {
 // clientCaps are the capabilities binlane asks for, intersected with the
 // server's. Never CLIENT_COMPRESS; no DEPRECATE_EOF (classic EOF packets
 // are simpler and every server supports them).
-func clientCaps(server uint32, tls bool, db string) uint32 {
+func clientCaps(server uint32, tls bool, db string, statements bool) uint32 {
 	want := capLongPassword | capLongFlag | capProtocol41 | capTransactions | capSecureConnection |
 		capPluginAuth | capPluginAuthLenenc | capMultiResults
+	if statements {
+		want |= capMultiStatements | capFoundRows | capLocalFiles
+	}
 	if tls {
 		want |= capSSL
 	}

@@ -108,50 +108,55 @@ func (c *Conn) readResult() (*Result, bool, error) {
 		}
 		return nil, false, errors.New("server asked for LOAD DATA LOCAL INFILE, which binlane refuses")
 	}
-	return c.readResultSet(pkt)
+	cols, rows, more, err := c.readResultSet(pkt)
+	if err != nil {
+		return nil, false, err
+	}
+	return &Result{Columns: cols, Rows: stringRows(rows)}, more, nil
 }
 
 // readResultSet reads column definitions, EOF, rows and the closing EOF.
-func (c *Conn) readResultSet(pkt []byte) (*Result, bool, error) {
+// Row values are nil for SQL NULL.
+func (c *Conn) readResultSet(pkt []byte) (cols []string, rows [][][]byte, more bool, err error) {
 	cur := &cursor{b: pkt}
 	n, _ := cur.lenenc("column count")
 	if cur.err != nil || cur.remaining() != 0 {
-		return nil, false, unexpectedPacket("result set header", pkt)
+		return nil, nil, false, unexpectedPacket("result set header", pkt)
 	}
 	if n == 0 || n > maxColumns {
-		return nil, false, fmt.Errorf("result set with %d columns", n)
+		return nil, nil, false, fmt.Errorf("result set with %d columns", n)
 	}
-	res := &Result{Columns: make([]string, n)}
-	for i := range res.Columns {
+	cols = make([]string, n)
+	for i := range cols {
 		def, err := c.readPacket()
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
-		if res.Columns[i], err = columnName(def); err != nil {
-			return nil, false, err
+		if cols[i], err = columnName(def); err != nil {
+			return nil, nil, false, err
 		}
 	}
 	if pkt, err := c.readPacket(); err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	} else if !isEOF(pkt) {
-		return nil, false, unexpectedPacket("end of column definitions", pkt)
+		return nil, nil, false, unexpectedPacket("end of column definitions", pkt)
 	}
 	for {
 		pkt, err := c.readPacket()
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		if isEOF(pkt) {
-			return res, eofStatus(pkt)&serverMoreResultsExists != 0, nil
+			return cols, rows, eofStatus(pkt)&serverMoreResultsExists != 0, nil
 		}
 		if len(pkt) > 0 && pkt[0] == 0xff {
-			return nil, false, parseError(pkt)
+			return nil, nil, false, parseError(pkt)
 		}
-		row, err := parseTextRow(pkt, len(res.Columns))
+		row, err := parseTextRow(pkt, len(cols))
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
-		res.Rows = append(res.Rows, row)
+		rows = append(rows, row)
 	}
 }
 
@@ -168,14 +173,18 @@ func columnName(pkt []byte) (string, error) {
 	return string(name), nil
 }
 
-func parseTextRow(pkt []byte, n int) ([]*string, error) {
+// parseTextRow splits a text row into its values, which share pkt (a
+// packet the reader allocated for the caller); nil is SQL NULL.
+func parseTextRow(pkt []byte, n int) ([][]byte, error) {
 	cur := &cursor{b: pkt}
-	row := make([]*string, n)
+	row := make([][]byte, n)
 	for i := range row {
 		v, null := cur.lenencBytes("row value")
 		if !null && cur.err == nil {
-			s := string(v)
-			row[i] = &s
+			row[i] = v[:len(v):len(v)]
+			if row[i] == nil {
+				row[i] = []byte{}
+			}
 		}
 	}
 	if cur.err != nil {
@@ -185,6 +194,21 @@ func parseTextRow(pkt []byte, n int) ([]*string, error) {
 		return nil, fmt.Errorf("text row: %d bytes after %d values", cur.remaining(), n)
 	}
 	return row, nil
+}
+
+// stringRows turns text rows into the Result's form.
+func stringRows(rows [][][]byte) [][]*string {
+	out := make([][]*string, len(rows))
+	for i, row := range rows {
+		out[i] = make([]*string, len(row))
+		for j, v := range row {
+			if v != nil {
+				s := string(v)
+				out[i][j] = &s
+			}
+		}
+	}
+	return out
 }
 
 func abbreviate(s string, n int) string {
