@@ -46,6 +46,9 @@ func summarizeStats(stats string) string {
 		strings.Join(busy, "/"), strings.Join(commit, "/"), strings.Join(wait, "/"), per, s.RenderedAhead, batches)
 	// A rollback to break a lock wait between binlane's own batches stalls
 	// the drain until the monitor sees it: a slow run shows why here.
+	if s.SentAhead > 0 {
+		out += fmt.Sprintf(", %d round trips sent ahead", s.SentAhead)
+	}
 	if kills := s.LockWaitKills + s.BlindKills; kills > 0 {
 		out += fmt.Sprintf("; %d lock-wait rollbacks (%d blind)", kills, s.BlindKills)
 	}

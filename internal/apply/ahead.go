@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 
+	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/rowsql"
 )
 
@@ -77,7 +78,7 @@ func (w *worker) spare() *lane {
 // lastAhead runs a batch's last round trip (last) in a goroutine of its
 // own and, meanwhile, takes the worker's next batch if the coordinator has
 // one, and renders it.
-func (w *worker) lastAhead(ctx context.Context, last func() error) error {
+func (w *worker) lastAhead(ctx context.Context, last func() error, tail *position.Tail) error {
 	if !w.renderAhead || w.offered || w.next != nil || w.closed {
 		return last()
 	}
@@ -97,9 +98,14 @@ func (w *worker) lastAhead(ctx context.Context, last func() error) error {
 		} else {
 			w.next = b
 			w.prerender(ctx, b)
+			w.sendAhead(ctx, b, tail)
 		}
 	}
-	return <-done
+	err := <-done
+	if w.pipeline {
+		w.conn.unqueue()
+	}
+	return err
 }
 
 // aheadable reports whether a batch may be rendered ahead: rows of
@@ -120,6 +126,11 @@ func (w *worker) prerender(ctx context.Context, b *batch) {
 	l.ahead, l.wr.Hold = true, true
 	l.wr.Collapse, l.wr.OneByOne, l.wr.Runs = w.collapse, false, true
 	err := w.render(l.wr, b)
+	if err == nil && w.pipeline {
+		// The rows in a round trip of their own, which sendAhead can
+		// send before the commit before it answers.
+		err = l.wr.Flush()
+	}
 	l.ahead, l.wr.Hold = false, false
 	if err != nil {
 		l.wr.Discard()
@@ -130,8 +141,32 @@ func (w *worker) prerender(ctx context.Context, b *batch) {
 	w.stats.HeldRoundTrips.Add(uint64(l.wr.Held()))
 }
 
+// sendAhead sends the first round trip of b, rendered ahead, while the
+// round trip committing the batch before it (tail) is still in flight on
+// the connection, behind a guard that stops it unless that commit
+// succeeded (position.AppendCommittedGuard). The target then starts b as
+// soon as it committed the batch before, instead of idling until binlane
+// has read the answer, been scheduled and sent b (with binlane on one core
+// a busy goroutine delays the read up to a 10 ms time slice). Only with
+// one worker: the batch before b is then the only one b follows, and it
+// runs on the same connection. A round trip sent ahead and not used (b
+// given up) is undone before the connection runs anything else
+// (wiresql.Conn.Settle).
+func (w *worker) sendAhead(ctx context.Context, b *batch, tail *position.Tail) {
+	if !w.pipeline || !b.ahead || tail == nil {
+		return
+	}
+	buf, _, ok := w.spare().wr.FirstHeld()
+	if !ok {
+		return
+	}
+	w.guard = position.AppendCommittedGuard(w.guard[:0], tail.Stream, tail.Save.GTID)
+	w.conn.presend(ctx, b, w.guard, buf)
+}
+
 // dropAhead forgets a batch taken ahead that will not be applied.
 func (w *worker) dropAhead(b *batch) {
+	w.conn.forgetAhead(b)
 	if b.ahead {
 		w.spare().wr.Discard()
 		b.ahead = false

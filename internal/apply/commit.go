@@ -252,7 +252,7 @@ func (c *committer) commit(ctx context.Context, w *worker, b *batch, o commitOpt
 	if !o.ahead {
 		return last()
 	}
-	return w.lastAhead(ctx, last)
+	return w.lastAhead(ctx, last, tail)
 }
 
 // outcomeUnknown reports whether a COMMIT that failed with err may have

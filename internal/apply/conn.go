@@ -1,36 +1,31 @@
 package apply
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
-	"unsafe"
-
-	"github.com/go-sql-driver/mysql"
+	"sync"
+	"sync/atomic"
 
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/rowsql"
+	"github.com/binlane/binlane/internal/wire"
+	"github.com/binlane/binlane/internal/wiresql"
 )
 
 // OpenPool opens the pool worker connections to the target come from:
 // every setting of the target's address (TLS included) as package dsn makes
 // it, each connection in session (dsn.ApplySession: the session rows are
-// written in, also on a connection the pool dials again), plus
-// multi-statement round trips and affected rows counted as matched rows
-// (so an UPDATE that finds its row reports 1 even when nothing changes).
+// written in, also on a connection the pool dials again), on binlane's own
+// client (package wiresql): multi-statement round trips, every
+// statement's row count, affected rows counted as matched rows (so an
+// UPDATE that finds its row reports 1 even when nothing changes), LOAD
+// DATA files served from memory.
 func OpenPool(target dsn.DSN, conns int, session dsn.Session) (*sql.DB, error) {
-	db, err := target.OpenSession(session, "", func(c *mysql.Config) {
-		c.MultiStatements = true
-		c.ClientFoundRows = true
-		c.InterpolateParams = false
-		c.ParseTime = false
-	})
+	db, err := target.OpenStatementSession(session)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +45,38 @@ type targetConn struct {
 	// max_heap_table_size when its binlog leaves temporary tables out (it
 	// does not log, or logs rows), else 0.
 	joinBudget int64
+	// wc is the driver's connection under conn, kept so that a round trip
+	// can be sent while another goroutine waits for the one before it
+	// (presend): database/sql's Raw would hold the connection's lock for
+	// the whole wait. Only the worker owning conn uses it, and never
+	// beside a database/sql call on conn.
+	wc *wiresql.Conn
+	// aheadMu guards what presend and exec share: exec runs in the
+	// goroutine of a batch's last round trips, presend in the worker's.
+	aheadMu sync.Mutex
+	// ahead is the round trip sent ahead and not received yet; queued is
+	// one waiting for the next round trip that commits to be sent.
+	ahead, queued presented
+	// window is open while a round trip that commits is sent and not
+	// answered: the only time a round trip may be sent ahead.
+	window bool
+	// sentAhead, when set, counts the round trips sent ahead.
+	sentAhead *atomic.Uint64
+}
+
+// presented identifies a round trip sent ahead: its batch, its SQL text's
+// first byte and length (the writer hands the same buffer to exec later),
+// and the guard sent in front of it.
+type presented struct {
+	b     *batch
+	at    *byte
+	n     int
+	guard []byte
+	text  []byte
+}
+
+func (p presented) is(b *batch, sqlText []byte) bool {
+	return p.b == b && p.at == &sqlText[0] && p.n == len(sqlText)
 }
 
 func openConn(ctx context.Context, db *sql.DB) (*targetConn, error) {
@@ -69,6 +96,17 @@ func openConn(ctx context.Context, db *sql.DB) (*targetConn, error) {
 	if !logs || strings.EqualFold(format, "ROW") {
 		c.joinBudget = heap / 2
 	}
+	if err := conn.Raw(func(dc any) error {
+		wc, ok := dc.(*wiresql.Conn)
+		if !ok {
+			return fmt.Errorf("target connection of type %T, not binlane's own", dc)
+		}
+		c.wc = wc
+		return nil
+	}); err != nil {
+		conn.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -83,36 +121,140 @@ func (c *targetConn) close() {
 }
 
 // exec sends statements in one round trip and returns the rows each
-// affected. The SQL text is passed without a copy: the driver writes it to
-// the socket and keeps no reference. The statements' LOAD DATA files are
-// served from memory while the round trip runs.
-func (c *targetConn) exec(ctx context.Context, sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
+// affected. The SQL text is passed without a copy: it is written to the
+// socket as it is. The statements' LOAD DATA files are served from memory
+// while the round trip runs.
+func (c *targetConn) exec(ctx context.Context, sqlText []byte, stmts []rowsql.Stmt, b *batch) ([]int64, error) {
 	if len(sqlText) == 0 {
 		return nil, nil
 	}
-	for _, st := range stmts {
-		if st.File != nil {
-			name, data := strings.TrimPrefix(st.FileName, infileScheme), st.File
-			mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(data) })
-			defer mysql.DeregisterReaderHandler(name)
+	var files wire.Files
+	for i := range stmts {
+		if stmts[i].File != nil {
+			files = func(name string) ([]byte, bool) {
+				for j := range stmts {
+					if st := &stmts[j]; st.File != nil && st.FileName == name {
+						return st.File, true
+					}
+				}
+				return nil, false
+			}
+			break
 		}
 	}
-	var counts []int64
-	err := c.conn.Raw(func(dc any) error {
-		ex, ok := dc.(driver.ExecerContext)
+	c.aheadMu.Lock()
+	ahead := c.ahead
+	c.ahead = presented{}
+	c.aheadMu.Unlock()
+	// Sent ahead, and still to be answered: a round trip given up meanwhile
+	// (its batch failed, or a statement ran on the connection) was undone
+	// by Settle, and is sent again now.
+	if ahead.b != nil && ahead.is(b, sqlText) && c.wc.Pending() > 0 {
+		counts, err := c.wc.Receive(ctx, files)
+		if len(counts) > 0 {
+			counts = counts[1:] // the guard's
+		}
+		return counts, err
+	}
+	// A round trip sent ahead and given up is undone first (Settle).
+	if !rowsql.Commits(stmts) {
+		return c.wc.Run(ctx, sqlText, files)
+	}
+	if err := c.wc.Settle(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.wc.Send(ctx, sqlText); err != nil {
+		return nil, err
+	}
+	c.aheadMu.Lock()
+	c.window = true
+	if q := c.queued; q.b != nil {
+		c.queued = presented{}
+		c.sendAheadLocked(ctx, q)
+	}
+	c.aheadMu.Unlock()
+	counts, err := c.wc.Receive(ctx, files)
+	c.aheadMu.Lock()
+	c.window = false
+	c.aheadMu.Unlock()
+	return counts, err
+}
+
+// presend sends text, the first round trip of the next batch b, after
+// guard (position.AppendCommittedGuard of the commit before b), without
+// waiting for an answer: exec of the same text for b reads it. It is sent
+// only right behind the round trip that commits the batch before b (the
+// window): now if that round trip is in flight, else when exec sends it.
+// The server runs it right after that commit, and the guard stops it if
+// the commit failed. guard and text must stay as they are until exec
+// reads the answer or unqueue runs.
+func (c *targetConn) presend(ctx context.Context, b *batch, guard, text []byte) {
+	p := presented{b: b, at: &text[0], n: len(text), guard: guard, text: text}
+	c.aheadMu.Lock()
+	defer c.aheadMu.Unlock()
+	if c.window {
+		c.sendAheadLocked(ctx, p)
+		return
+	}
+	c.queued = p
+}
+
+// sendAheadLocked sends p while a round trip that commits is the only one
+// in flight; otherwise nothing. A failed write breaks the connection, and
+// the commit in flight fails with it.
+func (c *targetConn) sendAheadLocked(ctx context.Context, p presented) {
+	if c.ahead.b != nil || c.wc.Pending() != 1 {
+		return
+	}
+	if err := c.wc.SendAfter(ctx, p.guard, p.text); err != nil {
+		return
+	}
+	c.ahead = p
+	if c.sentAhead != nil {
+		c.sentAhead.Add(1)
+	}
+}
+
+// unqueue drops a round trip still waiting to be sent ahead: the commit
+// it was to follow has ended.
+func (c *targetConn) unqueue() {
+	if c == nil {
+		return
+	}
+	c.aheadMu.Lock()
+	defer c.aheadMu.Unlock()
+	c.queued = presented{}
+}
+
+// forgetAhead forgets a round trip sent ahead for b, which will not be
+// applied now: the next round trip undoes it (Settle) first. Nothing to
+// forget without a connection (it was closed, and with it what was sent).
+func (c *targetConn) forgetAhead(b *batch) {
+	if c == nil {
+		return
+	}
+	c.aheadMu.Lock()
+	defer c.aheadMu.Unlock()
+	if c.ahead.b == b {
+		c.ahead = presented{}
+	}
+	if c.queued.b == b {
+		c.queued = presented{}
+	}
+}
+
+// serve makes the connection serve data as LOCAL INFILE name to its
+// statements until done is called.
+func (c *targetConn) serve(name string, data []byte) (done func(), err error) {
+	err = c.conn.Raw(func(dc any) error {
+		wc, ok := dc.(*wiresql.Conn)
 		if !ok {
-			return errors.New("driver connection cannot execute statements")
+			return fmt.Errorf("target connection of type %T, not binlane's own", dc)
 		}
-		res, err := ex.ExecContext(ctx, unsafe.String(&sqlText[0], len(sqlText)), nil)
-		if err != nil {
-			return err
-		}
-		if mr, ok := res.(mysql.Result); ok {
-			counts = mr.AllRowsAffected()
-		}
+		done = wc.Serve(name, data)
 		return nil
 	})
-	return counts, err
+	return done, err
 }
 
 // rollback ends a transaction and puts back the session settings a batch
@@ -124,11 +266,10 @@ func (c *targetConn) rollback(ctx context.Context) error {
 	return err
 }
 
-// infileScheme starts the name of a file the driver reads from a
-// registered io.Reader instead of the disk. The registry is the driver's
-// and process-wide: names carry a random part of the worker's own
-// (newInfilePrefix), so concurrent workers and streams never share one;
-// a target asking for any other file is refused by the driver.
+// infileScheme starts the name of a file a worker serves from memory
+// (LOAD DATA LOCAL INFILE); names carry a random part of the worker's own
+// (newInfilePrefix), so concurrent workers and streams never share one,
+// and a target asking for any other file is refused.
 const infileScheme = "Reader::"
 
 func newInfilePrefix() string {

@@ -131,6 +131,7 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 		wc := a.workerConfig(i, pool, seq, c.abortAll)
 		wc.temps, wc.restore = c.temps, session.Restore(a.cfg.Flavor == sqlerr.MariaDB)
 		wc.jobs, wc.results, wc.renderAhead = c.jobs[i], c.results, renderAhead
+		wc.pipeline = renderAhead && a.cfg.Workers == 1 && a.cfg.Flavor == sqlerr.MariaDB
 		if workers[i], err = newWorker(ctx, wc); err != nil {
 			for _, w := range workers[:i] {
 				w.dropConn()

@@ -1,15 +1,11 @@
 package apply
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/binlane/binlane/internal/redact"
 	"github.com/binlane/binlane/internal/sqlquote"
@@ -176,10 +172,7 @@ func (w *worker) loadFile(st *txn.Statement) (done func(), err error) {
 	if st.Exec, err = loadStatement(st.Query, st.Load, name); err != nil {
 		return nil, err
 	}
-	data := st.Load.Data
-	handler := strings.TrimPrefix(name, infileScheme)
-	mysql.RegisterReaderHandler(handler, func() io.Reader { return bytes.NewReader(data) })
-	return func() { mysql.DeregisterReaderHandler(handler) }, nil
+	return w.conn.serve(name, st.Load.Data)
 }
 
 // loadStatement puts file name into a LOAD DATA logged as a statement, as

@@ -42,7 +42,10 @@ type Stats struct {
 	// them on the same connection committed; AheadGaveWay those of them
 	// handed back unapplied because that batch failed (see ahead.go).
 	RenderedAhead atomic.Uint64
-	AheadGaveWay  atomic.Uint64
+	// SentAhead counts the round trips sent before the answer to the
+	// commit before them (sendAhead).
+	SentAhead    atomic.Uint64
+	AheadGaveWay atomic.Uint64
 	// HeldRoundTrips counts the full round trips of batches rendered
 	// ahead, held and sent when their batch was applied (rowsql's Hold).
 	HeldRoundTrips atomic.Uint64
@@ -129,7 +132,7 @@ func (s *Stats) Serialized() map[string]uint64 {
 func (s *Stats) Snapshot() streamstatus.Snapshot {
 	snap := streamstatus.Snapshot{At: time.Now(), Started: s.Started, Committed: s.Committed.Load(), InFlight: s.InFlight.Load(), Pending: s.Pending.Load(),
 		Window: s.Window.Load(), PeakInFlight: s.PeakInFlight.Load(),
-		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), Chained: s.Chained.Load(), RenderedAhead: s.RenderedAhead.Load(), AheadGaveWay: s.AheadGaveWay.Load(), RedoneOneByOne: s.RedoneOneByOne.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
+		LockWaitKills: s.LockWaitKills.Load(), BlindKills: s.BlindLockWaitKills.Load(), Chained: s.Chained.Load(), RenderedAhead: s.RenderedAhead.Load(), SentAhead: s.SentAhead.Load(), AheadGaveWay: s.AheadGaveWay.Load(), RedoneOneByOne: s.RedoneOneByOne.Load(), DependencyWait: time.Duration(s.DependencyWait.Load()),
 		LastCommitTS: s.LastCommitTS.Load(), Position: s.Position(), NextTS: s.NextTS.Load(), Conflicts: s.Conflicts(), Serialized: s.Serialized()}
 	if m := s.domainNext.Load(); m != nil && len(*m) > 0 {
 		snap.DomainNextTS = maps.Clone(*m)

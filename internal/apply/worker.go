@@ -44,6 +44,10 @@ type workerConfig struct {
 	jobs        <-chan *batch
 	results     chan<- result
 	renderAhead bool
+	// pipeline lets the worker send its next batch's first round trip
+	// while its last one commits (sendAhead): one worker, rendering ahead,
+	// a MariaDB target.
+	pipeline bool
 }
 
 func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-chan struct{}) workerConfig {
@@ -62,6 +66,8 @@ func (a *Applier) workerConfig(id int, pool *sql.DB, seq *sequencer, abortAll <-
 type worker struct {
 	workerConfig
 	conn *targetConn
+	// guard is sendAhead's buffer for its guard statement.
+	guard []byte
 	// sql is the writer in use, one of the lanes' (the other renders a
 	// batch ahead, see ahead.go).
 	sql   *rowsql.Writer
@@ -278,6 +284,7 @@ func (w *worker) ensureConn(ctx context.Context) error {
 		return err
 	}
 	w.conn = c
+	c.sentAhead = &w.stats.SentAhead
 	w.connID.Store(c.id)
 	for _, l := range w.lanes {
 		l.wr.InfilePrefix, l.wr.JoinBudget = "", 0
@@ -398,7 +405,7 @@ func (w *worker) send(sqlText []byte, stmts []rowsql.Stmt) ([]int64, error) {
 		}
 	}
 	w.execStart.Store(time.Now().UnixNano())
-	counts, err := w.conn.exec(w.ctx, sqlText, stmts)
+	counts, err := w.conn.exec(w.ctx, sqlText, stmts, w.batch)
 	w.execStart.Store(0)
 	return counts, err
 }

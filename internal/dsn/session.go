@@ -1,17 +1,22 @@
 package dsn
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/sqlquote"
+	"github.com/binlane/binlane/internal/wiresql"
 )
 
 // Session is how the connections of one role are set up once connected:
@@ -282,4 +287,73 @@ func refusedOptional(err error) bool {
 // an unknown variable (1193), a value it refuses (1231, 1232).
 func refusedVariable(code uint16) bool {
 	return code == 1227 || code == 1193 || code == 1231 || code == 1232
+}
+
+// OpenStatementSession is OpenSession on binlane's own client (package
+// wiresql), for sessions that run multi-statement round trips and read
+// every statement's row count: the applier's. A new connection runs SET
+// NAMES when the address names a charset other than utf8mb4 (the
+// handshake's), one SET of the address's variables with the session's in
+// place of those of the same name, then the session's statements.
+func (d DSN) OpenStatementSession(s Session) (*sql.DB, error) {
+	cfg, err := d.WireConfig()
+	if err != nil {
+		return nil, err
+	}
+	c := &wiresql.Connector{Config: cfg, Setup: d.statementSetup(s), Optional: s.optional}
+	return sql.OpenDB(&statementConnector{Connector: c, d: d, s: s}), nil
+}
+
+// statementSetup is what a new connection of OpenStatementSession runs.
+func (d DSN) statementSetup(s Session) []string {
+	var setup []string
+	if cs := d.Params["charset"]; cs != "" && !strings.EqualFold(cs, "utf8mb4") || d.Params["collation"] != "" {
+		names := "SET NAMES " + cmp.Or(d.Params["charset"], "utf8mb4")
+		if co := d.Params["collation"]; co != "" {
+			names += " COLLATE " + co
+		}
+		setup = append(setup, names)
+	}
+	vars := map[string]string{}
+	var order []string
+	set := func(name, value string) {
+		if _, ok := vars[name]; !ok {
+			order = append(order, name)
+		}
+		vars[name] = value
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.Params)) {
+		if name != "charset" && name != "collation" {
+			set(name, d.Params[name])
+		}
+	}
+	for _, v := range s.vars {
+		set(v.name, v.value)
+	}
+	if len(order) > 0 {
+		parts := make([]string, len(order))
+		for i, name := range order {
+			parts[i] = name + " = " + vars[name]
+		}
+		setup = append(setup, "SET SESSION "+strings.Join(parts, ", "))
+	}
+	return append(setup, s.stmts...)
+}
+
+// statementConnector names the session and the TLS mode in failures.
+type statementConnector struct {
+	*wiresql.Connector
+	d DSN
+	s Session
+}
+
+func (c *statementConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err == nil {
+		return conn, nil
+	}
+	if sqlerr.Code(err) != 0 {
+		return nil, fmt.Errorf("set up the %s session: %w", c.s.Role, err)
+	}
+	return nil, c.d.AnnotateTLS(err)
 }

@@ -82,6 +82,7 @@ func NewCollector(stream string, read func() (Reading, bool)) *Collector {
 	add("lock_wait_rollbacks_total", "Later transactions rolled back to let an earlier one through (ordered-commit lock waits).")
 	add("chained_batches_total", "Batches prepared while the batches they depend on applied.")
 	add("rendered_ahead_batches_total", "Batches rendered while the batch before them on the same target connection committed.")
+	add("round_trips_sent_ahead_total", "Round trips sent while the commit before them on the same target connection was in flight.")
 	add("batches_redone_total", "Merged batches the target refused that then committed one statement at a time.")
 	add("dependency_wait_seconds_total", "Time transactions spent waiting for conflicting earlier ones.")
 	add("conflicts_total", "Transactions that waited for a conflicting earlier one, by table.", "table")
@@ -148,6 +149,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	emit("lock_wait_rollbacks_total", prometheus.CounterValue, float64(s.LockWaitKills))
 	emit("chained_batches_total", prometheus.CounterValue, float64(s.Chained))
 	emit("rendered_ahead_batches_total", prometheus.CounterValue, float64(s.RenderedAhead))
+	emit("round_trips_sent_ahead_total", prometheus.CounterValue, float64(s.SentAhead))
 	emit("batches_redone_total", prometheus.CounterValue, float64(s.RedoneOneByOne))
 	emit("dependency_wait_seconds_total", prometheus.CounterValue, s.DependencyWait.Seconds())
 	for table, n := range s.Conflicts {

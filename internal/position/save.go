@@ -68,6 +68,23 @@ func AppendUpdate(buf []byte, name string, s Save, owner, guard string) []byte {
 	return sqlquote.AppendString(buf, name)
 }
 
+// AppendCommittedGuard appends a statement that fails (error 1242) unless
+// the session has no transaction open and stream's position is gtid: the
+// first statement of a round trip sent before the answer to the one that
+// commits gtid (apply's pipelined round trips). The server runs the round
+// trip after that one whatever its answer, so the guard stops it when the
+// commit failed: its transaction still open (a statement failed), or
+// rolled back (a deadlock; the position is then the one before). It reads
+// the stream's row without locking it (MariaDB: @@in_transaction).
+func AppendCommittedGuard(buf []byte, name, gtid string) []byte {
+	buf = append(buf, "SET @binlane_ahead=(SELECT 1 FROM (SELECT 1 UNION ALL SELECT 2) g WHERE @@in_transaction OR NOT EXISTS "+
+		"(SELECT 1 FROM "+Table+" WHERE name="...)
+	buf = sqlquote.AppendString(buf, name)
+	buf = append(buf, " AND gtid_pos="...)
+	buf = sqlquote.AppendString(buf, gtid)
+	return append(buf, "));\n"...)
+}
+
 // SaveIdle writes a position on its own (transactions that changed nothing
 // on the target), on behalf of owner.
 func SaveIdle(ctx context.Context, db *sql.DB, name, owner string, s Save) error {

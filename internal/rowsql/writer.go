@@ -337,13 +337,27 @@ func (w *Writer) Commit(t *position.Tail) error {
 	}
 	w.begin()
 	w.buf = position.AppendUpdate(w.buf, t.Stream, t.Save, t.Owner, guardVar)
-	if err := w.end(Stmt{Expect: 1, What: "position update"}); err != nil {
+	if err := w.end(Stmt{Expect: 1, What: positionUpdate}); err != nil {
 		return err
 	}
 	if err := w.Raw("COMMIT"); err != nil {
 		return err
 	}
 	return w.Flush()
+}
+
+// positionUpdate describes the position update of Commit's round trip.
+const positionUpdate = "position update"
+
+// Commits reports whether a round trip holds a transaction's commit
+// (Commit's position update and COMMIT).
+func Commits(stmts []Stmt) bool {
+	for i := len(stmts) - 1; i >= 0; i-- {
+		if stmts[i].What == positionUpdate {
+			return true
+		}
+	}
+	return false
 }
 
 // Raw adds a statement whose result is not checked.

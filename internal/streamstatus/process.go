@@ -30,6 +30,9 @@ type Snapshot struct {
 	// unapplied because that batch failed.
 	RenderedAhead uint64 `json:"rendered_ahead_batches,omitempty"`
 	AheadGaveWay  uint64 `json:"ahead_batches_handed_back,omitempty"`
+	// SentAhead: round trips sent while the commit before them on the same
+	// connection was in flight (one worker).
+	SentAhead uint64 `json:"round_trips_sent_ahead,omitempty"`
 	// RedoneOneByOne: merged batches the target refused and that then
 	// committed applied one statement at a time, in source order.
 	RedoneOneByOne uint64        `json:"batches_redone_one_by_one,omitempty"`
