@@ -156,7 +156,7 @@ func (w *worker) sendAhead(ctx context.Context, b *batch, tail *position.Tail) {
 	if !w.pipeline || !b.ahead || tail == nil {
 		return
 	}
-	buf, _, ok := w.spare().wr.FirstHeld()
+	buf, ok := w.spare().wr.FirstHeld()
 	if !ok {
 		return
 	}

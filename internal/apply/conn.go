@@ -151,10 +151,16 @@ func (c *targetConn) exec(ctx context.Context, sqlText []byte, stmts []rowsql.St
 	// by Settle, and is sent again now.
 	if ahead.b != nil && ahead.is(b, sqlText) && c.wc.Pending() > 0 {
 		counts, err := c.wc.Receive(ctx, files)
-		if len(counts) > 0 {
-			counts = counts[1:] // the guard's
+		if len(counts) == 0 {
+			if err != nil {
+				// The guard refused: the commit before was not found.
+				// Nothing of the round trip ran; the batch fails and is
+				// applied again.
+				err = fmt.Errorf("rows sent ahead did not run, the commit before them not found: %w", err)
+			}
+			return nil, err
 		}
-		return counts, err
+		return counts[1:], err // the guard's count first
 	}
 	// A round trip sent ahead and given up is undone first (Settle).
 	if !rowsql.Commits(stmts) {

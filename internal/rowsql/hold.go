@@ -32,20 +32,20 @@ type roundTrip struct {
 	file  []byte
 }
 
-// FirstHeld is the first round trip kept under Hold, unless it has none or
-// that round trip loads a file (LOAD DATA LOCAL reads the file from the
-// connection, so nothing may be sent behind it).
-func (w *Writer) FirstHeld() (buf []byte, stmts []Stmt, ok bool) {
+// FirstHeld is the SQL text of the first round trip kept under Hold,
+// unless it has none or that round trip loads a file (LOAD DATA LOCAL
+// reads the file from the connection, so nothing may be sent behind it).
+func (w *Writer) FirstHeld() (buf []byte, ok bool) {
 	if len(w.held) == 0 {
-		return nil, nil, false
+		return nil, false
 	}
 	rt := &w.held[0]
 	for i := range rt.stmts {
 		if rt.stmts[i].File != nil {
-			return nil, nil, false
+			return nil, false
 		}
 	}
-	return rt.buf, rt.stmts, len(rt.buf) > 0
+	return rt.buf, len(rt.buf) > 0
 }
 
 // Held reports the round trips kept under Hold and not sent yet.
