@@ -64,19 +64,15 @@ type targetConn struct {
 	sentAhead *atomic.Uint64
 }
 
-// presented identifies a round trip sent ahead: its batch, its SQL text's
-// first byte and length (the writer hands the same buffer to exec later),
-// and the guard sent in front of it.
+// presented is a round trip sent ahead: its batch, the guard sent in front
+// of it, and its SQL text (the writer hands exec the same buffer later).
 type presented struct {
-	b     *batch
-	at    *byte
-	n     int
-	guard []byte
-	text  []byte
+	b           *batch
+	guard, text []byte
 }
 
 func (p presented) is(b *batch, sqlText []byte) bool {
-	return p.b == b && p.at == &sqlText[0] && p.n == len(sqlText)
+	return p.b == b && len(p.text) == len(sqlText) && &p.text[0] == &sqlText[0]
 }
 
 func openConn(ctx context.Context, db *sql.DB) (*targetConn, error) {
@@ -195,7 +191,7 @@ func (c *targetConn) exec(ctx context.Context, sqlText []byte, stmts []rowsql.St
 // the commit failed. guard and text must stay as they are until exec
 // reads the answer or unqueue runs.
 func (c *targetConn) presend(ctx context.Context, b *batch, guard, text []byte) {
-	p := presented{b: b, at: &text[0], n: len(text), guard: guard, text: text}
+	p := presented{b: b, guard: guard, text: text}
 	c.aheadMu.Lock()
 	defer c.aheadMu.Unlock()
 	if c.window {
@@ -251,17 +247,7 @@ func (c *targetConn) forgetAhead(b *batch) {
 
 // serve makes the connection serve data as LOCAL INFILE name to its
 // statements until done is called.
-func (c *targetConn) serve(name string, data []byte) (done func(), err error) {
-	err = c.conn.Raw(func(dc any) error {
-		wc, ok := dc.(*wiresql.Conn)
-		if !ok {
-			return fmt.Errorf("target connection of type %T, not binlane's own", dc)
-		}
-		done = wc.Serve(name, data)
-		return nil
-	})
-	return done, err
-}
+func (c *targetConn) serve(name string, data []byte) (done func()) { return c.wc.Serve(name, data) }
 
 // rollback ends a transaction and puts back the session settings a batch
 // may have switched (the writer turns them back only when it finishes a

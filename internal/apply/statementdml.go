@@ -172,7 +172,7 @@ func (w *worker) loadFile(st *txn.Statement) (done func(), err error) {
 	if st.Exec, err = loadStatement(st.Query, st.Load, name); err != nil {
 		return nil, err
 	}
-	return w.conn.serve(name, st.Load.Data)
+	return w.conn.serve(name, st.Load.Data), nil
 }
 
 // loadStatement puts file name into a LOAD DATA logged as a statement, as

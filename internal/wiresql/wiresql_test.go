@@ -156,7 +156,7 @@ func TestPipelined(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !(func() bool { return !wc.IsValid() })() {
+	if wc.IsValid() {
 		t.Fatal("a connection with answers unread is valid for the pool")
 	}
 	wants := [][]int64{{2}, nil, {2, 0}, nil}
