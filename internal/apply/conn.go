@@ -162,24 +162,24 @@ func (c *targetConn) exec(ctx context.Context, sqlText []byte, stmts []rowsql.St
 	if !rowsql.Commits(stmts) {
 		return c.wc.Run(ctx, sqlText, files)
 	}
-	if err := c.wc.Settle(ctx); err != nil {
-		return nil, err
-	}
-	if err := c.wc.Send(ctx, sqlText); err != nil {
-		return nil, err
-	}
+	// A round trip that commits opens the window while it is in flight.
+	counts, err := c.wc.RunSent(ctx, sqlText, files, func() { c.openWindow(ctx) })
 	c.aheadMu.Lock()
+	c.window = false
+	c.aheadMu.Unlock()
+	return counts, err
+}
+
+// openWindow opens the window for round trips sent ahead, once a round trip
+// that commits is on its way, and sends the one queued for it, if any.
+func (c *targetConn) openWindow(ctx context.Context) {
+	c.aheadMu.Lock()
+	defer c.aheadMu.Unlock()
 	c.window = true
 	if q := c.queued; q.b != nil {
 		c.queued = presented{}
 		c.sendAheadLocked(ctx, q)
 	}
-	c.aheadMu.Unlock()
-	counts, err := c.wc.Receive(ctx, files)
-	c.aheadMu.Lock()
-	c.window = false
-	c.aheadMu.Unlock()
-	return counts, err
 }
 
 // presend sends text, the first round trip of the next batch b, after

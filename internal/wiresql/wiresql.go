@@ -110,11 +110,21 @@ func (c *Conn) ConnectionID() uint32 { return c.wc.ConnectionID() }
 // A round trip sent ahead (Send) and not received by its sender is undone
 // first: its answer read and dropped, and its transaction rolled back.
 func (c *Conn) Run(ctx context.Context, q []byte, files wire.Files) ([]int64, error) {
+	return c.RunSent(ctx, q, files, nil)
+}
+
+// RunSent is Run calling sent, when set, once q is written and before its
+// answer is read: a caller may send a round trip behind q then (SendAfter,
+// from sent or another goroutine), which the server runs right after q.
+func (c *Conn) RunSent(ctx context.Context, q []byte, files wire.Files, sent func()) ([]int64, error) {
 	if err := c.Settle(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.Send(ctx, q); err != nil {
 		return nil, err
+	}
+	if sent != nil {
+		sent()
 	}
 	return c.Receive(ctx, files)
 }

@@ -188,6 +188,27 @@ func TestPipelined(t *testing.T) {
 
 // TestContextBreaks: a cancelled round trip leaves the connection broken,
 // and the pool does not hand it out again.
+// TestRunSent: what sent sends goes right behind the round trip Run is
+// waiting for, and is answered after it.
+func TestRunSent(t *testing.T) {
+	_, db := open(t)
+	ctx := context.Background()
+	_, wc := pinned(t, db)
+	var sendErr error
+	counts, err := wc.RunSent(ctx, []byte("INSERT INTO wl.t VALUES (7,'a',NULL),(8,'b',NULL)"), nil, func() {
+		if wc.Pending() != 1 {
+			t.Errorf("%d round trips pending when sent runs, want 1", wc.Pending())
+		}
+		sendErr = wc.SendAfter(ctx, []byte("DO 1;"), []byte("UPDATE wl.t SET v='c' WHERE id>=7"))
+	})
+	if err != nil || sendErr != nil || !equal(counts, []int64{2}) {
+		t.Fatalf("first round trip: counts %v, %v; sent: %v", counts, err, sendErr)
+	}
+	if counts, err := wc.Receive(ctx, nil); err != nil || !equal(counts, []int64{0, 2}) {
+		t.Fatalf("round trip sent behind it: counts %v, %v", counts, err)
+	}
+}
+
 func TestContextBreaks(t *testing.T) {
 	_, db := open(t)
 	ctx := context.Background()
