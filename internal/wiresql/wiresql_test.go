@@ -186,8 +186,6 @@ func TestPipelined(t *testing.T) {
 	}
 }
 
-// TestContextBreaks: a cancelled round trip leaves the connection broken,
-// and the pool does not hand it out again.
 // TestRunSent: what sent sends goes right behind the round trip Run is
 // waiting for, and is answered after it.
 func TestRunSent(t *testing.T) {
@@ -209,6 +207,8 @@ func TestRunSent(t *testing.T) {
 	}
 }
 
+// TestContextBreaks: a cancelled round trip leaves the connection broken,
+// and the pool does not hand it out again.
 func TestContextBreaks(t *testing.T) {
 	_, db := open(t)
 	ctx := context.Background()
