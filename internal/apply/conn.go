@@ -12,6 +12,7 @@ import (
 
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/rowsql"
+	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/wire"
 	"github.com/binlane/binlane/internal/wiresql"
 )
@@ -148,13 +149,7 @@ func (c *targetConn) exec(ctx context.Context, sqlText []byte, stmts []rowsql.St
 	if ahead.b != nil && ahead.is(b, sqlText) && c.wc.Pending() > 0 {
 		counts, err := c.wc.Receive(ctx, files)
 		if len(counts) == 0 {
-			if err != nil {
-				// The guard refused: the commit before was not found.
-				// Nothing of the round trip ran; the batch fails and is
-				// applied again.
-				err = fmt.Errorf("rows sent ahead did not run, the commit before them not found: %w", err)
-			}
-			return nil, err
+			return nil, aheadRefused(err)
 		}
 		return counts[1:], err // the guard's count first
 	}
@@ -168,6 +163,17 @@ func (c *targetConn) exec(ctx context.Context, sqlText []byte, stmts []rowsql.St
 	c.window = false
 	c.aheadMu.Unlock()
 	return counts, err
+}
+
+// aheadRefused names the error of a round trip sent ahead that ended in
+// its guard: the guard refused (the commit before it was not found, and
+// nothing of the round trip ran; the batch fails and is applied again), or
+// another error (the connection) that is passed on as it is.
+func aheadRefused(err error) error {
+	if sqlerr.Code(err) != sqlerr.SubqueryNotOneRow {
+		return err
+	}
+	return fmt.Errorf("rows sent ahead did not run, the commit before them not found: %w", err)
 }
 
 // openWindow opens the window for round trips sent ahead, once a round trip

@@ -3,12 +3,16 @@ package apply
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/sqlerr"
+	"github.com/go-sql-driver/mysql"
 )
 
 // TestRollbackRestoresSession: a batch that replayed rows the source wrote
@@ -132,4 +136,26 @@ func targetPool(t *testing.T, session dsn.Session) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// TestAheadRefused: only the guard's own error says that the commit before
+// a round trip sent ahead was not found; a lost connection keeps its own
+// words (before, every error without a row count was blamed on the guard).
+func TestAheadRefused(t *testing.T) {
+	guard := &mysql.MySQLError{Number: sqlerr.SubqueryNotOneRow, Message: "Subquery returns more than 1 row"}
+	for _, tc := range []struct {
+		err     error
+		refused bool
+	}{
+		{guard, true},
+		{fmt.Errorf("read answer: %w", io.ErrUnexpectedEOF), false},
+		{&mysql.MySQLError{Number: sqlerr.Deadlock, Message: "Deadlock found"}, false},
+		{nil, false},
+	} {
+		got := aheadRefused(tc.err)
+		says := got != nil && strings.Contains(got.Error(), "the commit before them not found")
+		if says != tc.refused || !errors.Is(got, tc.err) || sqlerr.Code(got) != sqlerr.Code(tc.err) {
+			t.Errorf("aheadRefused(%v) = %v, refused %v", tc.err, got, tc.refused)
+		}
+	}
 }

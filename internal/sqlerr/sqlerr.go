@@ -57,6 +57,7 @@ const (
 	RowIsReferenced              = 1217 // ER_ROW_IS_REFERENCED
 	SpecificAccessDenied         = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
 	MasterFatalReading           = 1236 // ER_MASTER_FATAL_ERROR_READING_BINLOG
+	SubqueryNotOneRow            = 1242 // ER_SUBQUERY_NO_1_ROW: also a pipelined round trip's guard refusing (position.AppendCommittedGuard)
 	DataOutOfRange               = 1264 // ER_WARN_DATA_OUT_OF_RANGE
 	QueryInterrupted             = 1317 // ER_QUERY_INTERRUPTED
 	NoDefaultForField            = 1364 // ER_NO_DEFAULT_FOR_FIELD
