@@ -172,6 +172,10 @@ type Start struct {
 	File     string
 	Pos      uint64
 	FirstSeq uint64
+	// Ready, when set, is called once the workers' connections are open,
+	// before the first transaction is taken: the producer of the input may
+	// wait for it (see replica.Open, which reads nothing before it is asked).
+	Ready func()
 }
 
 // Applier applies transactions. Create it with New, run it once.

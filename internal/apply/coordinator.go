@@ -16,7 +16,6 @@ import (
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/rowsql"
 	"github.com/binlane/binlane/internal/scheduler"
-	"github.com/binlane/binlane/internal/sqlerr"
 	"github.com/binlane/binlane/internal/txn"
 	"github.com/binlane/binlane/internal/writeset"
 )
@@ -126,20 +125,14 @@ func (a *Applier) Run(ctx context.Context, in *txn.Pipe, start Start) error {
 	}
 	c.temps = newTempSessions(a.cfg.Target, session)
 	defer c.temps.endAll()
-	workers := make([]*worker, a.cfg.Workers)
-	for i := range workers {
-		wc := a.workerConfig(i, pool, seq, c.abortAll)
-		wc.temps, wc.restore = c.temps, session.Restore(a.cfg.Flavor == sqlerr.MariaDB)
-		wc.jobs, wc.results, wc.renderAhead = c.jobs[i], c.results, renderAhead
-		wc.pipeline = renderAhead && a.cfg.Workers == 1 && a.cfg.Flavor == sqlerr.MariaDB
-		if workers[i], err = newWorker(ctx, wc); err != nil {
-			for _, w := range workers[:i] {
-				w.dropConn()
-			}
-			return err
-		}
+	workers, err := c.newWorkers(ctx, pool, session, renderAhead)
+	if err != nil {
+		return err
 	}
 	c.workers = workers
+	if start.Ready != nil {
+		start.Ready()
+	}
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Go(func() { w.loop(ctx) })

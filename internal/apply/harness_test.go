@@ -69,6 +69,8 @@ type runOpts struct {
 	lockWait int
 	// maxRoundTrip is Config.MaxRoundTrip (0: its default).
 	maxRoundTrip int
+	// ready is Start.Ready.
+	ready func()
 }
 
 const testOwner = "test/1/0"
@@ -92,7 +94,7 @@ func (p *pair) replay(t *testing.T, o runOpts) (*Stats, error) {
 		pipe.Close()
 		asmErr <- err
 	}()
-	err := a.Run(ctx, pipe, Start{GTID: start, FirstSeq: 1})
+	err := a.Run(ctx, pipe, Start{GTID: start, FirstSeq: 1, Ready: o.ready})
 	for p := range pipe.C() {
 		pipe.Taken(&p)
 	}

@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
+	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/position"
 	"github.com/binlane/binlane/internal/rowsql"
@@ -94,6 +97,33 @@ type worker struct {
 	waitingTurn atomic.Bool
 	connID      atomic.Int64
 	abortMu     sync.Mutex
+}
+
+// newWorkers connects the workers, all at once: one after another, 16
+// workers took 16 connections' setup before the first transaction.
+func (c *coordinator) newWorkers(ctx context.Context, pool *sql.DB, session dsn.Session, renderAhead bool) ([]*worker, error) {
+	a := c.a
+	workers := make([]*worker, a.cfg.Workers)
+	var g errgroup.Group
+	for i := range workers {
+		wc := a.workerConfig(i, pool, c.seq, c.abortAll)
+		wc.temps, wc.restore = c.temps, session.Restore(a.cfg.Flavor == sqlerr.MariaDB)
+		wc.jobs, wc.results, wc.renderAhead = c.jobs[i], c.results, renderAhead
+		wc.pipeline = renderAhead && a.cfg.Workers == 1 && a.cfg.Flavor == sqlerr.MariaDB
+		g.Go(func() (err error) {
+			workers[i], err = newWorker(ctx, wc)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		for _, w := range workers {
+			if w != nil {
+				w.dropConn()
+			}
+		}
+		return nil, err
+	}
+	return workers, nil
 }
 
 func newWorker(ctx context.Context, cfg workerConfig) (*worker, error) {

@@ -197,6 +197,16 @@ func checkNoLeak(t testing.TB) {
 	})
 }
 
+// dumpThreads counts the source's dump threads.
+func dumpThreads(t testing.TB, srv *sandbox.Server) int {
+	t.Helper()
+	var n int
+	if err := srv.OpenT(t, "").QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // dumpThreadID returns the connection id of the source's only dump thread.
 func dumpThreadID(t testing.TB, srv *sandbox.Server) int64 {
 	t.Helper()

@@ -28,18 +28,31 @@ type Stream struct {
 	uuid   string // MySQL replica UUID, stable across reconnects
 
 	closeOnce sync.Once
+	// startOnce starts the reader at the first Next, or keeps it from
+	// starting at Close; first is the session Open connected, which only
+	// the function startOnce runs touches.
+	startOnce sync.Once
+	first     *session
+	runCtx    context.Context
 
 	mu       sync.Mutex
 	source   SourceInfo // guarded by mu; of the current connection
 	consumer *Tracker   // guarded by mu; follows what Next returned
 }
 
-// Open connects to the source, checks it and starts streaming from
+// Open connects to the source, checks it and asks for the binlog from
 // cfg.Start. Errors about the configuration, the credentials or the source's
 // settings are returned here; errors that happen once events flow
 // (including error 1236 for a position the source no longer has) come from
 // Next. ctx bounds the whole life of the stream, not just Open: cancelling
 // it stops the stream as Close does.
+//
+// The events are read and decoded from the first Next on, not before:
+// the reader decodes as fast as the queue takes, and on a core binlane
+// shares it would otherwise delay every round trip of what its consumer
+// still sets up (each waits for a time slice: a pinned start, one worker,
+// reached its first transaction 50 ms later). Meanwhile the source's
+// events wait in the socket.
 func Open(ctx context.Context, cfg Config) (*Stream, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -59,9 +72,18 @@ func Open(ctx context.Context, cfg Config) (*Stream, error) {
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	s.cancel = cancel
-	s.group, runCtx = errgroup.WithContext(runCtx)
-	s.group.Go(func() error { return s.run(runCtx, sess) })
+	s.group, s.runCtx = errgroup.WithContext(runCtx)
+	s.first = sess
 	return s, nil
+}
+
+// begin starts the reader, once.
+func (s *Stream) begin() {
+	s.startOnce.Do(func() {
+		sess := s.first
+		s.first = nil
+		s.group.Go(func() error { return s.run(s.runCtx, sess) })
+	})
 }
 
 // Next returns the next message: binlog events in stream order (heartbeats
@@ -71,6 +93,7 @@ func Open(ctx context.Context, cfg Config) (*Stream, error) {
 // ended the stream (a *PositionError, a *PreflightError, a decode error...).
 // Events stay valid after later calls: each has its own buffer.
 func (s *Stream) Next(ctx context.Context) (binlog.Message, error) {
+	s.begin()
 	m, err := s.q.pop(ctx)
 	if err != nil {
 		return binlog.Message{}, err
@@ -107,6 +130,12 @@ func (s *Stream) Source() SourceInfo {
 // ErrClosed afterwards. Safe to call more than once.
 func (s *Stream) Close() error {
 	s.closeOnce.Do(func() {
+		s.startOnce.Do(func() {
+			// Never read: the session is ended here, as the reader would.
+			s.first.conn.Close()
+			s.endDump(s.first)
+			s.first = nil
+		})
 		s.cancel(ErrClosed)
 		s.group.Wait()
 		s.q.close(ErrClosed)

@@ -92,13 +92,6 @@ func TestCloseEndsDumpThread(t *testing.T) {
 	srv.ExecT(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)", "INSERT INTO d.t VALUES (1)")
 	cfg := baseConfig(t, srv)
 	cfg.HeartbeatPeriod = 30 * time.Second
-	dumps := func() int {
-		var n int
-		if err := srv.OpenT(t, "").QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	s := openT(t, cfg)
 	c := newConsumer(t, s)
 	c.until("the insert", func(m binlog.Message) bool {
@@ -108,15 +101,58 @@ func TestCloseEndsDumpThread(t *testing.T) {
 		_, ok := m.Event.Data.(*binlog.RowsEvent)
 		return ok
 	})
-	if n := dumps(); n != 1 {
+	if n := dumpThreads(t, srv); n != 1 {
 		t.Fatalf("%d dump threads while streaming, want 1", n)
 	}
 	s.Close()
 	deadline := time.Now().Add(500 * time.Millisecond)
-	for dumps() != 0 {
+	for dumpThreads(t, srv) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the source's dump thread outlived the closed stream by 500 ms")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestNothingReadBeforeNext: Open asks for the binlog but reads none of
+// it until the first Next (a consumer still setting up keeps its core),
+// and a stream closed unread still ends the source's dump thread.
+func TestNothingReadBeforeNext(t *testing.T) {
+	srv := sandbox.StartT(t, sandbox.Options{})
+	srv.ExecT(t, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)", "INSERT INTO d.t VALUES (1), (2)")
+	cfg := baseConfig(t, srv)
+	cfg.HeartbeatPeriod = 30 * time.Second
+	queued := func(s *Stream) int {
+		s.q.mu.Lock()
+		defer s.q.mu.Unlock()
+		return s.q.bytes
+	}
+	s := openT(t, cfg)
+	time.Sleep(200 * time.Millisecond)
+	if n := queued(s); n != 0 {
+		t.Errorf("%d bytes of events read before the first Next", n)
+	}
+	c := newConsumer(t, s)
+	c.until("the insert", func(m binlog.Message) bool {
+		if m.Event == nil {
+			return false
+		}
+		_, ok := m.Event.Data.(*binlog.RowsEvent)
+		return ok
+	})
+
+	s.Close()
+	unread := openT(t, cfg)
+	dumpThreadID(t, srv) // the source has the unread stream's dump thread
+	unread.Close()
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for dumpThreads(t, srv) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the source's dump thread outlived the closed unread stream by 500 ms")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := unread.Next(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Next after Close: %v, want ErrClosed", err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -331,7 +332,13 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 	// the order of the errors decides what the attempt returns.
 	var g errgroup.Group
 	var sErr error
+	// The stream is read from the assembler's first call on (replica.Open):
+	// after the applier's connections are open, so that decoding does not
+	// delay them.
+	ready := make(chan struct{})
+	markReady := sync.OnceFunc(func() { close(ready) })
 	g.Go(func() error {
+		<-ready
 		sErr = asm.Run(ctx, p)
 		p.Close()
 		return nil
@@ -361,8 +368,9 @@ func pipe(ctx context.Context, cfg Config, stopSource context.CancelFunc, asm *t
 		}
 		return nil
 	})
-	applyErr := a.Run(applyCtx, in, apply.Start{GTID: start, FirstSeq: 1})
+	applyErr := a.Run(applyCtx, in, apply.Start{GTID: start, FirstSeq: 1, Ready: markReady})
 	stopSource()
+	markReady()               // an applier that failed to start: the assembler ends with the source
 	for part := range p.C() { // let the assembler finish after an apply failure
 		p.Taken(&part)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/binlane/binlane/internal/dsn"
-	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/plan"
 	"github.com/binlane/binlane/internal/schema"
 	"github.com/binlane/binlane/internal/sqlerr"
@@ -42,7 +41,11 @@ func inspectTarget(ctx context.Context, meta *sql.DB, cfg *Config) (*target, err
 	if msg := routineCreation(ctx, meta, cfg.Apply.SkipBinlog); msg != "" {
 		cfg.Logger.Warn(msg)
 	}
-	return t, checkTargetTables(ctx, meta, cfg.Rules, cfg.AllowTriggers)
+	tables, err := t.cache.Warm(ctx, cfg.Rules)
+	if err != nil {
+		return nil, fmt.Errorf("read the target's tables: %w", err)
+	}
+	return t, checkTargetTables(tables, cfg.AllowTriggers)
 }
 
 // routineCreation says why a CREATE FUNCTION the source logs would fail
@@ -65,14 +68,11 @@ func routineCreation(ctx context.Context, meta *sql.DB, skipBinlog bool) string 
 		"the target (SET GLOBAL needs SUPER), or run with --binlog-applied=false"
 }
 
-// checkTargetTables refuses replicated target tables that binlane cannot
-// apply to correctly. information_schema shows a table's triggers only to
-// users with the TRIGGER privilege on it (the README's grants include it).
-func checkTargetTables(ctx context.Context, meta *sql.DB, rules filter.Rules, allowTriggers bool) error {
-	tables, err := schema.ReadCatalog(ctx, meta, rules, true)
-	if err != nil {
-		return fmt.Errorf("read the target's tables: %w", err)
-	}
+// checkTargetTables refuses replicated target tables (as the cache's Warm
+// read them) that binlane cannot apply to correctly. information_schema
+// shows a table's triggers only to users with the TRIGGER privilege on it
+// (the README's grants include it).
+func checkTargetTables(tables []*schema.Table, allowTriggers bool) error {
 	var problems []string
 	for _, t := range tables {
 		q := t.QualifiedName()

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/binlane/binlane/internal/filter"
 	"github.com/binlane/binlane/internal/sqlquote"
 )
 
@@ -277,6 +278,48 @@ func (c *Cache) prefetch(ctx context.Context, schemaName string) error {
 		}
 	}
 	return nil
+}
+
+// Warm reads every table of the schemas rules selects into the cache, as
+// a first miss in each schema would (prefetch, at any size), and returns
+// the tables rules selects, as ReadCatalog with triggers does. One load
+// serves the start's check of the tables and the first transactions: read
+// at the first miss instead, the definitions cost the first batch seven
+// more queries, while the stream was already decoding beside it.
+func (c *Cache) Warm(ctx context.Context, rules filter.Rules) ([]*Table, error) {
+	schemas, err := selectedSchemas(ctx, c.db, rules)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
+	l, err := load(ctx, c.db, scope{schemas: schemas, triggers: true, anywhere: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []*Table
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range l.order {
+		if len(t.Columns) == 0 {
+			continue
+		}
+		if rules.Match(t.Schema, t.Name) {
+			out = append(out, t)
+		}
+		if id := c.Ident(t.Schema, t.Name); c.gen == gen {
+			if _, ok := c.tables[id.key()]; !ok {
+				c.store(id, t)
+			}
+		}
+	}
+	if c.gen == gen {
+		for _, s := range schemas {
+			c.fetched[c.Ident(s, "").Schema] = true
+		}
+	}
+	return out, nil
 }
 
 // store caches a table's definition just read (nil: it does not exist);

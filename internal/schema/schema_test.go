@@ -219,11 +219,10 @@ func TestCatalog(t *testing.T) {
 	}
 }
 
-// TestPrefetch: the cache reads a schema's tables at once on its first
-// miss, and what it hands out for each is what ReadTable reads for it
-// alone: foreign keys from other schemas, triggers, unique keys. After
-// Invalidate of one table, its next read is its own and sees the change.
-func TestPrefetch(t *testing.T) {
+// cacheFixture is a target with schema s (foreign keys within it and from
+// schema o, a self-reference, a trigger, a view) for the cache's tests.
+func cacheFixture(t *testing.T) (*sandbox.Server, *sql.DB) {
+	t.Helper()
 	srv := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
 	srv.ExecT(t, "CREATE DATABASE s", "CREATE DATABASE o",
 		"CREATE TABLE s.parent (id INT PRIMARY KEY, code VARCHAR(20) NOT NULL, UNIQUE KEY code (code))",
@@ -233,49 +232,64 @@ func TestPrefetch(t *testing.T) {
 		"CREATE TRIGGER s.logged_bi BEFORE INSERT ON s.logged FOR EACH ROW SET NEW.id = NEW.id",
 		"CREATE VIEW s.v AS SELECT id FROM s.parent",
 		"CREATE TABLE o.far (id INT PRIMARY KEY, code VARCHAR(20), CONSTRAINT far FOREIGN KEY (code) REFERENCES s.parent (code) ON UPDATE SET NULL)")
+	return srv, srv.OpenBinlaneT(t, "s", "o")
+}
+
+// sameAsRead checks that the cache hands out for s.name what ReadTable
+// reads for it alone, and returns it.
+func sameAsRead(t *testing.T, cache *schema.Cache, db *sql.DB, name string) *schema.Table {
+	t.Helper()
 	ctx := context.Background()
-	db := srv.OpenBinlaneT(t, "s", "o")
+	got, err := cache.Get(ctx, "s", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := schema.ReadTable(ctx, db, "s", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || want == nil {
+		t.Fatalf("%s: cached %v, read %v", name, got, want)
+	}
+	g, w := *got, *want
+	g.Version, w.Version = 0, 0
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("%s: cached\n%+v\nread alone\n%+v", name, g, w)
+	}
+	return got
+}
+
+// selects counts the server's SELECT statements so far.
+func selects(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var name string
+	var n int
+	if err := db.QueryRowContext(context.Background(), "SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPrefetch: the cache reads a schema's tables at once on its first
+// miss, and what it hands out for each is what ReadTable reads for it
+// alone: foreign keys from other schemas, triggers, unique keys. After
+// Invalidate of one table, its next read is its own and sees the change.
+func TestPrefetch(t *testing.T) {
+	srv, db := cacheFixture(t)
+	ctx := context.Background()
 	cache, err := schema.NewCache(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	same := func(name string) *schema.Table {
-		t.Helper()
-		got, err := cache.Get(ctx, "s", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := schema.ReadTable(ctx, db, "s", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == nil || want == nil {
-			t.Fatalf("%s: cached %v, read %v", name, got, want)
-		}
-		g, w := *got, *want
-		g.Version, w.Version = 0, 0
-		if !reflect.DeepEqual(g, w) {
-			t.Errorf("%s: prefetched\n%+v\nread alone\n%+v", name, g, w)
-		}
-		return got
-	}
-	selects := func() int {
-		t.Helper()
-		var name string
-		var n int
-		if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	same := func(name string) *schema.Table { t.Helper(); return sameAsRead(t, cache, db, name) }
 	if _, err := cache.Get(ctx, "s", "self"); err != nil { // the first miss reads the schema
 		t.Fatal(err)
 	}
-	before := selects()
+	before := selects(t, db)
 	if _, err := cache.Get(ctx, "s", "child"); err != nil {
 		t.Fatal(err)
 	}
-	if n := selects() - before; n != 0 {
+	if n := selects(t, db) - before; n != 0 {
 		t.Errorf("%d queries to get a table of a schema read already", n)
 	}
 	self := same("self")
@@ -292,5 +306,65 @@ func TestPrefetch(t *testing.T) {
 	cache.Invalidate("s", "logged")
 	if l := same("logged"); len(l.Columns) != 2 {
 		t.Errorf("logged after Invalidate: %d columns, want 2", len(l.Columns))
+	}
+}
+
+// TestWarm: Warm reads the selected schemas into the cache and returns
+// the tables ReadCatalog returns for the same rules; a table of a warmed
+// schema is then served without a query, and is what ReadTable reads for
+// it alone (foreign keys from another schema, triggers). A schema the
+// rules leave out is not read.
+func TestWarm(t *testing.T) {
+	_, db := cacheFixture(t)
+	ctx := context.Background()
+	rules, err := filter.New([]string{"s"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := schema.NewCache(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmed, err := cache.Warm(ctx, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog, err := schema.ReadCatalog(ctx, db, rules, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(ts []*schema.Table) (out []string) {
+		for _, tb := range ts {
+			out = append(out, tb.Schema+"."+tb.Name+" "+tb.Type)
+		}
+		return out
+	}
+	if g, w := names(warmed), names(catalog); !reflect.DeepEqual(g, w) {
+		t.Errorf("Warm returned %v, ReadCatalog %v", g, w)
+	}
+	before := selects(t, db)
+	cached := map[string]*schema.Table{}
+	for _, name := range []string{"parent", "child", "self", "logged", "v"} {
+		if cached[name], err = cache.Get(ctx, "s", name); err != nil || cached[name] == nil {
+			t.Fatal(name, cached[name], err)
+		}
+	}
+	if n := selects(t, db) - before; n != 0 {
+		t.Errorf("%d queries to get tables of a warmed schema", n)
+	}
+	for name, tb := range cached {
+		if got := sameAsRead(t, cache, db, name); got != tb {
+			t.Errorf("%s was read again", name)
+		}
+	}
+	if p := cached["parent"]; len(p.ReferencedBy) != 2 {
+		t.Errorf("parent referenced by %+v: want s.child and o.far", p.ReferencedBy)
+	}
+	before = selects(t, db)
+	if far, err := cache.Get(ctx, "o", "far"); err != nil || far == nil {
+		t.Fatal(far, err)
+	}
+	if selects(t, db) == before {
+		t.Error("a table of a schema the rules leave out was not read: Warm read more than it was asked")
 	}
 }
