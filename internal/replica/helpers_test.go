@@ -128,6 +128,17 @@ func (c *consumer) until(what string, cond func(m binlog.Message) bool) {
 	c.t.Fatalf("timed out waiting for %s", what)
 }
 
+// untilRows reads until the first rows event.
+func (c *consumer) untilRows() {
+	c.until("a rows event", func(m binlog.Message) bool {
+		if m.Event == nil {
+			return false
+		}
+		_, ok := m.Event.Data.(*binlog.RowsEvent)
+		return ok
+	})
+}
+
 // untilGTID reads until the transaction with sequence number seq completed.
 func (c *consumer) untilGTID(seq uint64) {
 	c.t.Helper()
@@ -205,6 +216,19 @@ func dumpThreads(t testing.TB, srv *sandbox.Server) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// noDumpWithin fails the test if the source still has a dump thread
+// after d (that of what, just closed).
+func noDumpWithin(t testing.TB, srv *sandbox.Server, d time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for dumpThreads(t, srv) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the source's dump thread outlived %s by %s", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // dumpThreadID returns the connection id of the source's only dump thread.

@@ -94,24 +94,12 @@ func TestCloseEndsDumpThread(t *testing.T) {
 	cfg.HeartbeatPeriod = 30 * time.Second
 	s := openT(t, cfg)
 	c := newConsumer(t, s)
-	c.until("the insert", func(m binlog.Message) bool {
-		if m.Event == nil {
-			return false
-		}
-		_, ok := m.Event.Data.(*binlog.RowsEvent)
-		return ok
-	})
+	c.untilRows()
 	if n := dumpThreads(t, srv); n != 1 {
 		t.Fatalf("%d dump threads while streaming, want 1", n)
 	}
 	s.Close()
-	deadline := time.Now().Add(500 * time.Millisecond)
-	for dumpThreads(t, srv) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the source's dump thread outlived the closed stream by 500 ms")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	noDumpWithin(t, srv, 500*time.Millisecond, "the closed stream")
 }
 
 // TestNothingReadBeforeNext: Open asks for the binlog but reads none of
@@ -133,25 +121,13 @@ func TestNothingReadBeforeNext(t *testing.T) {
 		t.Errorf("%d bytes of events read before the first Next", n)
 	}
 	c := newConsumer(t, s)
-	c.until("the insert", func(m binlog.Message) bool {
-		if m.Event == nil {
-			return false
-		}
-		_, ok := m.Event.Data.(*binlog.RowsEvent)
-		return ok
-	})
+	c.untilRows()
 
 	s.Close()
 	unread := openT(t, cfg)
 	dumpThreadID(t, srv) // the source has the unread stream's dump thread
 	unread.Close()
-	deadline := time.Now().Add(500 * time.Millisecond)
-	for dumpThreads(t, srv) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the source's dump thread outlived the closed unread stream by 500 ms")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	noDumpWithin(t, srv, 500*time.Millisecond, "the closed unread stream")
 	if _, err := unread.Next(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Errorf("Next after Close: %v, want ErrClosed", err)
 	}
