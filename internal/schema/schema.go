@@ -281,8 +281,9 @@ func (c *Cache) prefetch(ctx context.Context, schemaName string) error {
 }
 
 // Warm reads every table of the schemas rules selects into the cache, as
-// a first miss in each schema would (prefetch, at any size), and returns
-// the tables rules selects, as ReadCatalog with triggers does. One load
+// a first miss in each schema with tables would (prefetch, at any size),
+// and returns the tables rules selects, as ReadCatalog with triggers does.
+// One load
 // serves the start's check of the tables and the first transactions: read
 // at the first miss instead, the definitions cost the first batch seven
 // more queries, while the stream was already decoding beside it.
@@ -315,8 +316,10 @@ func (c *Cache) Warm(ctx context.Context, rules filter.Rules) ([]*Table, error) 
 		}
 	}
 	if c.gen == gen {
-		for _, s := range schemas {
-			c.fetched[c.Ident(s, "").Schema] = true
+		// A schema without tables yet (a copy is to create them) is read
+		// whole at its first miss, as before Warm.
+		for _, t := range l.order {
+			c.fetched[c.Ident(t.Schema, "").Schema] = true
 		}
 	}
 	return out, nil

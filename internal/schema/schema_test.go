@@ -220,11 +220,12 @@ func TestCatalog(t *testing.T) {
 }
 
 // cacheFixture is a target with schema s (foreign keys within it and from
-// schema o, a self-reference, a trigger, a view) for the cache's tests.
+// schema o, a self-reference, a trigger, a view) and an empty schema e,
+// for the cache's tests.
 func cacheFixture(t *testing.T) (*sandbox.Server, *sql.DB) {
 	t.Helper()
 	srv := sandbox.StartT(t, sandbox.Options{Role: sandbox.Target})
-	srv.ExecT(t, "CREATE DATABASE s", "CREATE DATABASE o",
+	srv.ExecT(t, "CREATE DATABASE s", "CREATE DATABASE o", "CREATE DATABASE e",
 		"CREATE TABLE s.parent (id INT PRIMARY KEY, code VARCHAR(20) NOT NULL, UNIQUE KEY code (code))",
 		"CREATE TABLE s.child (id INT PRIMARY KEY, pid INT, CONSTRAINT c1 FOREIGN KEY (pid) REFERENCES s.parent (id) ON DELETE CASCADE)",
 		"CREATE TABLE s.self (id INT PRIMARY KEY, up INT, CONSTRAINT up FOREIGN KEY (up) REFERENCES s.self (id))",
@@ -232,7 +233,7 @@ func cacheFixture(t *testing.T) (*sandbox.Server, *sql.DB) {
 		"CREATE TRIGGER s.logged_bi BEFORE INSERT ON s.logged FOR EACH ROW SET NEW.id = NEW.id",
 		"CREATE VIEW s.v AS SELECT id FROM s.parent",
 		"CREATE TABLE o.far (id INT PRIMARY KEY, code VARCHAR(20), CONSTRAINT far FOREIGN KEY (code) REFERENCES s.parent (code) ON UPDATE SET NULL)")
-	return srv, srv.OpenBinlaneT(t, "s", "o")
+	return srv, srv.OpenBinlaneT(t, "s", "o", "e")
 }
 
 // sameAsRead checks that the cache hands out for s.name what ReadTable
@@ -313,11 +314,12 @@ func TestPrefetch(t *testing.T) {
 // the tables ReadCatalog returns for the same rules; a table of a warmed
 // schema is then served without a query, and is what ReadTable reads for
 // it alone (foreign keys from another schema, triggers). A schema the
-// rules leave out is not read.
+// rules leave out is not read; one empty at Warm (a copy is to fill it)
+// (e) is read whole at its first miss.
 func TestWarm(t *testing.T) {
-	_, db := cacheFixture(t)
+	srv, db := cacheFixture(t)
 	ctx := context.Background()
-	rules, err := filter.New([]string{"s"}, nil, nil)
+	rules, err := filter.New([]string{"s", "e"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,5 +368,16 @@ func TestWarm(t *testing.T) {
 	}
 	if selects(t, db) == before {
 		t.Error("a table of a schema the rules leave out was not read: Warm read more than it was asked")
+	}
+	srv.ExecT(t, "CREATE TABLE e.a (id INT PRIMARY KEY)", "CREATE TABLE e.b (id INT PRIMARY KEY)")
+	if a, err := cache.Get(ctx, "e", "a"); err != nil || a == nil {
+		t.Fatal(a, err)
+	}
+	before = selects(t, db)
+	if b, err := cache.Get(ctx, "e", "b"); err != nil || b == nil {
+		t.Fatal(b, err)
+	}
+	if n := selects(t, db) - before; n != 0 {
+		t.Errorf("%d queries for e.b: a schema empty at Warm was not read whole at its first miss", n)
 	}
 }
