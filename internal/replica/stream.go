@@ -51,7 +51,7 @@ type Stream struct {
 // the reader decodes as fast as the queue takes, and on a core binlane
 // shares it would otherwise delay every round trip of what its consumer
 // still sets up (each waits for a time slice: a pinned start, one worker,
-// reached its first transaction 50 ms later). Meanwhile the source's
+// reached its first transaction about 40 ms later). Meanwhile the source's
 // events wait in the socket.
 func Open(ctx context.Context, cfg Config) (*Stream, error) {
 	cfg, err := cfg.withDefaults()
