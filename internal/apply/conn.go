@@ -153,8 +153,12 @@ func (c *targetConn) exec(ctx context.Context, sqlText []byte, stmts []rowsql.St
 		}
 		return counts[1:], err // the guard's count first
 	}
-	// A round trip sent ahead and given up is undone first (Settle).
-	if !rowsql.Commits(stmts) {
+	// A round trip sent ahead and given up is undone first (Settle). One
+	// that loads a file (LOAD DATA LOCAL INFILE) opens no window: the
+	// server reads what follows the statement as the file, so nothing may
+	// be sent behind it (rowsql.Writer.FirstHeld keeps such a round trip
+	// from being sent ahead, for the same reason).
+	if !rowsql.Commits(stmts) || files != nil {
 		return c.wc.Run(ctx, sqlText, files)
 	}
 	// A round trip that commits opens the window while it is in flight.
