@@ -283,10 +283,10 @@ func (c *Cache) prefetch(ctx context.Context, schemaName string) error {
 // Warm reads every table of the schemas rules selects into the cache, as
 // a first miss in each schema with tables would (prefetch, at any size),
 // and returns the tables rules selects, as ReadCatalog with triggers does.
-// One load
-// serves the start's check of the tables and the first transactions: read
-// at the first miss instead, the definitions cost the first batch seven
-// more queries, while the stream was already decoding beside it.
+// One load serves the start's check of the tables and the first
+// transactions: read at the first miss instead, the definitions cost the
+// first batch seven more queries, while the stream was already decoding
+// beside it.
 func (c *Cache) Warm(ctx context.Context, rules filter.Rules) ([]*Table, error) {
 	schemas, err := selectedSchemas(ctx, c.db, rules)
 	if err != nil {
