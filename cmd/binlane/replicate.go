@@ -15,6 +15,7 @@ import (
 
 	"github.com/binlane/binlane/internal/apply"
 	"github.com/binlane/binlane/internal/gtid"
+	"github.com/binlane/binlane/internal/hugeheap"
 	"github.com/binlane/binlane/internal/provision"
 	"github.com/binlane/binlane/internal/replica"
 	"github.com/binlane/binlane/internal/replicate"
@@ -324,17 +325,23 @@ func checkStreamFlags(f replicateFlags) (scheduler.Mode, error) {
 // for a few more collections of 2-6 ms each. GOGC from the environment
 // wins, as GOMEMLIMIT does. The soft limit keeps that trade from growing
 // the heap past what the bounds promise. explicit: --max-memory was given.
+// The heap the bounds may use is then marked for transparent huge pages
+// (hugeheap): where the kernel grants them, a first touch faults in 2 MiB
+// at once (documents benchmark: 2,353 faults against 30,458).
 func tuneMemory(f *replicateFlags, explicit bool, log *slog.Logger) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
-	if limit, need := heapLimit(f, explicit); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+	limit, need := heapLimit(f, explicit)
+	if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		if limit < need {
 			log.Warn("--max-memory is below what the byte bounds may hold: the garbage collector will run often and cost CPU",
 				"max_memory", limit, "bounds", need, "threads", f.threads)
 		}
 		debug.SetMemoryLimit(int64(limit))
 	}
+	_, marked := hugeheap.Reserve(int(min(int64(need), debug.SetMemoryLimit(-1))))
+	log.Debug("heap marked for transparent huge pages", "bytes", marked)
 }
 
 // startProfiles starts the hidden profiling options' profiles; stop

@@ -132,3 +132,41 @@ func TestHold(t *testing.T) {
 		}
 	})
 }
+
+// TestHoldKeepsBuffers: a writer that renders every batch ahead (held
+// whole, then sent and committed) renders the next batch into the buffer
+// of a round trip it sent, not into the commit tail's few bytes, which
+// would grow to the batch's size by copying it again and again.
+func TestHoldKeepsBuffers(t *testing.T) {
+	kv := table("kv", 1, false, "k", "v")
+	var changes []txn.Change
+	for i := range 20 {
+		changes = append(changes, ins(row(i64(int64(i)), str(strings.Repeat("x", 200)))))
+	}
+	tail := &position.Tail{Stream: "s", Owner: "o", Save: position.Save{GTID: "0-1-5", Applied: 1}}
+	w := NewWriter(&sink{})
+	held := 0
+	for batch := range 6 {
+		w.Hold = true
+		if err := w.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		if batch >= 2 && cap(w.buf) < held {
+			t.Errorf("batch %d rendered into a buffer of %d bytes, the last batch's rows took %d", batch, cap(w.buf), held)
+		}
+		if err := w.Rows(t1, kv, changes); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil || w.Held() != 1 {
+			t.Fatalf("held %d round trips, %v; want 1", w.Held(), err)
+		}
+		held = len(w.held[0].buf)
+		w.Hold = false
+		if err := w.Commit(tail); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+// Package hugeheap asks Linux for transparent huge pages under the Go heap.
+//
+// Every page of heap costs a page fault when first touched: 11-13 µs each
+// on the benchmark's VM, where a drain of 28,000 document transactions
+// faulted 30,883 times (its peak RSS of 134 MiB, page by page), a quarter
+// of binlane's CPU. Where THP is "always" (RHEL's default) the heap gets
+// 2 MiB pages anyway; where it is "madvise" (Debian's) only memory marked
+// MADV_HUGEPAGE does, and the Go runtime marks none of its heap. A 2 MiB
+// page faults once, zeroed in about 0.2 ms, against 512 faults.
+//
+// Reserve grows the heap once, by n bytes, with one allocation the
+// runtime takes from fresh address space, marks that range and lets the
+// allocation go: the heap keeps the range, and the spans it later makes
+// there fault in 2 MiB at a time. Nothing is touched, so RSS does not
+// grow until the heap does. The package owns that one call; it must never
+// hold memory or change anything but the advice on the range.
+package hugeheap
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+const hugePage = 2 << 20
+
+// madvHugePage is Linux's MADV_HUGEPAGE.
+const madvHugePage = 14
+
+// Reserve marks n bytes of new heap for huge pages and returns where the
+// marked range starts and how long it is (0 where the kernel refuses: no
+// THP, not Linux). The address is for a test to look up, never a pointer.
+func Reserve(n int) (addr uintptr, size int) {
+	if runtime.GOOS != "linux" || n < 2*hugePage {
+		return 0, 0
+	}
+	b := make([]byte, n)
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	beg := (start + hugePage - 1) &^ (hugePage - 1)
+	end := (start + uintptr(n)) &^ (hugePage - 1)
+	if end <= beg {
+		return 0, 0
+	}
+	if err := syscall.Madvise(b[beg-start:end-start], madvHugePage); err != nil {
+		return 0, 0
+	}
+	runtime.KeepAlive(b)
+	return beg, int(end - beg)
+}
