@@ -18,6 +18,7 @@ package hugeheap
 
 import (
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -27,11 +28,18 @@ const hugePage = 2 << 20
 // madvHugePage is Linux's MADV_HUGEPAGE.
 const madvHugePage = 14
 
+// reserved is set by the process's one Reserve: the range is the
+// process's heap, and a second allocation of n bytes would come from the
+// first one's freed range and be zeroed, touching it all (a test process
+// runs many commands).
+var reserved atomic.Bool
+
 // Reserve marks n bytes of new heap for huge pages and returns where the
 // marked range starts and how long it is (0 where the kernel refuses: no
-// THP, not Linux). The address is for a test to look up, never a pointer.
+// THP, not Linux; and after the process's first call). The address is for
+// a test to look up, never a pointer.
 func Reserve(n int) (addr uintptr, size int) {
-	if runtime.GOOS != "linux" || n < 2*hugePage {
+	if runtime.GOOS != "linux" || n < 2*hugePage || !reserved.CompareAndSwap(false, true) {
 		return 0, 0
 	}
 	b := make([]byte, n)

@@ -22,6 +22,9 @@ func TestReserve(t *testing.T) {
 	if n == 0 {
 		t.Skip("the kernel takes no MADV_HUGEPAGE (no transparent huge pages)")
 	}
+	if _, again := Reserve(16 << 20); again != 0 {
+		t.Errorf("a second Reserve marked %d bytes: the first one's range is the heap's already", again)
+	}
 	if addr%hugePage != 0 || n%hugePage != 0 || n < 12<<20 {
 		t.Fatalf("marked %d bytes at %#x: want whole huge pages, most of 16 MiB", n, addr)
 	}
