@@ -42,6 +42,19 @@ func Reserve(n int) (addr uintptr, size int) {
 	if runtime.GOOS != "linux" || n < 2*hugePage || !reserved.CompareAndSwap(false, true) {
 		return 0, 0
 	}
+	addr, size = mark(n)
+	// The allocation is garbage once mark returns. A collection it
+	// started may still have found it live and set the next one's goal at
+	// three times n (GOGC 200): collect it now, while the heap is small.
+	runtime.GC()
+	return addr, size
+}
+
+// mark allocates n bytes, marks the whole huge pages among them and lets
+// them go.
+//
+//go:noinline
+func mark(n int) (addr uintptr, size int) {
 	b := make([]byte, n)
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	beg := (start + hugePage - 1) &^ (hugePage - 1)
@@ -52,6 +65,5 @@ func Reserve(n int) (addr uintptr, size int) {
 	if err := syscall.Madvise(b[beg-start:end-start], madvHugePage); err != nil {
 		return 0, 0
 	}
-	runtime.KeepAlive(b)
 	return beg, int(end - beg)
 }
