@@ -19,14 +19,9 @@ package hugeheap
 import (
 	"runtime"
 	"sync/atomic"
-	"syscall"
-	"unsafe"
 )
 
 const hugePage = 2 << 20
-
-// madvHugePage is Linux's MADV_HUGEPAGE.
-const madvHugePage = 14
 
 // reserved is set by the process's one Reserve: the range is the
 // process's heap, and a second allocation of n bytes would come from the
@@ -39,7 +34,7 @@ var reserved atomic.Bool
 // THP, not Linux; and after the process's first call). The address is for
 // a test to look up, never a pointer.
 func Reserve(n int) (addr uintptr, size int) {
-	if runtime.GOOS != "linux" || n < 2*hugePage || !reserved.CompareAndSwap(false, true) {
+	if n < 2*hugePage || !reserved.CompareAndSwap(false, true) {
 		return 0, 0
 	}
 	addr, size = mark(n)
@@ -48,22 +43,4 @@ func Reserve(n int) (addr uintptr, size int) {
 	// three times n (GOGC 200): collect it now, while the heap is small.
 	runtime.GC()
 	return addr, size
-}
-
-// mark allocates n bytes, marks the whole huge pages among them and lets
-// them go.
-//
-//go:noinline
-func mark(n int) (addr uintptr, size int) {
-	b := make([]byte, n)
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	beg := (start + hugePage - 1) &^ (hugePage - 1)
-	end := (start + uintptr(n)) &^ (hugePage - 1)
-	if end <= beg {
-		return 0, 0
-	}
-	if err := syscall.Madvise(b[beg-start:end-start], madvHugePage); err != nil {
-		return 0, 0
-	}
-	return beg, int(end - beg)
 }
