@@ -82,38 +82,18 @@ func (w *Writer) sendHeld() error {
 	return nil
 }
 
-// dropHeld forgets the held round trips; their descriptions are cleared
-// (see reset) and their buffers kept for the round trips to come (keep).
+// dropHeld forgets the held round trips. One set of their buffers is kept
+// for the next hold; their descriptions are cleared (see reset).
 func (w *Writer) dropHeld() {
 	for i := range w.held {
 		rt := &w.held[i]
 		clear(rt.stmts)
-		w.keep(roundTrip{buf: rt.buf[:0], stmts: rt.stmts[:0], file: rt.file[:0]})
+		if w.spare.buf == nil && cap(rt.file) <= w.MaxRoundTrip {
+			w.spare = roundTrip{buf: rt.buf[:0], stmts: rt.stmts[:0], file: rt.file[:0]}
+		}
 	}
 	clear(w.held)
 	w.held, w.heldBytes = w.held[:0], 0
-}
-
-// keep takes an emptied round trip's buffers back: as the writer's own
-// when its own are empty and smaller, else as the spare for the next hold
-// if there is none. A batch rendered ahead is held whole, so the writer's
-// own buffers are those of its last round trip, a commit tail of a few
-// hundred bytes: the next batch rendered into them grew its text a quarter
-// at a time to megabytes, copying it over and over (documents benchmark:
-// 12% of binlane's CPU in growslice under sqlquote.AppendEscaped). At most
-// one round trip more than held is kept, as before.
-func (w *Writer) keep(rt roundTrip) {
-	if cap(rt.file) > w.MaxRoundTrip {
-		return // a huge row's file: not kept
-	}
-	if len(w.buf) == 0 && len(w.stmts) == 0 && len(w.file) == 0 && cap(rt.buf) > cap(w.buf) {
-		own := roundTrip{buf: w.buf, stmts: w.stmts, file: w.file}
-		w.buf, w.stmts, w.file = rt.buf, rt.stmts, rt.file
-		rt = own
-	}
-	if w.spare.buf == nil && rt.buf != nil {
-		w.spare = rt
-	}
 }
 
 // exchange runs one round trip and checks its row counts.
