@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // bulkBlock is the number of rows one bulk statement of the source
@@ -128,6 +125,11 @@ func BenchmarkBulkForms(b *testing.B) {
 			b.Fatalf("%.200s: %v", q, err)
 		}
 	}
+	execFile := func(q string, file []byte) {
+		if err := runWithFiles(ctx, conn, q, map[string][]byte{"Reader::bulkforms": file}); err != nil {
+			b.Fatalf("%.200s: %v", q, err)
+		}
+	}
 	updates, deletes := bulkFormsMatching(bulkUpdateForms()), bulkFormsMatching(bulkDeleteForms())
 	rounds := 3
 	if n, err := strconv.Atoi(os.Getenv("BULKROUNDS")); err == nil {
@@ -140,13 +142,13 @@ func BenchmarkBulkForms(b *testing.B) {
 			// the same one.
 			for i := range updates {
 				f := updates[(i+r)%len(updates)]
-				ticks := runBulk(b, s.PID(), exec, f.render(r))
+				ticks := runBulk(b, s.PID(), exec, execFile, f.render(r))
 				cpu[f.name] = append(cpu[f.name], float64(ticks)*1e4/bulkBlock)
 				exec(fmt.Sprintf("UPDATE d.history SET amount = id %% 1000, note = 'payment' WHERE id BETWEEN %d AND %d", bulkFirst, bulkLast)) // back to round 0's images
 			}
 			for i := range deletes {
 				f := deletes[(i+r)%len(deletes)]
-				ticks := runBulk(b, s.PID(), exec, f.render(r))
+				ticks := runBulk(b, s.PID(), exec, execFile, f.render(r))
 				cpu[f.name] = append(cpu[f.name], float64(ticks)*1e4/bulkBlock)
 				// Put the block back (not measured), as it was.
 				exec(fmt.Sprintf("INSERT INTO d.history SELECT seq, 1 + seq %% 100000, seq %% 1000, "+
@@ -172,14 +174,14 @@ func bulkFormsMatching(forms []bulkForm) []bulkForm {
 // CPU ticks (10 ms) they took, the purge of what it changed included: it
 // starts and ends with the server idle, so that no form pays for the
 // purge of the one before it (100,000 rows' undo: a second of CPU).
-func runBulk(b *testing.B, pid int, exec func(string), trips []bulkTrip) int64 {
+func runBulk(b *testing.B, pid int, exec func(string), execFile func(string, []byte), trips []bulkTrip) int64 {
 	settle(b, pid)
 	before := procCPU(b, pid)
 	exec("START TRANSACTION;SET @binlane_bad=0,@binlane_n=0")
 	for _, t := range trips {
 		if t.file != nil {
-			data := t.file
-			mysql.RegisterReaderHandler("bulkforms", func() io.Reader { return bytes.NewReader(data) })
+			execFile(t.sql, t.file)
+			continue
 		}
 		exec(t.sql)
 	}

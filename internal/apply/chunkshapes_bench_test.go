@@ -5,14 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/sandbox"
@@ -77,11 +74,11 @@ func BenchmarkChunkShapes(b *testing.B) {
 				q, file := sh.render(int(next.Add(rows)))
 				if file != nil {
 					q = fmt.Sprintf(q, table)
-					mysql.RegisterReaderHandler("chunkshapes", func() io.Reader { return bytes.NewReader(file) })
 				} else {
 					q = strings.ReplaceAll(q, "d.t ", "d."+table+" ")
 				}
-				if _, err := conn.ExecContext(ctx, "START TRANSACTION;"+q+";COMMIT"); err != nil {
+				files := map[string][]byte{"Reader::chunkshapes": file}
+				if err := runWithFiles(ctx, conn, "START TRANSACTION;"+q+";COMMIT", files); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -65,18 +65,20 @@ func BenchmarkPreparedStatements(b *testing.B) {
 		return q.String(), args
 	}
 	run := func(name string, txn func()) { txnCPU(b, s.PID(), conn, name, rows, txn) }
+	pconn := driverConn(b, s) // binlane's own client prepares nothing
+	runPrepared := func(name string, txn func()) { txnCPU(b, s.PID(), pconn, name, rows, txn) }
 	run("UPDATE/text-one-per-round-trip", func() {
 		for range rows {
 			qty, ytd, cnt, id := update()
 			exec(fmt.Sprintf(updateText, qty, ytd, cnt, id))
 		}
 	})
-	upd, err := conn.PrepareContext(ctx, "UPDATE `d`.`stock` SET `qty`=?,`ytd`=?,`cnt`=? WHERE `w`=1 AND `i`=?")
+	upd, err := pconn.PrepareContext(ctx, "UPDATE `d`.`stock` SET `qty`=?,`ytd`=?,`cnt`=? WHERE `w`=1 AND `i`=?")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer upd.Close()
-	run("UPDATE/prepared-one-per-round-trip", func() {
+	runPrepared("UPDATE/prepared-one-per-round-trip", func() {
 		for range rows {
 			qty, ytd, cnt, id := update()
 			if _, err := upd.ExecContext(ctx, qty, ytd, cnt, id); err != nil {
@@ -108,12 +110,12 @@ func BenchmarkPreparedStatements(b *testing.B) {
 		}
 	})
 	q, _ := lines(0, false)
-	ins, err := conn.PrepareContext(ctx, q)
+	ins, err := pconn.PrepareContext(ctx, q)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ins.Close()
-	run("INSERT-10-rows/prepared-one-per-round-trip", func() {
+	runPrepared("INSERT-10-rows/prepared-one-per-round-trip", func() {
 		for range rows / 10 {
 			next++
 			_, args := lines(next, false)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/binlane/binlane/internal/dsn"
 	"github.com/binlane/binlane/internal/sandbox"
+	"github.com/binlane/binlane/internal/wiresql"
 )
 
 // BenchmarkStatementShapes measures the ways of writing the same row
@@ -22,7 +23,7 @@ import (
 //
 //	go test -run '^$' -bench StatementShapes -benchtime 200x ./internal/apply
 func BenchmarkStatementShapes(b *testing.B) {
-	_, conn := benchTarget(b, "CREATE DATABASE d", `CREATE TABLE d.t (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0,
+	s, conn := benchTarget(b, "CREATE DATABASE d", `CREATE TABLE d.t (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0,
 		c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1(k))`,
 		"INSERT INTO d.t SELECT seq, seq, REPEAT('x',120), REPEAT('p',60) FROM d.seq_1_to_100000")
 	ctx := context.Background()
@@ -93,14 +94,15 @@ func BenchmarkStatementShapes(b *testing.B) {
 			}
 		}
 	})
+	pconn := driverConn(b, s) // binlane's own client prepares nothing
 	b.Run("prepared/one-row-UPDATE-per-round-trip", func(b *testing.B) {
-		stmt, err := conn.PrepareContext(ctx, "UPDATE d.t SET k=?, c=? WHERE id=?")
+		stmt, err := pconn.PrepareContext(ctx, "UPDATE d.t SET k=?, c=? WHERE id=?")
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer stmt.Close()
 		for b.Loop() {
-			tx, err := conn.BeginTx(ctx, nil)
+			tx, err := pconn.BeginTx(ctx, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -124,7 +126,7 @@ func BenchmarkStatementShapes(b *testing.B) {
 			q.WriteString("(?,?,?,'p')")
 		}
 		q.WriteString(" ON DUPLICATE KEY UPDATE k=VALUES(k),c=VALUES(c),pad=VALUES(pad)")
-		stmt, err := conn.PrepareContext(ctx, q.String())
+		stmt, err := pconn.PrepareContext(ctx, q.String())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -135,7 +137,7 @@ func BenchmarkStatementShapes(b *testing.B) {
 			for _, id := range ids() {
 				args = append(args, id, rng.IntN(100000), c)
 			}
-			tx, err := conn.BeginTx(ctx, nil)
+			tx, err := pconn.BeginTx(ctx, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -171,5 +173,34 @@ func benchConn(b *testing.B, s *sandbox.Server) *sql.Conn {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// runWithFiles sends q on conn through binlane's own client (a pool
+// connection), serving its LOCAL INFILE requests from files by the name
+// each statement gives, as the applier does.
+func runWithFiles(ctx context.Context, conn *sql.Conn, q string, files map[string][]byte) error {
+	return conn.Raw(func(dc any) error {
+		_, err := dc.(*wiresql.Conn).Run(ctx, []byte(q), func(name string) ([]byte, bool) {
+			f, ok := files[name]
+			return f, ok
+		})
+		return err
+	})
+}
+
+// driverConn is a go-sql-driver connection to s in the apply session, for
+// what binlane's own client (wiresql) does not speak: prepared
+// statements, LOAD DATA from a Go reader.
+func driverConn(b *testing.B, s *sandbox.Server) *sql.Conn {
+	ctx := context.Background()
+	conn, err := s.OpenT(b, "").Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	if err := dsn.ApplySession(true, 50).Set(ctx, conn); err != nil {
+		b.Fatal(err)
+	}
 	return conn
 }

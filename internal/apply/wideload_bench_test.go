@@ -1,15 +1,11 @@
 package apply
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/binlane/binlane/internal/sqlquote"
 )
@@ -96,18 +92,21 @@ func BenchmarkWideLoad(b *testing.B) {
 		name string
 		run  func(rows []row)
 	}
-	exec := func(q string) {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
+	execOn := func(c *sql.Conn, q string) {
+		if _, err := c.ExecContext(ctx, q); err != nil {
 			b.Fatalf("%.200s: %v", q, err)
 		}
 	}
+	exec := func(q string) { execOn(conn, q) }
+	// binlane's own client prepares nothing: prepared statements go
+	// through go-sql-driver.
+	dconn := driverConn(b, s)
 	load := func(replace string) func(rows []row) {
 		return func(rows []row) {
-			f := loadFile(rows)
-			mysql.RegisterReaderHandler("wideload", func() io.Reader { return bytes.NewReader(f) })
-			exec("START TRANSACTION")
-			exec("LOAD DATA LOCAL INFILE 'Reader::wideload'" + replace + " INTO TABLE d.doc" + format)
-			exec("COMMIT")
+			q := "START TRANSACTION;LOAD DATA LOCAL INFILE 'Reader::wideload'" + replace + " INTO TABLE d.doc" + format + ";COMMIT"
+			if err := runWithFiles(ctx, conn, q, map[string][]byte{"Reader::wideload": loadFile(rows)}); err != nil {
+				b.Fatalf("%.200s: %v", q, err)
+			}
 		}
 	}
 	forms := []form{
@@ -119,7 +118,7 @@ func BenchmarkWideLoad(b *testing.B) {
 	prepared := func(upsert bool, perStmt int) func(rows []row) {
 		stmts := map[int]*sql.Stmt{}
 		return func(rows []row) {
-			tx, err := conn.BeginTx(ctx, nil)
+			tx, err := dconn.BeginTx(ctx, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -132,7 +131,7 @@ func BenchmarkWideLoad(b *testing.B) {
 					if upsert {
 						q += " ON DUPLICATE KEY UPDATE `customer_id`=VALUES(`customer_id`),`kind`=VALUES(`kind`),`version`=VALUES(`version`),`updated`=VALUES(`updated`),`body`=VALUES(`body`)"
 					}
-					if st, err = conn.PrepareContext(ctx, q); err != nil {
+					if st, err = dconn.PrepareContext(ctx, q); err != nil {
 						b.Fatal(err)
 					}
 					stmts[len(part)] = st

@@ -80,12 +80,13 @@ func BenchmarkWidePrepared(b *testing.B) {
 		exec(string(q))
 	})
 	ph := strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?),", perStmt), ",")
-	st, err := conn.PrepareContext(ctx, head+ph+tail)
+	pconn := driverConn(b, s) // binlane's own client prepares nothing
+	st, err := pconn.PrepareContext(ctx, head+ph+tail)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	run("prepared", func() {
+	txnCPU(b, s.PID(), pconn, "prepared", perStmt, func() {
 		version++
 		args := make([]any, 0, 6*perStmt)
 		for range perStmt {
