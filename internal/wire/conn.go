@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bufio"
 	"context"
 	"crypto/rsa"
 	"crypto/tls"
@@ -41,7 +40,6 @@ type Config struct {
 // Conn is one client connection.
 type Conn struct {
 	nc     net.Conn
-	br     *bufio.Reader
 	r      *PacketReader
 	w      packetWriter
 	hs     *handshake
@@ -90,8 +88,7 @@ func (c *Conn) setTransport(nc net.Conn, maxPacket int) {
 		seq = c.r.Seq()
 	}
 	c.nc = nc
-	c.br = newBufferedReader(nc)
-	c.r = NewPacketReader(c.br, maxPacket)
+	c.r = NewPacketReader(nc, maxPacket)
 	c.r.SetSeq(seq)
 	c.w.w = nc
 }
@@ -125,7 +122,7 @@ func (c *Conn) startTLS(ctx context.Context, cfg Config) error {
 	if err := c.writePacket(sslRequest(c.caps)); err != nil {
 		return err
 	}
-	if c.br.Buffered() > 0 {
+	if c.r.Buffered() > 0 {
 		return errors.New("server sent data before the TLS handshake")
 	}
 	tc := cfg.TLS.Clone()
