@@ -196,4 +196,3 @@ func (p *packetWriter) writePacket(payload []byte) error {
 		}
 	}
 }
-
