@@ -13,7 +13,9 @@
 // from the network (every length is checked before use), never send a
 // cleartext password over an unencrypted connection, never ask for protocol
 // compression, and never interpret binlog events: it hands their bytes to
-// the caller in a freshly allocated buffer per event.
+// the caller in a buffer the caller may keep and that nothing else writes
+// to (a slice of the read buffer for a packet of 1 KiB or more, a copy of
+// its own for a smaller one: packet.go).
 //
 // A Conn is not safe for concurrent use, except that Close may be called
 // from any goroutine to interrupt a blocked read, and that SendQuery may

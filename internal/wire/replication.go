@@ -111,7 +111,7 @@ func (c *Conn) sendDump(ctx context.Context, payload []byte) error {
 }
 
 // ReadEvent returns the next binlog event of a dump (header, body and any
-// checksum) in a freshly allocated buffer the caller may keep. It returns
+// checksum) in a buffer the caller may keep, which nothing else writes to. It returns
 // io.EOF when a non-blocking dump reaches the end of the binlog, and a
 // *ServerError when the server ends the dump with an error. Use
 // SetReadDeadline to bound the wait, Close to interrupt it.
