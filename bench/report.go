@@ -30,8 +30,9 @@ func summarizeStats(stats string) string {
 		return ""
 	}
 	var busy, commit, wait []string
-	var batches, txns uint64
+	var batches, txns, retries uint64
 	for _, w := range s.Workers {
+		retries += w.Retries
 		busy = append(busy, fmt.Sprintf("%.0f", 100*w.Busy.Seconds()/wall))
 		commit = append(commit, fmt.Sprintf("%.0f", 100*w.Commit.Seconds()/wall))
 		wait = append(wait, fmt.Sprintf("%.0f", 100*w.CommitWait.Seconds()/wall))
@@ -51,6 +52,12 @@ func summarizeStats(stats string) string {
 	}
 	if kills := s.LockWaitKills + s.BlindKills; kills > 0 {
 		out += fmt.Sprintf("; %d lock-wait rollbacks (%d blind)", kills, s.BlindKills)
+	}
+	// Work the target did twice: batches rolled back and applied again,
+	// batches rendered ahead and handed back, merged batches redone one
+	// statement at a time.
+	if retries+s.AheadGaveWay+s.RedoneOneByOne > 0 {
+		out += fmt.Sprintf("; %d batches retried, %d handed back, %d redone one by one", retries, s.AheadGaveWay, s.RedoneOneByOne)
 	}
 	return out
 }
