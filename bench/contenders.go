@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -327,17 +328,21 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 		stmts[i] -= stmts0[i]
 	}
 	txns := float64(max(1, seqOf(b.end)-seqOf(b.start)))
-	detail := r.detail + fmt.Sprintf("; target row statements per transaction %.2f (insert %.2f, update %.2f, delete %.2f)",
-		float64(stmts[0]+stmts[1]+stmts[2])/txns, float64(stmts[0])/txns, float64(stmts[1])/txns, float64(stmts[2])/txns)
+	detail := r.detail + fmt.Sprintf("; target row statements per transaction %.2f (insert %.2f, update %.2f, delete %.2f, "+
+		"replace %.2f, load %.2f), %.0f bytes received per transaction",
+		float64(stmts[0]+stmts[1]+stmts[2]+stmts[3]+stmts[4])/txns, float64(stmts[0])/txns, float64(stmts[1])/txns, float64(stmts[2])/txns,
+		float64(stmts[3])/txns, float64(stmts[4])/txns, float64(stmts[5])/txns)
 	return drained{elapsed: r.elapsed, detail: workerLoad(ctx, dst) + "; " + detail, samples: samples, cpu: r.cpu}, nil
 }
 
 // rowStatements reads the target's counts of INSERT (upserts included),
-// UPDATE and DELETE statements run, those inside compound statements
-// included.
-func rowStatements(ctx context.Context, db *sql.DB) [3]int64 {
-	var out [3]int64
-	rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_insert','Com_update','Com_delete')")
+// UPDATE, DELETE, REPLACE and LOAD DATA statements run, those inside
+// compound statements included, and the bytes it received (statement
+// text, files): what the drain made it parse.
+func rowStatements(ctx context.Context, db *sql.DB) [6]int64 {
+	var out [6]int64
+	names := []string{"com_insert", "com_update", "com_delete", "com_replace", "com_load", "bytes_received"}
+	rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_insert','Com_update','Com_delete','Com_replace','Com_load','Bytes_received')")
 	if err != nil {
 		return out
 	}
@@ -348,13 +353,8 @@ func rowStatements(ctx context.Context, db *sql.DB) [3]int64 {
 		if rows.Scan(&name, &n) != nil {
 			continue
 		}
-		switch strings.ToLower(name) {
-		case "com_insert":
-			out[0] = n
-		case "com_update":
-			out[1] = n
-		case "com_delete":
-			out[2] = n
+		if i := slices.Index(names, strings.ToLower(name)); i >= 0 {
+			out[i] = n
 		}
 	}
 	return out
