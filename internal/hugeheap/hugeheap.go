@@ -34,7 +34,7 @@ var reserved atomic.Bool
 // THP, not Linux; and after the process's first call). The address is for
 // a test to look up, never a pointer.
 func Reserve(n int) (addr uintptr, size int) {
-	if n < 2*hugePage || !reserved.CompareAndSwap(false, true) {
+	if !marks || n < 2*hugePage || !reserved.CompareAndSwap(false, true) {
 		return 0, 0
 	}
 	addr, size = mark(n)

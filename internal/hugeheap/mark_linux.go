@@ -5,6 +5,9 @@ import (
 	"unsafe"
 )
 
+// marks: Reserve allocates and marks (see mark).
+const marks = true
+
 // madvHugePage is Linux's MADV_HUGEPAGE.
 const madvHugePage = 14
 

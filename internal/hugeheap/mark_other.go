@@ -2,5 +2,8 @@
 
 package hugeheap
 
-// mark does nothing: transparent huge pages are Linux's.
+// marks is false: transparent huge pages are Linux's, so Reserve does
+// nothing here (no allocation, no collection).
+const marks = false
+
 func mark(int) (addr uintptr, size int) { return 0, 0 }
