@@ -24,7 +24,9 @@ const DefaultMaxPacket = 1<<30 + 1<<16
 // reused, and lives as long as a payload in it does. Smaller payloads are
 // copied out, so that one kept for long (a greeting, a table map) does not
 // keep a whole buffer alive; longer ones than readSize are read straight
-// into their own allocation.
+// into their own allocation. The cost: a caller that keeps the payloads
+// of a stretch of the stream keeps about that stretch's bytes, its small
+// payloads a second time as their copies.
 const (
 	readSize = 256 << 10
 	sliceMin = 1 << 10
