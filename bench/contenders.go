@@ -312,7 +312,7 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	if err := warmPages(dst.Dir, warmMiB); err != nil {
 		return drained{}, err
 	}
-	stmts0 := rowStatements(ctx, db)
+	stmts0 := targetCounters(ctx, db)
 	name, args := pinned(cores, bin, args...)
 	r, err := timedCommandCPU(exec.CommandContext(ctx, name, args...), dst, b.src, "binlane", func(t0 time.Time) func() {
 		s := startSampler(ctx, t0, queryPos(db, "SELECT gtid_pos FROM binlane.streams WHERE name = 'bench'"))
@@ -323,7 +323,7 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	}
 	// The end: the position the process exited at.
 	samples = append(samples, sample{r.elapsed, seqOf(b.end)})
-	stmts := rowStatements(ctx, db)
+	stmts := targetCounters(ctx, db)
 	for i := range stmts {
 		stmts[i] -= stmts0[i]
 	}
@@ -335,11 +335,11 @@ func runBinlane(ctx context.Context, c config, bin string, spec scenarioSpec, b 
 	return drained{elapsed: r.elapsed, detail: workerLoad(ctx, dst) + "; " + detail, samples: samples, cpu: r.cpu}, nil
 }
 
-// rowStatements reads the target's counts of INSERT (upserts included),
+// targetCounters reads the target's counts of INSERT (upserts included),
 // UPDATE, DELETE, REPLACE and LOAD DATA statements run, those inside
 // compound statements included, and the bytes it received (statement
 // text, files): what the drain made it parse.
-func rowStatements(ctx context.Context, db *sql.DB) [6]int64 {
+func targetCounters(ctx context.Context, db *sql.DB) [6]int64 {
 	var out [6]int64
 	names := []string{"com_insert", "com_update", "com_delete", "com_replace", "com_load", "bytes_received"}
 	rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_insert','Com_update','Com_delete','Com_replace','Com_load','Bytes_received')")
