@@ -77,8 +77,8 @@ func (p *PacketReader) ReadPacket() ([]byte, error) {
 	if n > p.max {
 		return nil, fmt.Errorf("packet of more than %d bytes exceeds the limit of %d", n, p.max)
 	}
-	if n < maxFragment && n <= readSize {
-		// The common case: one fragment, read with others.
+	if n <= readSize { // < maxFragment: one fragment
+		// The common case: read with others.
 		if err := p.fill(n); err != nil {
 			return nil, fmt.Errorf("read packet of %d bytes: %w", n, unexpected(err))
 		}
