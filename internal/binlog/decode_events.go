@@ -189,8 +189,11 @@ func decodeMariaGTID(h Header, body []byte, g *MariaGTIDEvent) (*MariaGTIDEvent,
 		if gl > 64 || bl > 64 {
 			return nil, fmt.Errorf("xa id lengths %d/%d exceed 64", gl, bl)
 		}
-		x.GTRID = r.take(gl, "xa gtrid")
-		x.BQUAL = r.take(bl, "xa bqual")
+		// Copied: a prepared XA transaction's id is kept until its XA
+		// COMMIT, maybe far later in the stream, and must not keep the
+		// event's read buffer alive that long (wire.PacketReader.LendAll).
+		x.GTRID = bytes.Clone(r.take(gl, "xa gtrid"))
+		x.BQUAL = bytes.Clone(r.take(bl, "xa bqual"))
 		g.XID = x
 	}
 	// Extra flags follow when present; otherwise the body is zero-padded to
@@ -293,8 +296,8 @@ func decodeXAPrepare(body []byte) (*XAPrepareEvent, error) {
 	if gl > 64 || bl > 64 {
 		return nil, fmt.Errorf("xa id lengths %d/%d exceed 64", gl, bl)
 	}
-	e.XID.GTRID = r.take(int(gl), "gtrid")
-	e.XID.BQUAL = r.take(int(bl), "bqual")
+	e.XID.GTRID = bytes.Clone(r.take(int(gl), "gtrid")) // as in the GTID event
+	e.XID.BQUAL = bytes.Clone(r.take(int(bl), "bqual"))
 	return e, r.err
 }
 

@@ -98,6 +98,9 @@ func (s *Stream) Next(ctx context.Context) (binlog.Message, error) {
 	if err != nil {
 		return binlog.Message{}, err
 	}
+	if m.Restart == nil && inBody(m.Event) {
+		return m, nil // the consumer's tracker ignores it
+	}
 	s.mu.Lock()
 	if m.Restart != nil {
 		s.consumer.Discard()

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -157,4 +158,41 @@ func TestRefuseTagged(t *testing.T) {
 // the decoder makes, if only to say why it ignores it.
 func TestEveryEventKindAnswered(t *testing.T) {
 	binlogtest.RequireAnswered(t, "tracker.go", "Observe")
+}
+
+// TestInBodyLeavesTheTrackerAlone: Stream.Next skips its lock for the
+// events inBody names, so Observe must change nothing for them, inside a
+// group and between groups; the events that open, end or move a group
+// are not among them.
+func TestInBodyLeavesTheTrackerAlone(t *testing.T) {
+	body := []any{&binlog.TableMap{}, &binlog.RowsEvent{}, &binlog.AnnotateRowsEvent{}, &binlog.RowsQueryEvent{},
+		&binlog.IntvarEvent{}, &binlog.RandEvent{}, &binlog.UserVarEvent{}}
+	for _, open := range []bool{false, true} {
+		tr := NewTracker(Position{File: "binlog.000007", Pos: 4})
+		s := &synth{file: "binlog.000007", pos: 1000}
+		if open {
+			tr.Observe(s.ev(mariaGTID(5, 0)))
+		}
+		for _, d := range body {
+			ev := s.ev(d)
+			if !inBody(ev) {
+				t.Fatalf("%T: not in a group's body", d)
+			}
+			before := *tr
+			before.pos = tr.Position()
+			if tr.Observe(ev) {
+				t.Fatalf("%T completed a group", d)
+			}
+			if !reflect.DeepEqual(*tr, before) {
+				t.Errorf("open %v: %T changed the tracker: %+v, was %+v", open, d, *tr, before)
+			}
+		}
+	}
+	s := &synth{file: "binlog.000007", pos: 1000}
+	for _, d := range []any{mariaGTID(6, 0), mysqlGTID(6), query("BEGIN"), query("COMMIT"), &binlog.XIDEvent{},
+		&binlog.XAPrepareEvent{}, &binlog.RotateEvent{}, &binlog.GTIDListEvent{}, &binlog.TransactionPayloadEvent{}} {
+		if inBody(s.ev(d)) {
+			t.Errorf("%T counted as a group's body", d)
+		}
+	}
 }

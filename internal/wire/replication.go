@@ -107,6 +107,9 @@ func (c *Conn) sendDump(ctx context.Context, payload []byte) error {
 	if err != nil {
 		return fmt.Errorf("start binlog dump: %w", err)
 	}
+	// From here on the connection reads events only, each kept while its
+	// transaction is in flight: none needs a copy of its own.
+	c.r.LendAll()
 	return nil
 }
 
