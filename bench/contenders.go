@@ -88,14 +88,20 @@ func runScenario(ctx context.Context, c config, spec scenarioSpec, b *backlog, b
 				}})
 			continue
 		}
-		mode, threads := parseNative(n)
+		mode, threads, live := parseNative(n)
 		name := "mariadb serial"
 		if threads > 0 {
 			name = fmt.Sprintf("mariadb %s threads=%d", mode, threads)
 		}
-		list = append(list, contender{name, "mariadb",
+		kind := "mariadb"
+		if live {
+			// Not one of the goals' contenders (they fetch first): a
+			// reference for how a replica catching up runs.
+			name, kind = name+", fetching as it applies", "reference"
+		}
+		list = append(list, contender{name, kind,
 			func(ctx context.Context, dst *sandbox.Server) (drained, error) {
-				return runNative(ctx, b, dst, mode, threads)
+				return runNative(ctx, b, dst, mode, threads, live)
 			}})
 	}
 	names := make([]string, len(list))
@@ -262,13 +268,16 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func parseNative(s string) (mode string, threads int) {
+// parseNative reads serial or mode:threads, with +live for a replica
+// whose IO thread fetches while its SQL threads apply (runNative).
+func parseNative(s string) (mode string, threads int, live bool) {
+	s, live = strings.CutSuffix(s, "+live")
 	if s == "serial" {
-		return "none", 0
+		return "none", 0, live
 	}
 	mode, n, _ := strings.Cut(s, ":")
 	threads, _ = strconv.Atoi(n)
-	return mode, threads
+	return mode, threads, live
 }
 
 // runBinlane drains the backlog with the binlane binary; its position is
@@ -374,8 +383,11 @@ func workerLoad(ctx context.Context, dst *sandbox.Server) string {
 }
 
 // runNative drains the backlog with MariaDB's own replica: the IO thread
-// fetches everything first, then the SQL thread(s) are timed.
-func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string, threads int) (drained, error) {
+// fetches everything first, then the SQL thread(s) are timed. live: both
+// start together and are timed together, as on a replica catching up (the
+// source's dump and the IO thread's relay log writes in the timed phase,
+// as binlane's reading is).
+func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string, threads int, live bool) (drained, error) {
 	db, err := sql.Open("mysql", dst.DSN(""))
 	if err != nil {
 		return drained{}, err
@@ -387,15 +399,21 @@ func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string
 		"SET GLOBAL gtid_slave_pos = " + sqlquote.String(b.start),
 		fmt.Sprintf("SET GLOBAL slave_parallel_threads=%d", threads),
 		"SET GLOBAL slave_parallel_mode = " + sqlquote.String(mode),
-		"START SLAVE IO_THREAD",
+	}
+	if !live {
+		setup = append(setup, "START SLAVE IO_THREAD")
 	}
 	for _, q := range setup {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return drained{}, fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	if err := waitRelayFetched(ctx, db, b.src); err != nil {
-		return drained{}, err
+	start := "START SLAVE"
+	if !live {
+		if err := waitRelayFetched(ctx, db, b.src); err != nil {
+			return drained{}, err
+		}
+		start = "START SLAVE SQL_THREAD"
 	}
 	if err := warmPages(dst.Dir, warmMiB); err != nil {
 		return drained{}, err
@@ -403,7 +421,7 @@ func runNative(ctx context.Context, b *backlog, dst *sandbox.Server, mode string
 	want, _ := gtid.ParseSet(b.end)
 	meter := startCPU(dst, b.src)
 	t0 := time.Now()
-	if _, err := db.ExecContext(ctx, "START SLAVE SQL_THREAD"); err != nil {
+	if _, err := db.ExecContext(ctx, start); err != nil {
 		return drained{}, err
 	}
 	var samples []sample

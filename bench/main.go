@@ -89,7 +89,7 @@ func main() {
 		"(single-threaded oltp_update_index, durable), hotrows (oltp_update_index on 16 rows, durable); apps: shop, orderentry, bulk, "+
 		"docs (binlane's workload generator, durable target) and each with -nondurable; all: both groups")
 	flag.StringVar(&workers, "workers", "1,2,4,8,16", "binlane worker counts")
-	flag.StringVar(&native, "native", "", "MariaDB replica configurations, serial or mode:threads, or none; rowevents adds the BINLOG-statement reference "+
+	flag.StringVar(&native, "native", "", "MariaDB replica configurations, serial or mode:threads, or none; +live (serial+live) adds one whose IO thread fetches as it applies, timed from the start of both (a reference); rowevents adds the BINLOG-statement reference "+
 		"(default: serial,optimistic:4,8,16 for sysbench; every mode at 4/8/16 for shop and orderentry, fewer for bulk and docs)")
 	flag.IntVar(&c.appTransactions, "app-transactions", 0, "transactions in each application backlog (0: 20,000; docs 10,000)")
 	flag.IntVar(&c.appSessions, "app-sessions", 8, "generator sessions writing the application backlogs")

@@ -254,11 +254,18 @@ func (c *Change) FillUnwritten() {
 
 // fullImage reports whether a columns-present bitmap names every column:
 // otherwise the source logged a MINIMAL or NOBLOB image.
+// A byte at a time: per rows event, a bit at a time was 2% of binlane's
+// CPU on 60-column rows.
 func fullImage(bitmap []byte, n int) bool {
-	for i := 0; i < n; i++ {
-		if bitmap[i>>3]&(1<<(i&7)) == 0 {
+	whole := n >> 3
+	for _, b := range bitmap[:whole] {
+		if b != 0xff {
 			return false
 		}
+	}
+	if rest := n & 7; rest != 0 {
+		mask := byte(1)<<rest - 1
+		return bitmap[whole]&mask == mask
 	}
 	return true
 }
